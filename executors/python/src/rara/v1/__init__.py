@@ -1,0 +1,1 @@
+"""Generated from proto/ by scripts/proto-python.sh. Do not edit."""

@@ -1,0 +1,27 @@
+"""rara_worker: serve Python capabilities to rara over the ``rara.v1`` gRPC contract.
+
+# Layout
+
+- ``capability``: the registry and the ``@registry.capability(...)`` decorator.
+- ``context``: what a handler receives (ids, deadline, progress, artifacts, cancellation).
+- ``errors``: the exceptions handlers raise and how any exception becomes a structured error.
+- ``events``: builds one ``Execute`` stream and guarantees its event order.
+- ``server``: the gRPC ``ExecutorService`` and ``serve()`` (health, signals, shutdown).
+- ``examples``: built-in capabilities (``text.stats``, ``dataset.split``, ``sleep``).
+- ``__main__``: ``python -m rara_worker --port PORT``.
+"""
+
+from rara_worker.capability import Capability, CapabilityRegistry, DuplicateCapabilityError
+from rara_worker.context import Context
+from rara_worker.errors import InvalidInputError, PermanentError, RetryableError, StepError
+
+__all__ = [
+    "Capability",
+    "CapabilityRegistry",
+    "Context",
+    "DuplicateCapabilityError",
+    "InvalidInputError",
+    "PermanentError",
+    "RetryableError",
+    "StepError",
+]

@@ -1,0 +1,39 @@
+"""``python -m rara_worker``: serve the built-in example capabilities."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import tempfile
+from pathlib import Path
+
+from rara_worker.examples import registry
+from rara_worker.server import DEFAULT_GRACE_SECONDS, serve
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and serve until SIGTERM/SIGINT."""
+    parser = argparse.ArgumentParser(prog="rara_worker", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=50051, help="port to bind; 0 picks a free one")
+    parser.add_argument(
+        "--artifacts-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "rara-artifacts",
+        help="where artifact files are written (default: $TMPDIR/rara-artifacts)",
+    )
+    parser.add_argument(
+        "--grace", type=float, default=DEFAULT_GRACE_SECONDS,
+        help="seconds running work gets to finish on shutdown",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(
+        serve(registry, host=args.host, port=args.port, artifacts_dir=args.artifacts_dir,
+              grace=args.grace)
+    )
+
+
+if __name__ == "__main__":
+    main()

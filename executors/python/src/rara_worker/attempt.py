@@ -1,0 +1,194 @@
+"""Running one attempt: check the request, call the handler, enforce deadline and cancel.
+
+Every path ends the attempt's ``EventStream`` with exactly one terminal event:
+
+- the handler returned an object: ``succeeded`` (``INVALID_OUTPUT`` if it is not JSON);
+- the handler raised: ``failed`` with the error ``errors.to_error`` gives;
+- the deadline passed: the handler is cancelled, ``failed`` ``DEADLINE_EXCEEDED``;
+- ``stop()`` was called (``Cancel`` RPC, shutdown): the handler is cancelled, then
+  ``cancelled`` with the reason, or ``failed`` with the error given to ``stop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import cast
+
+from rara.v1 import executor_pb2 as pb
+from rara_worker import errors
+from rara_worker.capability import AsyncHandler, Capability, CapabilityRegistry, SyncHandler
+from rara_worker.context import Context
+from rara_worker.events import EventStream
+
+log = logging.getLogger(__name__)
+
+# Handler tasks cancelled but not finished yet; kept so they are not garbage-collected.
+_cancelled_handlers: set[asyncio.Task[object]] = set()
+
+
+class Attempt:
+    """One execution of one step, named by (step_id, attempt)."""
+
+    def __init__(
+        self,
+        request: pb.ExecuteRequest,
+        stream: EventStream,
+        registry: CapabilityRegistry,
+        artifacts_root: Path,
+    ) -> None:
+        self._request = request
+        self._stream = stream
+        self._registry = registry
+        self._artifacts_root = artifacts_root
+        self._stop_requested = asyncio.Event()
+        self._stop_reason = ""
+        self._stop_error: pb.Error | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(step_id, attempt): how ``Cancel`` finds this attempt."""
+        return (self._request.step_id, self._request.attempt)
+
+    def stop(self, reason: str, error: pb.Error | None = None) -> bool:
+        """Ask the attempt to stop; it ends with ``cancelled`` (or ``failed`` with ``error``)."""
+        if self._stream.ended or self._stop_requested.is_set():
+            return False
+        self._stop_reason, self._stop_error = reason, error
+        self._stop_requested.set()
+        return True
+
+    async def run(self) -> None:
+        """Run to the end, emitting every event of the stream."""
+        try:
+            await self._run()
+        except Exception as exc:  # a bug here must still end the stream
+            self._fail(errors.make_error(errors.INTERNAL, "executor error", False), exc)
+
+    async def _run(self) -> None:
+        req = self._request
+        log.info(
+            "execute operation=%.100s step=%s attempt=%d fence=%d",
+            req.operation, req.step_id, req.attempt, req.fence,
+        )
+        self._stream.accepted()
+        found = self._resolve()
+        if isinstance(found, pb.Error):
+            self._fail(found)
+            return
+        capability, input_obj = found
+        deadline = req.deadline.ToDatetime(tzinfo=UTC) if req.HasField("deadline") else None
+        timeout = None if deadline is None else (deadline - datetime.now(UTC)).total_seconds()
+        if timeout is not None and timeout <= 0:
+            self._fail(_deadline_exceeded())
+            return
+        ctx = Context(
+            run_id=req.run_id, step_id=req.step_id, attempt=req.attempt, fence=req.fence,
+            deadline=deadline, trace_context=dict(req.trace_context),
+            artifacts_root=self._artifacts_root, events=self._stream,
+        )
+        self._stream.running()
+        handler = asyncio.create_task(_invoke(capability, ctx, input_obj))
+        stop = asyncio.create_task(self._stop_requested.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {handler, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if handler in done:
+                self._finish(handler)
+            elif stop in done:
+                self._end_stopped()
+            else:
+                self._fail(_deadline_exceeded())
+        finally:
+            stop.cancel()
+            if not handler.done():
+                ctx.cancelled.set()
+                handler.cancel()
+                _cancelled_handlers.add(handler)
+                handler.add_done_callback(_forget)
+
+    def _resolve(self) -> tuple[Capability, dict[str, object]] | pb.Error:
+        req = self._request
+        try:
+            uuid.UUID(req.run_id)
+            uuid.UUID(req.step_id)
+        except ValueError:
+            return errors.make_error(
+                errors.INVALID_REQUEST, "run_id and step_id must be UUIDs", False
+            )
+        if req.attempt < 1:
+            return errors.make_error(errors.INVALID_REQUEST, "attempt must be at least 1", False)
+        capability = self._registry.resolve(req.operation, req.capability_version)
+        if capability is None:
+            pinned = f" version {req.capability_version}" if req.capability_version else ""
+            return errors.make_error(
+                errors.UNKNOWN_OPERATION,
+                f"no capability {req.operation!r}{pinned} on this executor",
+                False,
+                {"operation": req.operation, "capability_version": req.capability_version},
+            )
+        try:
+            input_obj = json.loads(req.input_json) if req.input_json else {}
+        except ValueError:
+            return errors.make_error(errors.INVALID_INPUT, "input_json is not valid JSON", False)
+        if not isinstance(input_obj, dict):
+            return errors.make_error(errors.INVALID_INPUT, "input_json must be a JSON object", False)
+        return capability, input_obj
+
+    def _finish(self, handler: asyncio.Task[object]) -> None:
+        if handler.cancelled():
+            self._stream.cancelled(self._stop_reason or "the handler was cancelled")
+            return
+        exc = handler.exception()
+        if exc is not None:
+            self._fail(errors.to_error(exc), exc)
+            return
+        output = handler.result()
+        try:
+            if not isinstance(output, dict):
+                raise TypeError("not a dict")
+            output_json = json.dumps(output, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            self._fail(errors.make_error(
+                errors.INVALID_OUTPUT, "the handler did not return a JSON object", False
+            ))
+            return
+        log.info("succeeded step=%s attempt=%d", self._request.step_id, self._request.attempt)
+        self._stream.succeeded(output_json)
+
+    def _end_stopped(self) -> None:
+        if self._stop_error is not None:
+            self._fail(self._stop_error)
+        else:
+            log.info("cancelled step=%s attempt=%d", self._request.step_id, self._request.attempt)
+            self._stream.cancelled(self._stop_reason)
+
+    def _fail(self, error: pb.Error, exc: BaseException | None = None) -> None:
+        # Only the class of an exception is logged: its message may quote input values.
+        log.warning(
+            "failed step=%s attempt=%d code=%s retryable=%s exception=%s",
+            self._request.step_id, self._request.attempt, error.code, error.retryable,
+            type(exc).__name__ if exc is not None else "-",
+        )
+        self._stream.failed(error)
+
+
+async def _invoke(capability: Capability, ctx: Context, input_obj: dict[str, object]) -> object:
+    if capability.is_async:
+        return await cast(AsyncHandler, capability.handler)(ctx, input_obj)
+    return await asyncio.to_thread(cast(SyncHandler, capability.handler), ctx, input_obj)
+
+
+def _deadline_exceeded() -> pb.Error:
+    return errors.make_error(errors.DEADLINE_EXCEEDED, "the attempt's deadline passed", True)
+
+
+def _forget(task: asyncio.Task[object]) -> None:
+    _cancelled_handlers.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved so asyncio does not warn; the attempt already ended

@@ -1,0 +1,112 @@
+"""The capability registry: which operations this executor runs, at which versions.
+
+Register a handler with the decorator::
+
+    registry = CapabilityRegistry()
+
+    @registry.capability("text.stats", version="1.0.0", description="Count words")
+    async def text_stats(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        ...
+
+A handler takes the context and the input object and returns the output object. An
+``async def`` runs on the server's event loop; a plain ``def`` runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from rara_worker.context import Context
+
+JsonObject = dict[str, Any]
+AsyncHandler = Callable[[Context, JsonObject], Awaitable[JsonObject]]
+SyncHandler = Callable[[Context, JsonObject], JsonObject]
+Handler = AsyncHandler | SyncHandler
+H = TypeVar("H", bound=Handler)
+
+
+class DuplicateCapabilityError(ValueError):
+    """A capability with the same name and version is already registered."""
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One operation at one version, and the function that runs it."""
+
+    name: str
+    version: str
+    description: str
+    input_schema: Mapping[str, Any] | None
+    handler: Handler
+
+    @property
+    def is_async(self) -> bool:
+        """True when the handler is an ``async def`` (run on the loop, not a thread)."""
+        return inspect.iscoroutinefunction(self.handler)
+
+    def input_schema_json(self) -> str | None:
+        """The input schema as canonical JSON text, or None."""
+        if self.input_schema is None:
+            return None
+        return json.dumps(self.input_schema, sort_keys=True, separators=(",", ":"))
+
+
+def version_key(version: str) -> tuple[tuple[int, int, str], ...]:
+    """Order versions numerically by dotted part ("1.10.0" > "1.9.0")."""
+    return tuple((1, int(p), "") if p.isdigit() else (0, 0, p) for p in version.split("."))
+
+
+class CapabilityRegistry:
+    """Capabilities by (name, version). Registration is explicit; there is no discovery."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, str], Capability] = {}
+
+    def capability(
+        self,
+        name: str,
+        *,
+        version: str,
+        description: str = "",
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> Callable[[H], H]:
+        """Decorator: register the function as ``name`` at ``version``."""
+
+        def register(handler: H) -> H:
+            self.register(
+                Capability(name, version, description, input_schema, handler)
+            )
+            return handler
+
+        return register
+
+    def register(self, capability: Capability) -> None:
+        """Add a capability; a second one with the same name and version is an error."""
+        if not capability.name or not capability.version:
+            raise ValueError("a capability needs a non-empty name and version")
+        if not callable(capability.handler):
+            raise TypeError(f"handler of {capability.name} is not callable")
+        key = (capability.name, capability.version)
+        if key in self._by_key:
+            raise DuplicateCapabilityError(
+                f"capability {capability.name} version {capability.version} is already registered"
+            )
+        self._by_key[key] = capability
+
+    def resolve(self, name: str, version: str = "") -> Capability | None:
+        """The capability for ``name`` at ``version``; an empty version means the newest."""
+        if version:
+            return self._by_key.get((name, version))
+        candidates = [c for c in self._by_key.values() if c.name == name]
+        return max(candidates, key=lambda c: version_key(c.version), default=None)
+
+    def __iter__(self) -> Iterator[Capability]:
+        """Capabilities sorted by name, then version."""
+        return iter(sorted(self._by_key.values(), key=lambda c: (c.name, version_key(c.version))))
+
+    def __len__(self) -> int:
+        return len(self._by_key)

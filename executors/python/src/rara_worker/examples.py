@@ -1,0 +1,191 @@
+"""Built-in capabilities that do real work on local data.
+
+- ``text.stats`` 1.0.0: line, word and character counts and the top words of a text
+  (``{"text": ...}`` or ``{"path": ...}``), written as a ``stats.json`` artifact.
+- ``dataset.split`` 1.0.0: a deterministic, seeded split of rows (``{"rows": [...]}`` or
+  ``{"path": "x.csv" | "x.jsonl"}``) by ratios, one JSONL artifact per split.
+- ``sleep`` 1.0.0: sleeps ``seconds`` in small steps, reporting progress and stopping
+  when cancelled. Meant for tests.
+
+``path`` inputs are read from the executor's local file system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import math
+import random
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rara_worker.capability import CapabilityRegistry
+from rara_worker.context import Context
+from rara_worker.errors import InvalidInputError
+
+registry = CapabilityRegistry()
+
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_CHUNK_ROWS = 1000
+
+
+def _read_text(input: dict[str, Any]) -> str:
+    if isinstance(input.get("text"), str):
+        return str(input["text"])
+    if isinstance(input.get("path"), str):
+        try:
+            return Path(input["path"]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"cannot read path: {type(exc).__name__}") from exc
+    raise InvalidInputError('input needs "text" or "path" (a string)')
+
+
+@registry.capability(
+    "text.stats",
+    version="1.0.0",
+    description="Count lines, words and characters of a text; list its top words.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "path": {"type": "string"},
+            "top": {"type": "integer", "minimum": 0, "default": 10},
+        },
+        "oneOf": [{"required": ["text"]}, {"required": ["path"]}],
+    },
+)
+async def text_stats(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    top = input.get("top", 10)
+    if not isinstance(top, int) or top < 0:
+        raise InvalidInputError('"top" must be a non-negative integer')
+    text = await asyncio.to_thread(_read_text, input)
+    lines = text.splitlines()
+    words: Counter[str] = Counter()
+    step = max(1, math.ceil(len(lines) / 10))
+    for start in range(0, len(lines), step):
+        for line in lines[start : start + step]:
+            words.update(w.lower() for w in _WORD.findall(line))
+        done = min(len(lines), start + step)
+        await ctx.progress(done / len(lines), f"counted {done}/{len(lines)} lines")
+    ranked = sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    stats = {
+        "lines": len(lines),
+        "words": sum(words.values()),
+        "distinct_words": len(words),
+        "chars": len(text),
+        "top_words": [{"word": w, "count": n} for w, n in ranked],
+    }
+    await ctx.write_artifact(
+        "stats.json", json.dumps(stats, indent=2, sort_keys=True) + "\n", "application/json"
+    )
+    return stats
+
+
+def _load_rows(input: dict[str, Any]) -> list[Any]:
+    if isinstance(input.get("rows"), list):
+        return list(input["rows"])
+    path = input.get("path")
+    if not isinstance(path, str):
+        raise InvalidInputError('input needs "rows" (a list) or "path" (.csv or .jsonl)')
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            if path.endswith(".csv"):
+                return list(csv.DictReader(f))
+            if path.endswith(".jsonl"):
+                return [json.loads(line) for line in f if line.strip()]
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read path: {type(exc).__name__}") from exc
+    raise InvalidInputError('"path" must end in .csv or .jsonl')
+
+
+def _split_sizes(total: int, ratios: dict[str, float]) -> dict[str, int]:
+    """Largest-remainder rounding: sizes add up to ``total``, ties go to earlier names."""
+    exact = {name: total * r for name, r in ratios.items()}
+    sizes = {name: math.floor(x) for name, x in exact.items()}
+    by_remainder = sorted(ratios, key=lambda n: -(exact[n] - sizes[n]))
+    for name in by_remainder[: total - sum(sizes.values())]:
+        sizes[name] += 1
+    return sizes
+
+
+def _check_ratios(raw: object) -> dict[str, float]:
+    if not isinstance(raw, dict) or not raw:
+        raise InvalidInputError('"ratios" must be an object like {"train": 0.8, "test": 0.2}')
+    ratios: dict[str, float] = {}
+    for name, r in raw.items():
+        if not _SPLIT_NAME.fullmatch(name):
+            raise InvalidInputError("split names must be 1-64 letters, digits, _ or -")
+        if isinstance(r, bool) or not isinstance(r, int | float) or not 0 < r <= 1:
+            raise InvalidInputError("each ratio must be a number in (0, 1]")
+        ratios[name] = float(r)
+    if not math.isclose(sum(ratios.values()), 1.0, abs_tol=1e-6):
+        raise InvalidInputError("ratios must add up to 1")
+    return ratios
+
+
+@registry.capability(
+    "dataset.split",
+    version="1.0.0",
+    description="Split rows (inline, CSV or JSONL) into seeded random parts by ratio.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "rows": {"type": "array"},
+            "path": {"type": "string"},
+            "ratios": {"type": "object", "additionalProperties": {"type": "number"}},
+            "seed": {"type": "integer", "default": 0},
+        },
+        "required": ["ratios"],
+    },
+)
+async def dataset_split(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    ratios = _check_ratios(input.get("ratios"))
+    seed = input.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InvalidInputError('"seed" must be an integer')
+    rows = await asyncio.to_thread(_load_rows, input)
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    sizes = _split_sizes(len(rows), ratios)
+    total_chunks = sum(max(1, math.ceil(n / _CHUNK_ROWS)) for n in sizes.values())
+    chunks_done, start = 0, 0
+    for name, size in sizes.items():
+        part = order[start : start + size]
+        start += size
+        lines: list[str] = []
+        for first in range(0, max(size, 1), _CHUNK_ROWS):
+            chunk = part[first : first + _CHUNK_ROWS]
+            lines.extend(json.dumps(rows[i], sort_keys=True) + "\n" for i in chunk)
+            chunks_done += 1
+            await ctx.progress(chunks_done / total_chunks, f"{name}: {len(lines)}/{size} rows")
+        await ctx.write_artifact(f"{name}.jsonl", "".join(lines), "application/x-ndjson")
+    return {"rows": len(rows), "seed": seed, "counts": sizes}
+
+
+@registry.capability(
+    "sleep",
+    version="1.0.0",
+    description="Sleep for a number of seconds, reporting progress; honours cancellation.",
+    input_schema={
+        "type": "object",
+        "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 3600}},
+        "required": ["seconds"],
+    },
+)
+async def sleep(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    seconds = input.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 3600:
+        raise InvalidInputError('"seconds" must be a number from 0 to 3600')
+    started = time.monotonic()
+    while (elapsed := time.monotonic() - started) < seconds:
+        if ctx.cancelled.is_set():
+            break
+        await ctx.progress(min(1.0, elapsed / seconds), f"slept {elapsed:.1f}s")
+        await asyncio.sleep(min(0.1, seconds - elapsed))
+    slept = min(time.monotonic() - started, float(seconds))
+    return {"slept_seconds": round(slept, 3), "cancelled": ctx.cancelled.is_set()}

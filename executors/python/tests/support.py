@@ -1,0 +1,127 @@
+"""Test helpers: a registry with known failures, requests, and the event-order check."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from rara.v1 import executor_pb2 as pb
+from rara.v1 import executor_pb2_grpc as pb_grpc
+from rara_worker import CapabilityRegistry, Context, PermanentError, RetryableError
+from rara_worker.examples import registry as examples
+
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+def make_registry(cancel_seen: list[str]) -> CapabilityRegistry:
+    """The examples plus handlers that fail in known ways."""
+    reg = CapabilityRegistry()
+    for cap in examples:
+        reg.register(cap)
+
+    @reg.capability("fail.retryable", version="1.0.0")
+    async def fail_retryable(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        raise RetryableError("UPSTREAM_DOWN", "the upstream is down", {"upstream": "db"})
+
+    @reg.capability("fail.permanent", version="1.0.0")
+    async def fail_permanent(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        raise PermanentError("NOT_FOUND", "no such thing")
+
+    @reg.capability("fail.value", version="1.0.0")
+    async def fail_value(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("bad value")
+
+    @reg.capability("fail.timeout", version="1.0.0")
+    def fail_timeout(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        raise TimeoutError("upstream timed out")
+
+    @reg.capability("bad.output", version="1.0.0")
+    async def bad_output(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        return {"value": float("nan")}
+
+    @reg.capability("sync.echo", version="1.0.0")
+    def sync_echo(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        ctx.progress_sync(0.5, "half way")
+        ctx.write_artifact_sync("echo.json", b"{}", "application/json")
+        return {"echo": input, "step_id": ctx.step_id, "fence": ctx.fence}
+
+    @reg.capability("versioned", version="1.2.0")
+    async def versioned_old(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        return {"version": "1.2.0"}
+
+    @reg.capability("versioned", version="1.10.0")
+    async def versioned_new(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        return {"version": "1.10.0"}
+
+    @reg.capability("probe.cancellable", version="1.0.0")
+    async def cancellable(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancel_seen.append(ctx.step_id)
+            raise
+        return {}
+
+    return reg
+
+
+def request(
+    operation: str,
+    input_json: str = "{}",
+    *,
+    version: str = "",
+    attempt: int = 1,
+    deadline_in: float | None = 30.0,
+    step_id: str | None = None,
+) -> pb.ExecuteRequest:
+    """An ExecuteRequest with fresh ids and a deadline ``deadline_in`` seconds away."""
+    req = pb.ExecuteRequest(
+        run_id=str(uuid.uuid4()),
+        step_id=step_id or str(uuid.uuid4()),
+        attempt=attempt,
+        fence=42,
+        operation=operation,
+        capability_version=version,
+        input_json=input_json,
+        trace_context={"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    )
+    if deadline_in is not None:
+        stamp = Timestamp()
+        stamp.FromDatetime(datetime.now(UTC) + timedelta(seconds=deadline_in))
+        req.deadline.CopyFrom(stamp)
+    return req
+
+
+async def collect(
+    stub: pb_grpc.ExecutorServiceStub, req: pb.ExecuteRequest
+) -> list[pb.ExecuteResponse]:
+    """All events of one Execute call, checked against the contract's order."""
+    events = [e async for e in stub.Execute(req)]
+    assert_well_formed(events)
+    return events
+
+
+def kinds(events: list[pb.ExecuteResponse]) -> list[str]:
+    return [str(e.WhichOneof("event")) for e in events]
+
+
+def assert_well_formed(events: list[pb.ExecuteResponse]) -> None:
+    """accepted, running, (progress|artifact)*, one terminal; sequence 1..n; timestamps."""
+    names = kinds(events)
+    assert names[:2] == ["accepted", "running"], names
+    assert names[-1] in TERMINAL, names
+    assert set(names[2:-1]) <= {"progress", "artifact"}, names
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    stamps = [e.timestamp.ToDatetime() for e in events]
+    assert all(e.HasField("timestamp") for e in events)
+    assert stamps == sorted(stamps)
+
+
+def sha256_file(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()

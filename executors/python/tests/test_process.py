@@ -1,0 +1,77 @@
+"""`python -m rara_worker` as a process: port 0, health, graceful SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from support import collect, request
+
+from rara.v1 import executor_pb2_grpc as pb_grpc
+
+
+class Worker:
+    def __init__(self, proc: asyncio.subprocess.Process, address: str) -> None:
+        self.proc = proc
+        self.address = address
+
+
+async def spawn(tmp_path: Path, *extra: str) -> Worker:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "rara_worker", "--port", "0",
+        "--artifacts-dir", str(tmp_path / "artifacts"), *extra,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), timeout=20)).decode()
+    match = re.fullmatch(r"listening on (127\.0\.0\.1:\d+)\n", line)
+    assert match, line
+    return Worker(proc, match.group(1))
+
+
+@pytest.fixture
+async def worker(tmp_path: Path) -> AsyncIterator[Worker]:
+    w = await spawn(tmp_path, "--grace", "5")
+    yield w
+    if w.proc.returncode is None:
+        w.proc.kill()
+        await w.proc.wait()
+
+
+async def test_health_answers_serving_for_the_server_and_the_service(worker: Worker) -> None:
+    async with grpc.aio.insecure_channel(worker.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "rara.v1.ExecutorService"):
+            response = await health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert response.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_sigterm_lets_running_work_finish_then_exits_zero(worker: Worker) -> None:
+    async with grpc.aio.insecure_channel(worker.address) as channel:
+        stub = pb_grpc.ExecutorServiceStub(channel)
+        running = asyncio.create_task(collect(stub, request("sleep", '{"seconds": 0.5}')))
+        await asyncio.sleep(0.2)
+        worker.proc.send_signal(signal.SIGTERM)
+        events = await running
+    assert events[-1].HasField("succeeded")
+    assert await asyncio.wait_for(worker.proc.wait(), timeout=10) == 0
+
+
+async def test_work_past_the_grace_period_fails_retryable_on_shutdown(tmp_path: Path) -> None:
+    w = await spawn(tmp_path, "--grace", "0.2")
+    async with grpc.aio.insecure_channel(w.address) as channel:
+        stub = pb_grpc.ExecutorServiceStub(channel)
+        running = asyncio.create_task(collect(stub, request("sleep", '{"seconds": 30}')))
+        await asyncio.sleep(0.3)
+        w.proc.send_signal(signal.SIGTERM)
+        events = await asyncio.wait_for(running, timeout=10)
+    error = events[-1].failed.error
+    assert (error.code, error.retryable) == ("SHUTTING_DOWN", True)
+    assert await asyncio.wait_for(w.proc.wait(), timeout=10) == 0

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Ensure the project-local virtualenv .venv-executor exists, with the pinned Python
+# tooling and the rara_worker package (editable) installed. Skips pip when the stamp
+# matches. Prints the venv's python path as its last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=.venv-executor
+# Known-good pins (resolved together on Python 3.11). Bump them here, all at once.
+PINS=(
+  pip==26.3
+  setuptools==84.2.1
+  grpcio==1.85.3
+  grpcio-tools==1.85.1
+  grpcio-health-checking==1.85.1
+  protobuf==7.36.2
+  pytest==9.2.0
+  pytest-asyncio==1.5.0
+  mypy==2.4.1
+  types-protobuf==7.35.1.20260906
+  types-grpcio==1.85.0.20261028
+)
+STAMP="$VENV/.rara-stamp"
+want="$(printf '%s\n' "${PINS[@]}" | cat - executors/python/pyproject.toml | sha256sum | cut -d' ' -f1)"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  echo "python-env: creating $VENV" >&2
+  python3 -m venv "$VENV"
+fi
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
+  echo "python-env: $VENV is up to date" >&2
+else
+  echo "python-env: installing pinned tools and executors/python (editable) into $VENV" >&2
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-build-isolation --no-deps -e executors/python
+  echo "$want" >"$STAMP"
+fi
+echo "$PWD/$VENV/bin/python"

@@ -1,0 +1,21 @@
+//! rara's domain: what a step is and how it may change, independent of Postgres, SQS or Lambda.
+//!
+//! # Layout
+//!
+//! - [`state`]: step, run and attempt states and the transitions the state machine allows.
+//! - [`step_error`]: the structured error every failure carries (code, message, retryable, details).
+//! - [`retry`]: the retry policy (exponential backoff with full jitter) and the retry decision.
+//! - [`config`]: the typed configuration read once at start, with the SQS/lease alignment checks.
+//! - [`executor`]: the [`executor::Executor`] trait and the context an execution receives.
+//! - [`registry`]: explicit name → executor registrations, and routing of an operation.
+//! - [`workflow`]: the workflow definition format (JSON or YAML) and its validation.
+
+pub mod config;
+pub mod executor;
+pub mod registry;
+pub mod retry;
+pub mod state;
+pub mod step_error;
+pub mod workflow;
+
+pub use step_error::StepError;

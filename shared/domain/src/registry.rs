@@ -1,0 +1,139 @@
+//! Explicit registrations of executors by operation name, and routing (DESIGN.md
+//! "Executors"): an in-process registration first, then a remote capability matching name
+//! and version, otherwise a permanent `UNKNOWN_OPERATION` failure.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::StepError;
+use crate::executor::Executor;
+use crate::step_error::codes;
+
+/// Finds a remote executor offering a capability (name and, when pinned, version).
+#[async_trait::async_trait]
+pub trait RemoteRouter: Send + Sync {
+    async fn route(&self, operation: &str, version: Option<&str>) -> Option<Arc<dyn Executor>>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("an executor is already registered under {0:?}")]
+    Duplicate(String),
+    #[error("operation names must be non-empty and without whitespace, got {0:?}")]
+    InvalidName(String),
+}
+
+/// Executors by operation name.
+#[derive(Default, Clone)]
+pub struct Registry {
+    local: BTreeMap<String, Arc<dyn Executor>>,
+    remote: Option<Arc<dyn RemoteRouter>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("local", &self.local.keys().collect::<Vec<_>>())
+            .field("remote", &self.remote.is_some())
+            .finish()
+    }
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `executor` under `name`. A second registration of a name is an error.
+    pub fn register(&mut self, name: &str, executor: impl Executor) -> Result<&mut Self, Error> {
+        if name.is_empty() || name.chars().any(char::is_whitespace) {
+            return Err(Error::InvalidName(name.to_owned()));
+        }
+        if self.local.contains_key(name) {
+            return Err(Error::Duplicate(name.to_owned()));
+        }
+        self.local.insert(name.to_owned(), Arc::new(executor));
+        Ok(self)
+    }
+
+    /// Routes operations that no in-process registration serves to remote executors.
+    pub fn with_remote(&mut self, router: Arc<dyn RemoteRouter>) -> &mut Self {
+        self.remote = Some(router);
+        self
+    }
+
+    /// The registered in-process operation names.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.local.keys().map(String::as_str)
+    }
+
+    /// The executor for `operation` (at `version` when pinned), or a permanent `UNKNOWN_OPERATION`.
+    pub async fn resolve(&self, operation: &str, version: Option<&str>) -> Result<Arc<dyn Executor>, StepError> {
+        if let Some(local) = self.local.get(operation)
+            && version.is_none_or(|v| v == local.version())
+        {
+            return Ok(local.clone());
+        }
+        if let Some(remote) = &self.remote
+            && let Some(executor) = remote.route(operation, version).await
+        {
+            return Ok(executor);
+        }
+        let wanted = match version {
+            Some(v) => format!("operation {operation:?} at version {v:?}"),
+            None => format!("operation {operation:?}"),
+        };
+        Err(StepError::permanent(
+            codes::UNKNOWN_OPERATION,
+            format!("no in-process executor or remote capability serves {wanted}"),
+        )
+        .with_details(serde_json::json!({
+            "operation": operation,
+            "version": version,
+            "in_process": self.local.keys().collect::<Vec<_>>(),
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::ExecutionContext;
+
+    struct Echo;
+
+    #[async_trait::async_trait]
+    impl Executor for Echo {
+        async fn execute(&self, _ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError> {
+            Ok(input)
+        }
+    }
+
+    #[tokio::test]
+    async fn unknown_operation_is_a_permanent_failure_naming_it() {
+        let mut registry = Registry::new();
+        registry.register("echo", Echo).unwrap();
+        assert!(registry.resolve("echo", None).await.is_ok());
+        let err = registry.resolve("missing", None).await.err().unwrap();
+        assert_eq!(err.code, codes::UNKNOWN_OPERATION);
+        assert!(!err.retryable);
+        assert!(err.message.contains("\"missing\""));
+    }
+
+    #[tokio::test]
+    async fn pinned_version_must_match_the_registration() {
+        let mut registry = Registry::new();
+        registry.register("echo", Echo).unwrap();
+        assert!(registry.resolve("echo", Some("1")).await.is_ok());
+        let err = registry.resolve("echo", Some("2")).await.err().unwrap();
+        assert!(err.message.contains("version \"2\""), "{}", err.message);
+    }
+
+    #[test]
+    fn duplicate_and_blank_names_are_refused() {
+        let mut registry = Registry::new();
+        registry.register("echo", Echo).unwrap();
+        assert!(matches!(registry.register("echo", Echo), Err(Error::Duplicate(_))));
+        assert!(matches!(registry.register("has space", Echo), Err(Error::InvalidName(_))));
+    }
+}

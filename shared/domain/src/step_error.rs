@@ -1,0 +1,63 @@
+//! The structured error a failed step carries: code, message, retryable flag, details.
+
+use serde::{Deserialize, Serialize};
+
+/// Well-known error codes. Executors may use their own codes beside these.
+pub mod codes {
+    /// No in-process registration and no remote capability matches the operation (and version).
+    pub const UNKNOWN_OPERATION: &str = "UNKNOWN_OPERATION";
+    /// The holder's lease expired and no attempts were left.
+    pub const LEASE_EXPIRED: &str = "LEASE_EXPIRED";
+    /// The execution ran past its deadline.
+    pub const DEADLINE_EXCEEDED: &str = "DEADLINE_EXCEEDED";
+    /// A dependency failed or was cancelled, so the step never ran.
+    pub const DEPENDENCY_FAILED: &str = "DEPENDENCY_FAILED";
+    /// An operator cancelled the step or its run.
+    pub const CANCELLED: &str = "CANCELLED";
+    /// The executor panicked or its task died.
+    pub const EXECUTOR_PANICKED: &str = "EXECUTOR_PANICKED";
+    /// The step's input does not fit the operation.
+    pub const INVALID_INPUT: &str = "INVALID_INPUT";
+    /// A remote executor broke the event order of the contract.
+    pub const PROTOCOL_VIOLATION: &str = "PROTOCOL_VIOLATION";
+    /// A remote executor could not be reached or vanished mid-stream.
+    pub const EXECUTOR_UNAVAILABLE: &str = "EXECUTOR_UNAVAILABLE";
+}
+
+/// A structured, classified failure. `retryable` alone decides between "retry" and "fail".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct StepError {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
+}
+
+impl StepError {
+    /// A failure that another attempt may cure.
+    pub fn retryable(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into(), retryable: true, details: serde_json::Value::Null }
+    }
+
+    /// A failure that no further attempt can cure.
+    pub fn permanent(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into(), retryable: false, details: serde_json::Value::Null }
+    }
+
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// The JSON stored in Postgres (`steps.error`, `step_attempts.error`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+            "details": self.details,
+        })
+    }
+}

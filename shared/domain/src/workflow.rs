@@ -1,0 +1,432 @@
+//! The workflow definition format (JSON or YAML) and its validation.
+//!
+//! ```yaml
+//! name: nightly-report
+//! idempotency_key: nightly-2026-12-02   # optional: the same key returns the existing run
+//! steps:
+//!   - name: fetch
+//!     operation: http.request
+//!     input: { method: GET, url: "https://example.com/data" }
+//!     max_attempts: 3
+//!     timeout_seconds: 30
+//!     retry: { initial_delay_seconds: 1, max_delay_seconds: 60, multiplier: 2 }
+//!   - name: summarise
+//!     operation: text.stats
+//!     version: "1.0.0"                    # optional: pin a remote capability version
+//!     depends_on: [fetch]
+//! ```
+//! Validation reports every problem with the path of the field at fault
+//! (`steps[1].depends_on[0]: unknown step "fetc"`).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::retry::RetryPolicy;
+
+/// The most steps one workflow may have.
+pub const MAX_STEPS: usize = 10_000;
+/// The longest name (run or step) accepted.
+pub const MAX_NAME_LEN: usize = 200;
+/// The longest step timeout accepted (a day); heartbeats keep long steps leased.
+pub const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowDefinition {
+    pub name: String,
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    pub steps: Vec<StepDefinition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepDefinition {
+    pub name: String,
+    pub operation: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default = "empty_object")]
+    pub input: serde_json::Value,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    #[serde(default)]
+    pub timeout_seconds: Option<u64>,
+    #[serde(default)]
+    pub retry: Option<RetrySpec>,
+}
+
+/// Per-step retry settings; what is left out comes from the configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySpec {
+    #[serde(default)]
+    pub initial_delay_seconds: Option<f64>,
+    #[serde(default)]
+    pub max_delay_seconds: Option<f64>,
+    #[serde(default)]
+    pub multiplier: Option<f64>,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+
+/// The text format of a definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+impl Format {
+    /// From a file name's extension; anything but `.json` is read as YAML (a superset of JSON).
+    pub fn from_path(path: &std::path::Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("json") => Format::Json,
+            _ => Format::Yaml,
+        }
+    }
+}
+
+/// One thing wrong with a definition, at a field path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the definition is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the definition is not valid YAML: {0}")]
+    Yaml(#[from] serde_saphyr::Error),
+    #[error("the definition is invalid:\n{}", .0.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<Problem>),
+}
+
+/// A step ready to be stored: defaults applied, dependencies as indices into the step list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedStep {
+    pub name: String,
+    pub operation: String,
+    pub version: Option<String>,
+    pub input: serde_json::Value,
+    pub depends_on: Vec<usize>,
+    pub retry: RetryPolicy,
+    pub timeout: Duration,
+}
+
+/// A validated workflow: every dependency exists, there is no cycle, every limit holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub name: String,
+    pub idempotency_key: Option<String>,
+    pub steps: Vec<PlannedStep>,
+}
+
+impl WorkflowDefinition {
+    /// Parses a definition; unknown fields are errors.
+    pub fn parse(text: &str, format: Format) -> Result<Self, Error> {
+        Ok(match format {
+            Format::Json => serde_json::from_str(text)?,
+            Format::Yaml => serde_saphyr::from_str(text)?,
+        })
+    }
+
+    /// Checks the definition against the limits of `config` and applies its defaults.
+    pub fn plan(&self, config: &Config) -> Result<Plan, Error> {
+        let mut problems = Vec::new();
+        let mut problem = |path: String, message: String| problems.push(Problem { path, message });
+
+        check_name("name", &self.name, &mut problem);
+        if let Some(key) = &self.idempotency_key
+            && (key.is_empty() || key.len() > MAX_NAME_LEN)
+        {
+            problem("idempotency_key".into(), format!("must be 1 to {MAX_NAME_LEN} characters"));
+        }
+        if self.steps.is_empty() {
+            problem("steps".into(), "a workflow needs at least one step".into());
+        }
+        if self.steps.len() > MAX_STEPS {
+            problem("steps".into(), format!("{} steps; at most {MAX_STEPS} are allowed", self.steps.len()));
+        }
+
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            if let Some(first) = index.insert(step.name.as_str(), i) {
+                problem(format!("steps[{i}].name"), format!("duplicate step name {:?} (also steps[{first}])", step.name));
+            }
+        }
+
+        let mut steps = Vec::with_capacity(self.steps.len());
+        for (i, step) in self.steps.iter().enumerate() {
+            let at = |field: &str| format!("steps[{i}].{field}");
+            check_name(&at("name"), &step.name, &mut problem);
+            if step.operation.is_empty() || step.operation.chars().any(char::is_whitespace) {
+                problem(at("operation"), "must be a non-empty name without whitespace".into());
+            }
+            if step.version.as_deref().is_some_and(str::is_empty) {
+                problem(at("version"), "must not be empty; leave it out to accept any version".into());
+            }
+            if !step.input.is_object() {
+                problem(at("input"), "must be an object".into());
+            }
+            let input_bytes = step.input.to_string().len();
+            if input_bytes > config.max_input_bytes {
+                problem(
+                    at("input"),
+                    format!("{input_bytes} bytes; at most {} are allowed (RARA_MAX_INPUT_BYTES)", config.max_input_bytes),
+                );
+            }
+            let mut depends_on = Vec::with_capacity(step.depends_on.len());
+            for (j, dep) in step.depends_on.iter().enumerate() {
+                match index.get(dep.as_str()) {
+                    Some(&d) if d == i => problem(format!("steps[{i}].depends_on[{j}]"), "a step cannot depend on itself".into()),
+                    Some(&d) if depends_on.contains(&d) => {
+                        problem(format!("steps[{i}].depends_on[{j}]"), format!("{dep:?} is listed twice"))
+                    }
+                    Some(&d) => depends_on.push(d),
+                    None => problem(format!("steps[{i}].depends_on[{j}]"), format!("unknown step {dep:?}")),
+                }
+            }
+            let max_attempts = step.max_attempts.unwrap_or(config.default_retry.max_attempts);
+            if max_attempts == 0 || max_attempts > config.max_attempts_limit {
+                problem(
+                    at("max_attempts"),
+                    format!("{max_attempts}; must be between 1 and {} (RARA_MAX_ATTEMPTS_LIMIT)", config.max_attempts_limit),
+                );
+            }
+            let timeout_seconds = step.timeout_seconds.unwrap_or(config.default_step_timeout.as_secs());
+            if timeout_seconds == 0 || timeout_seconds > MAX_TIMEOUT_SECONDS {
+                problem(at("timeout_seconds"), format!("{timeout_seconds}; must be between 1 and {MAX_TIMEOUT_SECONDS}"));
+            }
+            let retry = plan_retry(step.retry.as_ref(), max_attempts, config, &at, &mut problem);
+            steps.push(PlannedStep {
+                name: step.name.clone(),
+                operation: step.operation.clone(),
+                version: step.version.clone(),
+                input: step.input.clone(),
+                depends_on,
+                retry,
+                timeout: Duration::from_secs(timeout_seconds),
+            });
+        }
+
+        if problems.is_empty()
+            && let Some(cycle) = find_cycle(&steps)
+        {
+            let names: Vec<&str> = cycle.iter().map(|&i| steps[i].name.as_str()).collect();
+            problems.push(Problem {
+                path: format!("steps[{}].depends_on", cycle[0]),
+                message: format!("dependency cycle: {}", names.join(" -> ")),
+            });
+        }
+        if !problems.is_empty() {
+            return Err(Error::Invalid(problems));
+        }
+        Ok(Plan { name: self.name.clone(), idempotency_key: self.idempotency_key.clone(), steps })
+    }
+}
+
+fn check_name(path: &str, name: &str, problem: &mut impl FnMut(String, String)) {
+    let valid_chars = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'));
+    if name.is_empty() || name.len() > MAX_NAME_LEN || !valid_chars {
+        problem(
+            path.to_owned(),
+            format!("{name:?} must be 1 to {MAX_NAME_LEN} characters of letters, digits and - _ . : /"),
+        );
+    }
+}
+
+fn plan_retry(
+    spec: Option<&RetrySpec>,
+    max_attempts: u32,
+    config: &Config,
+    at: &impl Fn(&str) -> String,
+    problem: &mut impl FnMut(String, String),
+) -> RetryPolicy {
+    let defaults = &config.default_retry;
+    let spec = spec.cloned().unwrap_or_default();
+    let mut seconds = |field: &str, value: Option<f64>, default: Duration| match value {
+        None => default,
+        Some(v) => Duration::try_from_secs_f64(v).unwrap_or_else(|_| {
+            problem(at(&format!("retry.{field}")), format!("{v}; must be a non-negative number of seconds"));
+            default
+        }),
+    };
+    let initial_delay = seconds("initial_delay_seconds", spec.initial_delay_seconds, defaults.initial_delay);
+    let max_delay = seconds("max_delay_seconds", spec.max_delay_seconds, defaults.max_delay.max(initial_delay));
+    let multiplier = spec.multiplier.unwrap_or(defaults.multiplier);
+    if max_delay < initial_delay {
+        problem(at("retry.max_delay_seconds"), "must be at least retry.initial_delay_seconds".into());
+    }
+    if !multiplier.is_finite() || multiplier < 1.0 {
+        problem(at("retry.multiplier"), format!("{multiplier}; must be a number of at least 1"));
+    }
+    RetryPolicy {
+        max_attempts,
+        initial_delay,
+        max_delay,
+        multiplier,
+        non_retryable_codes: defaults.non_retryable_codes.clone(),
+    }
+}
+
+/// A dependency cycle as step indices, first step repeated at the end, or `None`.
+fn find_cycle(steps: &[PlannedStep]) -> Option<Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let mut marks = vec![Mark::New; steps.len()];
+    for root in 0..steps.len() {
+        if marks[root] != Mark::New {
+            continue;
+        }
+        // Iterative depth-first search; `path` holds the open steps with their next edge.
+        let mut path: Vec<(usize, usize)> = vec![(root, 0)];
+        marks[root] = Mark::Open;
+        while let Some(&mut (node, ref mut edge)) = path.last_mut() {
+            if let Some(&next) = steps[node].depends_on.get(*edge) {
+                *edge += 1;
+                match marks[next] {
+                    Mark::Open => {
+                        let start = path.iter().position(|&(n, _)| n == next).unwrap_or(0);
+                        let mut cycle: Vec<usize> = path[start..].iter().map(|&(n, _)| n).collect();
+                        cycle.push(next);
+                        return Some(cycle);
+                    }
+                    Mark::New => {
+                        marks[next] = Mark::Open;
+                        path.push((next, 0));
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                marks[node] = Mark::Done;
+                path.pop();
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn config() -> Config {
+        Config::from_lookup("test", |_| None).unwrap()
+    }
+
+    fn problems(text: &str) -> Vec<String> {
+        match WorkflowDefinition::parse(text, Format::Yaml).unwrap().plan(&config()) {
+            Err(Error::Invalid(p)) => p.iter().map(ToString::to_string).collect(),
+            other => panic!("expected problems, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn yaml_and_json_give_the_same_plan() {
+        let yaml = "name: r\nsteps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop, depends_on: [a], max_attempts: 2}\n";
+        let json = r#"{"name":"r","steps":[{"name":"a","operation":"noop"},{"name":"b","operation":"noop","depends_on":["a"],"max_attempts":2}]}"#;
+        let a = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
+        let b = WorkflowDefinition::parse(json, Format::Json).unwrap().plan(&config()).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.steps[1].depends_on, vec![0]);
+        assert_eq!(a.steps[1].retry.max_attempts, 2);
+        assert_eq!(a.steps[0].retry.max_attempts, config().default_retry.max_attempts);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = WorkflowDefinition::parse("name: r\nsteps: []\ncolour: red\n", Format::Yaml).unwrap_err();
+        assert!(err.to_string().contains("colour"), "{err}");
+        let err = WorkflowDefinition::parse(r#"{"name":"r","steps":[{"name":"a","operation":"x","retries":3}]}"#, Format::Json)
+            .unwrap_err();
+        assert!(err.to_string().contains("retries"), "{err}");
+    }
+
+    #[test]
+    fn problems_point_to_the_field() {
+        let p = problems(
+            "name: r\nsteps:\n  - {name: a, operation: noop}\n  - {name: a, operation: noop, depends_on: [zz]}\n  - {name: c, operation: noop, max_attempts: 99}\n",
+        );
+        assert!(p.iter().any(|l| l.starts_with("steps[1].name: duplicate step name")), "{p:?}");
+        assert!(p.iter().any(|l| l == "steps[1].depends_on[0]: unknown step \"zz\""), "{p:?}");
+        assert!(p.iter().any(|l| l.starts_with("steps[2].max_attempts: 99")), "{p:?}");
+    }
+
+    #[test]
+    fn cycles_are_named() {
+        let p = problems(
+            "name: r\nsteps:\n  - {name: a, operation: noop, depends_on: [c]}\n  - {name: b, operation: noop, depends_on: [a]}\n  - {name: c, operation: noop, depends_on: [b]}\n",
+        );
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("dependency cycle: a -> c -> b -> a"), "{p:?}");
+    }
+
+    #[test]
+    fn oversized_input_is_refused() {
+        let mut c = config();
+        c.max_input_bytes = 10;
+        let def = WorkflowDefinition::parse(
+            r#"{"name":"r","steps":[{"name":"a","operation":"x","input":{"k":"a long value"}}]}"#,
+            Format::Json,
+        )
+        .unwrap();
+        let err = def.plan(&c).unwrap_err().to_string();
+        assert!(err.contains("steps[0].input") && err.contains("RARA_MAX_INPUT_BYTES"), "{err}");
+    }
+
+    proptest! {
+        /// Arbitrary text never panics the parser or the planner: it is a plan or an error.
+        #[test]
+        fn arbitrary_text_never_panics(text in ".{0,400}") {
+            for format in [Format::Json, Format::Yaml] {
+                if let Ok(def) = WorkflowDefinition::parse(&text, format) {
+                    let _ = def.plan(&config());
+                }
+            }
+        }
+
+        /// Random DAG edges (only to earlier steps) always plan; adding a back edge is a cycle.
+        #[test]
+        fn forward_edges_plan_and_back_edges_cycle(edges in proptest::collection::vec((1usize..12, 0usize..12), 0..30)) {
+            let n = 12;
+            let mut steps: Vec<StepDefinition> = (0..n).map(|i| StepDefinition {
+                name: format!("s{i}"), operation: "noop".into(), version: None, input: empty_object(),
+                depends_on: vec![], max_attempts: None, timeout_seconds: None, retry: None,
+            }).collect();
+            for (a, b) in edges {
+                let (from, to) = (a.max(b), a.min(b));
+                let dep = format!("s{to}");
+                if from != to && !steps[from].depends_on.contains(&dep) {
+                    steps[from].depends_on.push(dep);
+                }
+            }
+            let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, steps };
+            prop_assert!(def.plan(&config()).is_ok());
+            let mut cyclic = def.clone();
+            cyclic.steps[0].depends_on.push(format!("s{}", n - 1));
+            cyclic.steps[n - 1].depends_on.push("s0".into());
+            prop_assert!(matches!(cyclic.plan(&config()), Err(Error::Invalid(_))));
+        }
+    }
+}

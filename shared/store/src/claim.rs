@@ -1,0 +1,218 @@
+//! The executor's claim: one statement for a whole batch of (step, lease token) pairs.
+//!
+//! A pair claims its step when the token matches and either the step is `leased`, due and
+//! its lease unexpired, or the step is `running` under an expired lease (its holder died:
+//! take over). Each claim issues a new fence from `rara_fence_seq`, counts an attempt and
+//! opens its row in `step_attempts`. A pair that does not claim is told apart:
+//! stale (acknowledge, run nothing), still held (come back when the hold ends) or unknown.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::{Error, Holder, Store, millis};
+
+/// One message's request to run a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClaimRequest {
+    pub step_id: Uuid,
+    pub lease_token: Uuid,
+}
+
+/// Everything an executor needs to run a claimed step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedStep {
+    pub holder: Holder,
+    pub run_id: Uuid,
+    pub name: String,
+    pub operation: String,
+    pub version: Option<String>,
+    pub input: serde_json::Value,
+    /// 1-based number of this attempt.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub timeout: Duration,
+    pub retry_initial_delay: Duration,
+    pub retry_max_delay: Duration,
+    pub retry_multiplier: f64,
+    pub lease_expires_at: DateTime<Utc>,
+    /// Whether this claim took the step over from a holder whose lease had expired.
+    pub took_over: bool,
+}
+
+/// Why a message was not allowed to run its step: it must be acknowledged and nothing runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaleReason {
+    /// The step's lease token is no longer the message's (re-leased, reaped or released).
+    TokenMismatch,
+    /// The step already finished.
+    Finished,
+    /// The same message appears twice in the batch; the first copy claims.
+    DuplicateInBatch,
+    /// The lease expired before the message arrived, or the holder's lease expired on the
+    /// last attempt: the reaper owns the step now.
+    LeaseExpired,
+}
+
+/// The fate of one claim request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClaimOutcome {
+    Claimed(Box<ClaimedStep>),
+    Stale(StaleReason),
+    /// Another holder has the step (or its retry is not due yet): let the message come back
+    /// after this long, when that hold ends.
+    Held { retry_after: Duration },
+    /// No such step.
+    UnknownStep,
+}
+
+const CLAIM: &str = "
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
+),
+claimed AS (
+    UPDATE steps s
+    SET status = 'running', leased_by = $3, fence = nextval('rara_fence_seq'), attempt = s.attempt + 1,
+        lease_expires_at = now() + $4 * interval '1 millisecond', progress = NULL, updated_at = now()
+    FROM input i
+    WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND s.attempt < s.max_attempts
+      AND ((s.status = 'leased' AND s.next_run_at <= now() AND s.lease_expires_at > now())
+        OR (s.status = 'running' AND s.lease_expires_at <= now()))
+    RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
+              s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
+              s.lease_expires_at, s.lease_token
+),
+opened AS (
+    INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token)
+    SELECT id, attempt, fence, $3, lease_token FROM claimed
+),
+taken_over AS (
+    UPDATE step_attempts a
+    SET outcome = 'lease_expired', finished_at = now(),
+        error = jsonb_build_object('code', 'LEASE_EXPIRED', 'retryable', true, 'details', '{}'::jsonb,
+                                   'message', 'the holder''s lease expired; another executor took over')
+    FROM claimed c
+    WHERE a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running'
+    RETURNING a.step_id
+)
+SELECT i.step_id AS request_id,
+       c.id, c.run_id, c.name, c.operation, c.version, c.input, c.attempt, c.max_attempts, c.fence,
+       c.timeout_seconds, c.retry_initial_delay_ms, c.retry_max_delay_ms, c.retry_multiplier,
+       c.lease_expires_at,
+       (c.id IS NOT NULL AND s.status = 'running') AS took_over,
+       CASE
+           WHEN c.id IS NOT NULL THEN 'claimed'
+           WHEN s.id IS NULL THEN 'unknown'
+           WHEN s.status IN ('succeeded', 'failed', 'cancelled', 'skipped') THEN 'finished'
+           WHEN s.lease_token IS DISTINCT FROM i.lease_token THEN 'token_mismatch'
+           WHEN s.status = 'leased' AND s.lease_expires_at <= now() THEN 'lease_expired'
+           WHEN s.status = 'running' AND s.lease_expires_at <= now() THEN 'lease_expired'
+           ELSE 'held'
+       END AS verdict,
+       CASE
+           WHEN s.status = 'leased' AND s.next_run_at > now()
+               THEN (extract(epoch FROM s.next_run_at - now()) * 1000)::bigint
+           WHEN s.status = 'running' AND s.lease_expires_at > now()
+               THEN (extract(epoch FROM s.lease_expires_at - now()) * 1000)::bigint
+           ELSE $4
+       END AS held_ms
+FROM input i
+LEFT JOIN claimed c ON c.id = i.step_id AND c.lease_token = i.lease_token
+LEFT JOIN steps s ON s.id = i.step_id
+ORDER BY i.ord";
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: Option<Uuid>,
+    run_id: Option<Uuid>,
+    name: Option<String>,
+    operation: Option<String>,
+    version: Option<String>,
+    input: Option<serde_json::Value>,
+    attempt: Option<i32>,
+    max_attempts: Option<i32>,
+    fence: Option<i64>,
+    timeout_seconds: Option<i32>,
+    retry_initial_delay_ms: Option<i64>,
+    retry_max_delay_ms: Option<i64>,
+    retry_multiplier: Option<f64>,
+    lease_expires_at: Option<DateTime<Utc>>,
+    took_over: Option<bool>,
+    verdict: String,
+    held_ms: Option<i64>,
+}
+
+fn duration_ms(ms: Option<i64>) -> Duration {
+    Duration::from_millis(ms.unwrap_or(0).max(0) as u64)
+}
+
+impl Row {
+    fn into_outcome(self, worker: &str) -> ClaimOutcome {
+        match self.verdict.as_str() {
+            "claimed" => match (self.id, self.run_id, self.fence, self.lease_expires_at) {
+                (Some(step_id), Some(run_id), Some(fence), Some(lease_expires_at)) => {
+                    ClaimOutcome::Claimed(Box::new(ClaimedStep {
+                        holder: Holder { step_id, worker: worker.to_owned(), fence },
+                        run_id,
+                        name: self.name.unwrap_or_default(),
+                        operation: self.operation.unwrap_or_default(),
+                        version: self.version,
+                        input: self.input.unwrap_or(serde_json::Value::Null),
+                        attempt: self.attempt.unwrap_or(1).max(1) as u32,
+                        max_attempts: self.max_attempts.unwrap_or(1).max(1) as u32,
+                        timeout: Duration::from_secs(self.timeout_seconds.unwrap_or(1).max(1) as u64),
+                        retry_initial_delay: duration_ms(self.retry_initial_delay_ms),
+                        retry_max_delay: duration_ms(self.retry_max_delay_ms),
+                        retry_multiplier: self.retry_multiplier.unwrap_or(1.0),
+                        lease_expires_at,
+                        took_over: self.took_over.unwrap_or(false),
+                    }))
+                }
+                // The statement returns every column for a claimed row; anything else is a
+                // broken invariant, and nothing may run without its fence.
+                _ => ClaimOutcome::UnknownStep,
+            },
+            "unknown" => ClaimOutcome::UnknownStep,
+            "finished" => ClaimOutcome::Stale(StaleReason::Finished),
+            "token_mismatch" => ClaimOutcome::Stale(StaleReason::TokenMismatch),
+            "lease_expired" => ClaimOutcome::Stale(StaleReason::LeaseExpired),
+            _ => ClaimOutcome::Held { retry_after: duration_ms(self.held_ms) },
+        }
+    }
+}
+
+impl Store {
+    /// Claims a batch for `worker` in one statement. Returns one outcome per request, in order.
+    /// `lease` is how long the claim holds the step before a heartbeat must extend it.
+    pub async fn claim(
+        &self,
+        worker: &str,
+        requests: &[ClaimRequest],
+        lease: Duration,
+    ) -> Result<Vec<ClaimOutcome>, Error> {
+        // A message delivered twice in one batch: only its first copy may claim.
+        let mut seen = HashSet::new();
+        let unique: Vec<ClaimRequest> = requests.iter().copied().filter(|r| seen.insert(*r)).collect();
+        let ids: Vec<Uuid> = unique.iter().map(|r| r.step_id).collect();
+        let tokens: Vec<Uuid> = unique.iter().map(|r| r.lease_token).collect();
+        let rows: Vec<Row> = if unique.is_empty() {
+            Vec::new()
+        } else {
+            sqlx::query_as(CLAIM).bind(&ids).bind(&tokens).bind(worker).bind(millis(lease)).fetch_all(&self.pool).await?
+        };
+        let mut outcomes = rows.into_iter().map(|row| row.into_outcome(worker));
+        let mut first = HashSet::new();
+        Ok(requests
+            .iter()
+            .map(|r| {
+                if first.insert(*r) {
+                    outcomes.next().unwrap_or(ClaimOutcome::UnknownStep)
+                } else {
+                    ClaimOutcome::Stale(StaleReason::DuplicateInBatch)
+                }
+            })
+            .collect())
+    }
+}

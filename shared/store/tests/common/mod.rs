@@ -1,0 +1,96 @@
+//! Test factories: workflow plans with defaults, and helpers that move time for a step
+//! (the store takes time from the database, so tests shift timestamps instead of sleeping).
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use rara_domain::config::Config;
+use rara_domain::workflow::{Format, Plan, WorkflowDefinition};
+use rara_store::claim::{ClaimOutcome, ClaimRequest, ClaimedStep};
+use rara_store::lease::Leased;
+use rara_store::{Holder, Store};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+pub const LEASE: Duration = Duration::from_secs(60);
+
+pub fn config() -> Config {
+    Config::from_lookup("test", |_| None).expect("default config")
+}
+
+/// A plan from YAML, with config defaults.
+pub fn plan(yaml: &str) -> Plan {
+    WorkflowDefinition::parse(yaml, Format::Yaml).expect("parse").plan(&config()).expect("plan")
+}
+
+/// `n` independent noop steps.
+pub fn flat_plan(n: usize) -> Plan {
+    let steps: String = (0..n).map(|i| format!("  - {{name: s{i}, operation: noop}}\n")).collect();
+    plan(&format!("name: flat\nsteps:\n{steps}"))
+}
+
+pub async fn step_id(pool: &PgPool, run_id: Uuid, name: &str) -> Uuid {
+    sqlx::query_scalar("SELECT id FROM steps WHERE run_id = $1 AND name = $2")
+        .bind(run_id)
+        .bind(name)
+        .fetch_one(pool)
+        .await
+        .expect("step exists")
+}
+
+pub async fn status(pool: &PgPool, step_id: Uuid) -> String {
+    sqlx::query_scalar("SELECT status::text FROM steps WHERE id = $1").bind(step_id).fetch_one(pool).await.expect("step")
+}
+
+pub async fn run_status(pool: &PgPool, run_id: Uuid) -> String {
+    sqlx::query_scalar("SELECT status::text FROM workflow_runs WHERE id = $1")
+        .bind(run_id)
+        .fetch_one(pool)
+        .await
+        .expect("run")
+}
+
+/// Pushes the step's lease expiry into the past, as if its holder had gone silent.
+pub async fn expire_lease(pool: &PgPool, step_id: Uuid) {
+    sqlx::query("UPDATE steps SET lease_expires_at = now() - interval '1 second' WHERE id = $1")
+        .bind(step_id)
+        .execute(pool)
+        .await
+        .expect("expire");
+}
+
+/// Makes a step's retry due now, keeping its lease unexpired (the message came back on time).
+pub async fn make_due(pool: &PgPool, step_id: Uuid) {
+    sqlx::query(
+        "UPDATE steps SET next_run_at = now() - interval '1 millisecond',
+                          lease_expires_at = greatest(lease_expires_at, now() + interval '1 minute')
+         WHERE id = $1",
+    )
+    .bind(step_id)
+    .execute(pool)
+    .await
+    .expect("make due");
+}
+
+pub fn request(leased: &Leased) -> ClaimRequest {
+    ClaimRequest { step_id: leased.step_id, lease_token: leased.lease_token }
+}
+
+/// Claims one leased step and expects it to be claimed.
+pub async fn claim_one(store: &Store, worker: &str, leased: &Leased) -> ClaimedStep {
+    match store.claim(worker, &[request(leased)], LEASE).await.expect("claim").remove(0) {
+        ClaimOutcome::Claimed(step) => *step,
+        other => panic!("expected a claim, got {other:?}"),
+    }
+}
+
+/// Leases the one due step of `run_id` named `name` (and anything else due).
+pub async fn lease_named(store: &Store, pool: &PgPool, run_id: Uuid, name: &str) -> Leased {
+    let id = step_id(pool, run_id, name).await;
+    let leased = store.lease_due("scheduler", 1000, LEASE).await.expect("lease");
+    leased.into_iter().find(|l| l.step_id == id).unwrap_or_else(|| panic!("{name} was not due"))
+}
+
+pub fn stale_holder(holder: &Holder) -> Holder {
+    Holder { fence: holder.fence - 1, ..holder.clone() }
+}
