@@ -2,7 +2,7 @@
 """End-to-end check of a running LocalStack (started by scripts/localstack.sh start).
 
     eval "$(scripts/localstack.sh env)"
-    .venv-localstack/bin/python scripts/localstack-smoke.py
+    scripts/localstack-smoke.py        # reruns itself with .venv-localstack/bin/python
 
 Takes the endpoint from AWS_ENDPOINT_URL (default http://localhost:4566). Checks SQS
 semantics the executor relies on (redrive to a DLQ after maxReceiveCount receives,
@@ -18,14 +18,15 @@ import sys
 import time
 import uuid
 
+# Use boto3 from the LocalStack venv (scripts/localstack.sh install): rerun with its Python.
+VENV_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".venv-localstack", "bin", "python")
+if os.path.exists(VENV_PY) and os.path.abspath(sys.prefix) != os.path.abspath(os.path.join(VENV_PY, "..", "..")):
+    os.execv(VENV_PY, [VENV_PY, *sys.argv])
 try:
     import boto3
     from botocore.config import Config
-except ImportError:  # rerun with the LocalStack venv, which has boto3
-    venv_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".venv-localstack", "bin", "python")
-    if os.path.exists(venv_py) and os.path.realpath(sys.executable) != os.path.realpath(venv_py):
-        os.execv(venv_py, [venv_py, *sys.argv])
-    sys.exit("boto3 not found: run scripts/localstack.sh install, then use .venv-localstack/bin/python")
+except ImportError:
+    sys.exit("boto3 not found: run scripts/localstack.sh install first")
 
 ENDPOINT = os.environ.get("AWS_ENDPOINT_URL", "http://localhost:4566")
 REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"

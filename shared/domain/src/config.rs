@@ -101,12 +101,9 @@ impl Config {
             max_attempts_limit: vars.count("RARA_MAX_ATTEMPTS_LIMIT", DEFAULT_MAX_ATTEMPTS_LIMIT)?,
             default_retry: RetryPolicy {
                 max_attempts: vars.count("RARA_DEFAULT_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS)?,
-                initial_delay: vars.fractional_seconds(
-                    "RARA_RETRY_INITIAL_DELAY_SECONDS",
-                    DEFAULT_RETRY_INITIAL_DELAY_SECONDS,
-                )?,
-                max_delay: vars
-                    .fractional_seconds("RARA_RETRY_MAX_DELAY_SECONDS", DEFAULT_RETRY_MAX_DELAY_SECONDS)?,
+                initial_delay: vars
+                    .fractional_seconds("RARA_RETRY_INITIAL_DELAY_SECONDS", DEFAULT_RETRY_INITIAL_DELAY_SECONDS)?,
+                max_delay: vars.fractional_seconds("RARA_RETRY_MAX_DELAY_SECONDS", DEFAULT_RETRY_MAX_DELAY_SECONDS)?,
                 multiplier: vars.number("RARA_RETRY_MULTIPLIER", DEFAULT_RETRY_MULTIPLIER)?,
                 non_retryable_codes: lookup("RARA_NON_RETRYABLE_CODES")
                     .map(|s| s.split(',').map(|c| c.trim().to_owned()).filter(|c| !c.is_empty()).collect())
@@ -163,10 +160,7 @@ impl Config {
             return Err(Error::Invalid {
                 var: "RARA_RETRY_MAX_DELAY_SECONDS",
                 value: secs(retry.max_delay).to_string(),
-                reason: format!(
-                    "must be at least RARA_RETRY_INITIAL_DELAY_SECONDS ({})",
-                    secs(retry.initial_delay)
-                ),
+                reason: format!("must be at least RARA_RETRY_INITIAL_DELAY_SECONDS ({})", secs(retry.initial_delay)),
             });
         }
         if retry.multiplier.is_nan() || retry.multiplier < 1.0 {
@@ -187,7 +181,9 @@ impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
     fn parse<T: std::str::FromStr>(&self, var: &'static str, default: T, what: &str) -> Result<T, Error> {
         match (self.0)(var).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()) {
             None => Ok(default),
-            Some(raw) => raw.parse().map_err(|_| Error::Invalid { var, value: raw, reason: format!("expected {what}") }),
+            Some(raw) => {
+                raw.parse().map_err(|_| Error::Invalid { var, value: raw, reason: format!("expected {what}") })
+            }
         }
     }
 

@@ -104,7 +104,11 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Executor for Echo {
-        async fn execute(&self, _ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError> {
+        async fn execute(
+            &self,
+            _ctx: ExecutionContext,
+            input: serde_json::Value,
+        ) -> Result<serde_json::Value, StepError> {
             Ok(input)
         }
     }

@@ -63,10 +63,7 @@ impl StepStatus {
 
     /// A terminal step never changes again.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled | StepStatus::Skipped
-        )
+        matches!(self, StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled | StepStatus::Skipped)
     }
 
     /// Whether a lease (token, holder, expiry) must be present in this state.

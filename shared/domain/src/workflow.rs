@@ -167,7 +167,10 @@ impl WorkflowDefinition {
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, step) in self.steps.iter().enumerate() {
             if let Some(first) = index.insert(step.name.as_str(), i) {
-                problem(format!("steps[{i}].name"), format!("duplicate step name {:?} (also steps[{first}])", step.name));
+                problem(
+                    format!("steps[{i}].name"),
+                    format!("duplicate step name {:?} (also steps[{first}])", step.name),
+                );
             }
         }
 
@@ -188,13 +191,18 @@ impl WorkflowDefinition {
             if input_bytes > config.max_input_bytes {
                 problem(
                     at("input"),
-                    format!("{input_bytes} bytes; at most {} are allowed (RARA_MAX_INPUT_BYTES)", config.max_input_bytes),
+                    format!(
+                        "{input_bytes} bytes; at most {} are allowed (RARA_MAX_INPUT_BYTES)",
+                        config.max_input_bytes
+                    ),
                 );
             }
             let mut depends_on = Vec::with_capacity(step.depends_on.len());
             for (j, dep) in step.depends_on.iter().enumerate() {
                 match index.get(dep.as_str()) {
-                    Some(&d) if d == i => problem(format!("steps[{i}].depends_on[{j}]"), "a step cannot depend on itself".into()),
+                    Some(&d) if d == i => {
+                        problem(format!("steps[{i}].depends_on[{j}]"), "a step cannot depend on itself".into())
+                    }
                     Some(&d) if depends_on.contains(&d) => {
                         problem(format!("steps[{i}].depends_on[{j}]"), format!("{dep:?} is listed twice"))
                     }
@@ -206,12 +214,18 @@ impl WorkflowDefinition {
             if max_attempts == 0 || max_attempts > config.max_attempts_limit {
                 problem(
                     at("max_attempts"),
-                    format!("{max_attempts}; must be between 1 and {} (RARA_MAX_ATTEMPTS_LIMIT)", config.max_attempts_limit),
+                    format!(
+                        "{max_attempts}; must be between 1 and {} (RARA_MAX_ATTEMPTS_LIMIT)",
+                        config.max_attempts_limit
+                    ),
                 );
             }
             let timeout_seconds = step.timeout_seconds.unwrap_or(config.default_step_timeout.as_secs());
             if timeout_seconds == 0 || timeout_seconds > MAX_TIMEOUT_SECONDS {
-                problem(at("timeout_seconds"), format!("{timeout_seconds}; must be between 1 and {MAX_TIMEOUT_SECONDS}"));
+                problem(
+                    at("timeout_seconds"),
+                    format!("{timeout_seconds}; must be between 1 and {MAX_TIMEOUT_SECONDS}"),
+                );
             }
             let retry = plan_retry(step.retry.as_ref(), max_attempts, config, &at, &mut problem);
             steps.push(PlannedStep {
@@ -358,8 +372,11 @@ mod tests {
     fn unknown_fields_are_refused() {
         let err = WorkflowDefinition::parse("name: r\nsteps: []\ncolour: red\n", Format::Yaml).unwrap_err();
         assert!(err.to_string().contains("colour"), "{err}");
-        let err = WorkflowDefinition::parse(r#"{"name":"r","steps":[{"name":"a","operation":"x","retries":3}]}"#, Format::Json)
-            .unwrap_err();
+        let err = WorkflowDefinition::parse(
+            r#"{"name":"r","steps":[{"name":"a","operation":"x","retries":3}]}"#,
+            Format::Json,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("retries"), "{err}");
     }
 

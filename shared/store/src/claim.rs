@@ -63,7 +63,9 @@ pub enum ClaimOutcome {
     Stale(StaleReason),
     /// Another holder has the step (or its retry is not due yet): let the message come back
     /// after this long, when that hold ends.
-    Held { retry_after: Duration },
+    Held {
+        retry_after: Duration,
+    },
     /// No such step.
     UnknownStep,
 }
@@ -200,7 +202,13 @@ impl Store {
         let rows: Vec<Row> = if unique.is_empty() {
             Vec::new()
         } else {
-            sqlx::query_as(CLAIM).bind(&ids).bind(&tokens).bind(worker).bind(millis(lease)).fetch_all(&self.pool).await?
+            sqlx::query_as(CLAIM)
+                .bind(&ids)
+                .bind(&tokens)
+                .bind(worker)
+                .bind(millis(lease))
+                .fetch_all(&self.pool)
+                .await?
         };
         let mut outcomes = rows.into_iter().map(|row| row.into_outcome(worker));
         let mut first = HashSet::new();

@@ -23,13 +23,15 @@ impl Error {
     /// Whether trying again later may succeed (connection trouble), as opposed to a verdict.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Database(e) => matches!(
-                e,
-                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Protocol(_)
-            ) || e.as_database_error().and_then(|d| d.code()).is_some_and(|c| {
-                // serialization_failure, deadlock_detected, admin_shutdown, cannot_connect_now
-                matches!(c.as_ref(), "40001" | "40P01" | "57P01" | "57P03")
-            }),
+            Error::Database(e) => {
+                matches!(
+                    e,
+                    sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Protocol(_)
+                ) || e.as_database_error().and_then(|d| d.code()).is_some_and(|c| {
+                    // serialization_failure, deadlock_detected, admin_shutdown, cannot_connect_now
+                    matches!(c.as_ref(), "40001" | "40P01" | "57P01" | "57P03")
+                })
+            }
             _ => false,
         }
     }

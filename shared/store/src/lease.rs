@@ -36,7 +36,8 @@ impl Reaped {
     }
 }
 
-const LEASE_DUE: &str = "
+/// The lease statement (public so tests and `rara explain` can EXPLAIN it). `$1`: limit, `$2`: holder, `$3`: lease in ms.
+pub const LEASE_DUE: &str = "
 WITH due AS (
     SELECT id FROM steps
     WHERE status = 'pending' AND pending_deps = 0 AND next_run_at <= now()
@@ -106,8 +107,9 @@ impl Store {
     /// and running ones with attempts left go back to pending with their token cleared (any
     /// late message is stale); running ones on their last attempt fail with `LEASE_EXPIRED`.
     pub async fn reap_expired(&self, limit: u32) -> Result<Reaped, Error> {
-        let error = StepError::retryable(codes::LEASE_EXPIRED, "the holder's lease expired before it recorded an outcome")
-            .to_json();
+        let error =
+            StepError::retryable(codes::LEASE_EXPIRED, "the holder's lease expired before it recorded an outcome")
+                .to_json();
         let (leased, running): (i64, i64) =
             sqlx::query_as(REAP_RELEASE).bind(i64::from(limit)).bind(&error).fetch_one(&self.pool).await?;
 

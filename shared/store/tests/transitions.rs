@@ -1,6 +1,8 @@
 //! Every transition of the store on a real Postgres, and every fenced write refusing a
 //! stale fence, a wrong holder, a wrong status and an expired-then-taken-over lease.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;
@@ -176,7 +178,9 @@ async fn takeover_after_expiry_issues_a_larger_fence_and_rejects_the_old_holder(
     assert_eq!(second.attempt, 2);
 
     assert_lease_lost(store.heartbeat(&first.holder, LEASE).await);
-    assert_lease_lost(store.succeed(&[(first.holder.clone(), serde_json::json!({"zombie": true}))]).await.unwrap().remove(0));
+    assert_lease_lost(
+        store.succeed(&[(first.holder.clone(), serde_json::json!({"zombie": true}))]).await.unwrap().remove(0),
+    );
     store.succeed(&[(second.holder.clone(), serde_json::json!({"winner": true}))]).await.unwrap().remove(0).unwrap();
 
     let view = store.run(second.run_id).await.unwrap();
@@ -222,7 +226,10 @@ async fn retry_via_message_keeps_the_lease_and_claims_the_next_attempt_when_due(
     let first = claim_one(&store, "w", &leased).await;
     let delay = Duration::from_secs(30);
     store
-        .retry(&[(first.holder.clone(), StepError::retryable("FLAKY", "try again"), delay)], RetryVia::Message { lease: LEASE })
+        .retry(
+            &[(first.holder.clone(), StepError::retryable("FLAKY", "try again"), delay)],
+            RetryVia::Message { lease: LEASE },
+        )
         .await
         .unwrap()
         .remove(0)
@@ -262,15 +269,25 @@ async fn retry_via_postgres_clears_the_lease_and_is_leased_anew_when_due(pool: P
     let leased = store.lease_due("scheduler", 1, LEASE).await.unwrap().remove(0);
     let first = claim_one(&store, "w", &leased).await;
     store
-        .retry(&[(first.holder, StepError::retryable("SLOW", "later"), Duration::from_secs(13 * 3600))], RetryVia::Postgres)
+        .retry(
+            &[(first.holder, StepError::retryable("SLOW", "later"), Duration::from_secs(13 * 3600))],
+            RetryVia::Postgres,
+        )
         .await
         .unwrap()
         .remove(0)
         .unwrap();
     assert_eq!(status(&pool, leased.step_id).await, "pending");
     assert!(store.lease_due("scheduler", 10, LEASE).await.unwrap().is_empty(), "not due for 13 hours");
-    assert_eq!(store.claim("w", &[request(&leased)], LEASE).await.unwrap()[0], ClaimOutcome::Stale(StaleReason::TokenMismatch));
-    sqlx::query("UPDATE steps SET next_run_at = now() WHERE id = $1").bind(leased.step_id).execute(&pool).await.unwrap();
+    assert_eq!(
+        store.claim("w", &[request(&leased)], LEASE).await.unwrap()[0],
+        ClaimOutcome::Stale(StaleReason::TokenMismatch)
+    );
+    sqlx::query("UPDATE steps SET next_run_at = now() WHERE id = $1")
+        .bind(leased.step_id)
+        .execute(&pool)
+        .await
+        .unwrap();
     let again = store.lease_due("scheduler", 10, LEASE).await.unwrap();
     assert_eq!(again.len(), 1);
     assert_ne!(again[0].lease_token, leased.lease_token, "a new lease has a new token");
@@ -326,7 +343,10 @@ async fn reaper_returns_expired_leases_and_fails_exhausted_steps(pool: PgPool) {
     assert_lease_lost(store.succeed(&[(dead.holder, serde_json::json!({}))]).await.unwrap().remove(0));
     assert_lease_lost(store.heartbeat(&last.holder, LEASE).await);
     let old = leased.iter().find(|l| l.step_id == lost_id).unwrap();
-    assert_eq!(store.claim("w", &[request(old)], LEASE).await.unwrap()[0], ClaimOutcome::Stale(StaleReason::TokenMismatch));
+    assert_eq!(
+        store.claim("w", &[request(old)], LEASE).await.unwrap()[0],
+        ClaimOutcome::Stale(StaleReason::TokenMismatch)
+    );
 
     let view = store.run(run.run_id).await.unwrap();
     let lost = view.steps.iter().find(|s| s.name == "lost_message").unwrap();
@@ -355,7 +375,8 @@ async fn release_gives_unsent_leases_back(pool: PgPool) {
     let store = Store::new(pool.clone());
     store.submit(&flat_plan(2)).await.unwrap();
     let leased = store.lease_due("scheduler", 2, LEASE).await.unwrap();
-    let released = store.release(&[(leased[0].step_id, leased[0].lease_token), (leased[1].step_id, Uuid::new_v4())]).await;
+    let released =
+        store.release(&[(leased[0].step_id, leased[0].lease_token), (leased[1].step_id, Uuid::new_v4())]).await;
     assert_eq!(released.unwrap(), 1, "a lease that changed is left alone");
     assert_eq!(status(&pool, leased[0].step_id).await, "pending");
     assert_eq!(status(&pool, leased[1].step_id).await, "leased");
@@ -430,9 +451,7 @@ async fn batch_outcomes_report_each_item(pool: PgPool) {
     let results = store.succeed(&items).await.unwrap();
     assert!(results[0].is_ok() && results[2].is_ok());
     assert_lease_lost(results.into_iter().nth(1).unwrap());
-    let finished: i32 = sqlx::query_scalar("SELECT steps_total - steps_unfinished FROM workflow_runs")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let finished: i32 =
+        sqlx::query_scalar("SELECT steps_total - steps_unfinished FROM workflow_runs").fetch_one(&pool).await.unwrap();
     assert_eq!(finished, 2);
 }

@@ -94,7 +94,9 @@ class ExecutorService(pb_grpc.ExecutorServiceServicer):
         context: grpc.aio.ServicerContext[pb.CancelRequest, pb.CancelResponse],
     ) -> pb.CancelResponse:
         attempt = self._running.get((request.step_id, request.attempt))
-        found = attempt is not None and attempt.stop(request.reason or "cancel requested")
+        found = attempt is not None
+        if attempt is not None:
+            attempt.stop(request.reason or "cancel requested")  # a repeat is a no-op
         log.info("cancel step=%s attempt=%d found=%s", request.step_id, request.attempt, found)
         return pb.CancelResponse(found=found)
 

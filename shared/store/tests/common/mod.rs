@@ -1,6 +1,7 @@
 //! Test factories: workflow plans with defaults, and helpers that move time for a step
 //! (the store takes time from the database, so tests shift timestamps instead of sleeping).
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
@@ -39,7 +40,11 @@ pub async fn step_id(pool: &PgPool, run_id: Uuid, name: &str) -> Uuid {
 }
 
 pub async fn status(pool: &PgPool, step_id: Uuid) -> String {
-    sqlx::query_scalar("SELECT status::text FROM steps WHERE id = $1").bind(step_id).fetch_one(pool).await.expect("step")
+    sqlx::query_scalar("SELECT status::text FROM steps WHERE id = $1")
+        .bind(step_id)
+        .fetch_one(pool)
+        .await
+        .expect("step")
 }
 
 pub async fn run_status(pool: &PgPool, run_id: Uuid) -> String {

@@ -1,0 +1,148 @@
+//! The `rara` binary against a real Postgres: migrate, submit, status, and the exit codes
+//! and messages scripts rely on.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+use uuid::Uuid;
+
+/// A scratch database URL on the server of `DATABASE_URL` (dropped at the end of the test).
+struct ScratchDb {
+    url: String,
+    admin: String,
+    name: String,
+}
+
+impl ScratchDb {
+    fn new() -> Self {
+        let base =
+            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let (server, _) = base.rsplit_once('/').expect("DATABASE_URL has a database name");
+        let name = format!("rara_cli_{}", Uuid::new_v4().simple());
+        ScratchDb { url: format!("{server}/{name}"), admin: format!("{server}/postgres"), name }
+    }
+
+    fn rara(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_rara")).args(args).env("DATABASE_URL", &self.url).output().expect("run rara")
+    }
+}
+
+impl Drop for ScratchDb {
+    fn drop(&mut self) {
+        let _ = Command::new("psql")
+            .args([&self.admin, "-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)])
+            .output();
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write fixture");
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn migrate_submit_and_status_round_trip() {
+    let db = ScratchDb::new();
+    let first = db.rara(&["migrate"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(stdout(&first).contains("created the database"));
+    let second = db.rara(&["migrate"]);
+    assert!(second.status.success() && stdout(&second).contains("up to date"), "migrate is idempotent");
+
+    let dir = tempdir();
+    let file = write(
+        &dir,
+        "wf.yaml",
+        "name: demo\nsteps:\n  - {name: a, operation: noop}\n  - {name: b, operation: sleep, input: {seconds: 1}, depends_on: [a], max_attempts: 2}\n",
+    );
+    let submitted = db.rara(&["submit", &file]);
+    assert!(submitted.status.success(), "{}", stderr(&submitted));
+    let run_id: Uuid = stdout(&submitted).trim().parse().expect("submit prints the run id");
+
+    let json = db.rara(&["submit", "--json", &file]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("--json prints JSON");
+    assert!(value["id"].as_str().is_some_and(|id| id != run_id.to_string()), "a second run without key");
+
+    let status = db.rara(&["status", &run_id.to_string(), "--json"]);
+    assert!(status.status.success(), "{}", stderr(&status));
+    let run: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status --json is JSON");
+    assert_eq!(run["id"], run_id.to_string());
+    assert_eq!(run["status"], "running");
+    let steps = run["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[1]["name"], "b");
+    assert_eq!(steps[1]["operation"], "sleep");
+    assert_eq!(steps[1]["status"], "pending");
+    assert_eq!(steps[1]["attempt"], 0);
+    assert_eq!(steps[1]["max_attempts"], 2);
+    assert_eq!(steps[1]["depends_on"], serde_json::json!(["a"]));
+    for field in ["error", "progress", "artifacts", "attempts"] {
+        assert!(steps[1].get(field).is_some(), "step has {field}");
+    }
+
+    let table = db.rara(&["status", &run_id.to_string()]);
+    let text = stdout(&table);
+    assert!(text.contains("STEP") && text.contains("sleep") && text.contains("0/2"), "{text}");
+}
+
+#[test]
+fn idempotency_key_returns_the_same_run() {
+    let db = ScratchDb::new();
+    assert!(db.rara(&["migrate"]).status.success());
+    let dir = tempdir();
+    let file =
+        write(&dir, "wf.json", r#"{"name":"once","idempotency_key":"k-1","steps":[{"name":"a","operation":"noop"}]}"#);
+    let a = db.rara(&["submit", "--json", &file]);
+    let b = db.rara(&["submit", "--json", &file]);
+    let a: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&b.stdout).unwrap();
+    assert_eq!(a["id"], b["id"]);
+    assert_eq!((a["created"].as_bool(), b["created"].as_bool()), (Some(true), Some(false)));
+}
+
+#[test]
+fn missing_run_and_bad_definitions_fail_with_clear_messages_and_codes() {
+    let db = ScratchDb::new();
+    assert!(db.rara(&["migrate"]).status.success());
+    let missing = db.rara(&["status", &Uuid::new_v4().to_string()]);
+    assert_eq!(missing.status.code(), Some(3));
+    assert!(stderr(&missing).contains("not found"), "{}", stderr(&missing));
+
+    let dir = tempdir();
+    let bad = write(&dir, "bad.yaml", "name: x\nsteps:\n  - {name: a, operation: noop, depends_on: [ghost]}\n");
+    let out = db.rara(&["submit", &bad]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("steps[0].depends_on[0]: unknown step \"ghost\""), "{}", stderr(&out));
+
+    let typo = write(&dir, "typo.json", r#"{"name":"x","steps":[{"name":"a","operaton":"noop"}]}"#);
+    let out = db.rara(&["submit", &typo]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("operaton"), "{}", stderr(&out));
+
+    let nothing = db.rara(&["submit", "/nonexistent/wf.yaml"]);
+    assert_eq!(nothing.status.code(), Some(1));
+    assert!(stderr(&nothing).contains("cannot read /nonexistent/wf.yaml"));
+
+    let steps: String = Command::new("psql")
+        .args([&db.url, "-tAc", "SELECT count(*) FROM steps"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    assert_eq!(steps, "0", "rejected definitions store nothing");
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rara-cli-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
