@@ -14,10 +14,8 @@ demo: ## Run rara end to end on the local default stack
 	@scripts/demo.sh
 
 .PHONY: test
-test: ## Run the whole test suite (Rust and Python) against a real Postgres
-	@scripts/ensure-postgres.sh
-	DATABASE_URL=$(TEST_DATABASE_URL) cargo test --workspace --all-targets
-	scripts/test-python.sh
+test: ## Run the whole test suite (Rust and Python) against real Postgres, SQS (LocalStack) and gRPC
+	@TEST_DATABASE_URL=$(TEST_DATABASE_URL) scripts/test.sh
 
 .PHONY: lint
 lint: ## cargo fmt --check and clippy -D warnings
@@ -27,6 +25,7 @@ lint: ## cargo fmt --check and clippy -D warnings
 .PHONY: proto
 proto: ## Regenerate the Rust and Python code of proto/ (never edit generated code)
 	scripts/proto-python.sh
+	cargo build -p rara-remote
 
 .PHONY: build
 build: ## Build every crate (debug)

@@ -132,6 +132,8 @@ CREATE TABLE step_attempts (
     error        jsonb,
     started_at   timestamptz NOT NULL DEFAULT now(),
     finished_at  timestamptz,
+    -- When a retrying attempt's successor was due (now + the jittered retry delay).
+    retry_at     timestamptz,
     PRIMARY KEY (step_id, attempt),
     CONSTRAINT step_attempts_attempt_positive CHECK (attempt >= 1),
     CONSTRAINT step_attempts_finished_when_done CHECK ((outcome = 'running') = (finished_at IS NULL)),

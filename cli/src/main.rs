@@ -3,18 +3,27 @@
 //! # Layout
 //!
 //! - `main.rs`: arguments, logging, exit codes.
-//! - `commands.rs`: one function per command, over the store.
+//! - `commands.rs`: the commands over the store (migrate, submit, status, list, cancel, retry).
+//! - `watch.rs`: `rara watch`, live progress until a run ends.
+//! - `queues.rs`: `rara queue create`, `rara dlq list|redrive`, `rara capabilities`.
+//! - `runners.rs`: `rara scheduler`, `rara executor` and `rara dev`: the Lambdas' handler
+//!   code run locally.
 //! - `table.rs`: the human tables (`--json` prints the same data as JSON).
 //!
-//! Exit codes: 0 success, 1 failure, 2 bad usage, 3 not found, 4 invalid workflow definition.
+//! Exit codes: 0 success, 1 failure, 2 bad usage, 3 not found, 4 invalid workflow
+//! definition, 5 the watched run ended other than `succeeded`.
 
 mod commands;
+mod queues;
+mod runners;
 mod table;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use rara_domain::state::RunStatus;
 use uuid::Uuid;
 
 #[derive(Debug, Parser)]
@@ -35,11 +44,103 @@ enum Command {
     Submit {
         /// The definition file; `.json` is read as JSON, anything else as YAML.
         file: PathBuf,
+        /// Watch the run until it ends (exit code 5 if it does not succeed).
+        #[arg(long)]
+        watch: bool,
     },
     /// Show a run and its steps.
     Status {
         /// The run id printed by `rara submit`.
         run_id: Uuid,
+    },
+    /// Show live progress per step until the run ends (exit code 5 if it does not succeed).
+    Watch {
+        run_id: Uuid,
+        /// Poll interval in milliseconds.
+        #[arg(long, default_value_t = 500)]
+        interval_ms: u64,
+    },
+    /// List recent runs, newest first.
+    List {
+        /// Only runs in this status.
+        #[arg(long, value_parser = ["running", "succeeded", "failed", "cancelled"])]
+        status: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Cancel a run (every unfinished step) or a single step.
+    Cancel {
+        /// A run id or a step id.
+        id: Uuid,
+        #[arg(long, default_value = "cancelled by an operator")]
+        reason: String,
+    },
+    /// Give a failed or cancelled step a new attempt budget; its skipped dependents come back.
+    Retry { step_id: Uuid },
+    /// Inspect or redrive the dead-letter queue (RARA_DLQ_URL).
+    Dlq {
+        #[command(subcommand)]
+        command: DlqCommand,
+    },
+    /// List the capabilities (name, version) a remote executor offers.
+    Capabilities {
+        /// e.g. http://127.0.0.1:50051
+        endpoint: String,
+    },
+    /// Manage the step queue.
+    Queue {
+        #[command(subcommand)]
+        command: QueueCommand,
+    },
+    /// Run the scheduler locally (the Lambda's handler code): reap, lease, enqueue.
+    Scheduler {
+        /// One pass (reap, then lease and send until nothing is due), then exit.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Run the executor locally: poll SQS and drive the Lambda's batch handler
+    /// (delete what succeeded, leave what must come back).
+    Executor {
+        /// Exit once the queue has stayed empty for --idle-seconds.
+        #[arg(long)]
+        until_idle: bool,
+        #[arg(long, default_value_t = 5)]
+        idle_seconds: u64,
+        /// Messages per batch (1-10), like the event source's batch size.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10))]
+        batch_size: u32,
+    },
+    /// Keep a local stack running: migrate, create the queues, run the scheduler and the
+    /// executor in this process until Ctrl-C.
+    Dev {
+        /// The queue name to create and use.
+        #[arg(long, default_value = "rara-dev")]
+        queue_name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DlqCommand {
+    /// Show the messages on the DLQ with their reasons (they stay there).
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Move the DLQ's messages back to the step queue.
+    Redrive {
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum QueueCommand {
+    /// Create the queue and its DLQ with the aligned settings (visibility timeout =
+    /// RARA_VISIBILITY_TIMEOUT_SECONDS, maxReceiveCount = RARA_MAX_RECEIVE_COUNT), for
+    /// local use. Prints `export RARA_QUEUE_URL=... RARA_DLQ_URL=...` lines.
+    Create {
+        #[arg(long, default_value = "rara-steps")]
+        name: String,
     },
 }
 
@@ -62,13 +163,16 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     }
 }
 
+impl Failure {
+    /// A failure with only an exit code (its message was already printed).
+    pub fn silent(code: u8) -> Self {
+        Failure { code, error: anyhow::anyhow!("") }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RARA_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -78,17 +182,55 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {:#}", failure.error);
+            let message = format!("{:#}", failure.error);
+            if !message.is_empty() {
+                eprintln!("error: {message}");
+            }
             ExitCode::from(failure.code)
         }
     }
 }
 
+fn init_cli_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RARA_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let config = rara_domain::config::Config::from_lookup("cli", |k| std::env::var(k).ok())?;
+    let env = |k: &str| std::env::var(k).ok();
+    let json = cli.json;
     match cli.command {
-        Command::Migrate => commands::migrate(&config, cli.json).await,
-        Command::Submit { file } => commands::submit(&config, &file, cli.json).await,
-        Command::Status { run_id } => commands::status(&config, run_id, cli.json).await,
+        Command::Scheduler { once } => return runners::scheduler(once, json).await,
+        Command::Executor { until_idle, idle_seconds, batch_size } => {
+            let idle = until_idle.then(|| std::time::Duration::from_secs(idle_seconds));
+            return runners::executor(idle, batch_size, json).await;
+        }
+        Command::Dev { queue_name } => return runners::dev(&queue_name).await,
+        _ => init_cli_logging(),
+    }
+    let config = rara_domain::config::Config::from_lookup("cli", env)?;
+    match cli.command {
+        Command::Migrate => commands::migrate(&config, json).await,
+        Command::Submit { file, watch } => commands::submit(&config, &file, watch, json).await,
+        Command::Status { run_id } => commands::status(&config, run_id, json).await,
+        Command::Watch { run_id, interval_ms } => commands::watch(&config, run_id, interval_ms, json).await,
+        Command::List { status, limit } => {
+            let status = status.map(|s| match s.as_str() {
+                "succeeded" => RunStatus::Succeeded,
+                "failed" => RunStatus::Failed,
+                "cancelled" => RunStatus::Cancelled,
+                _ => RunStatus::Running,
+            });
+            commands::list(&config, status, limit, json).await
+        }
+        Command::Cancel { id, reason } => commands::cancel(&config, id, &reason, json).await,
+        Command::Retry { step_id } => commands::retry(&config, step_id, json).await,
+        Command::Dlq { command: DlqCommand::List { limit } } => queues::dlq_list(limit, json).await,
+        Command::Dlq { command: DlqCommand::Redrive { limit } } => queues::dlq_redrive(limit, json).await,
+        Command::Capabilities { endpoint } => queues::capabilities(&endpoint, json).await,
+        Command::Queue { command: QueueCommand::Create { name } } => queues::create(&config, &name, json).await,
+        Command::Scheduler { .. } | Command::Executor { .. } | Command::Dev { .. } => Ok(()),
     }
 }

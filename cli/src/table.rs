@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use rara_store::read::RunView;
+use rara_store::read::{RunSummary, RunView};
 
 /// Left-aligned columns, two spaces apart.
 fn render(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -58,4 +58,49 @@ pub fn run(run: &RunView) -> String {
         .collect();
     out.push_str(&render(&["STEP", "OPERATION", "STATUS", "ATTEMPT", "PROGRESS", "DEPENDS ON", "ERROR"], &rows));
     out
+}
+
+pub fn runs(runs: &[RunSummary]) -> String {
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.name.clone(),
+                r.status.to_string(),
+                format!("{}/{}", r.steps_finished, r.steps_total),
+                r.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ]
+        })
+        .collect();
+    render(&["RUN", "NAME", "STATUS", "STEPS DONE", "CREATED (UTC)"], &rows)
+}
+
+pub fn dead_letters(rows: &[serde_json::Value]) -> String {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_else(|| "-".into());
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut body = text(&r["body"]);
+            if body.chars().count() > 60 {
+                body = body.chars().take(57).collect::<String>() + "...";
+            }
+            vec![
+                text(&r["message_id"]),
+                text(&r["reason_code"]),
+                r["receive_count"].to_string(),
+                text(&r["reason"]),
+                body,
+            ]
+        })
+        .collect();
+    render(&["MESSAGE", "REASON CODE", "RECEIVES", "REASON", "BODY"], &rows)
+}
+
+pub fn capabilities(capabilities: &[rara_remote::RemoteCapability]) -> String {
+    let rows: Vec<Vec<String>> = capabilities
+        .iter()
+        .map(|c| vec![c.name.clone(), c.version.clone(), c.description.clone(), c.endpoint.clone()])
+        .collect();
+    render(&["NAME", "VERSION", "DESCRIPTION", "ENDPOINT"], &rows)
 }

@@ -174,11 +174,12 @@ impl Config {
     }
 }
 
-/// Typed reads of optional variables, each with a named default.
-struct Vars<'a, F: Fn(&str) -> Option<String>>(&'a F);
+/// Typed reads of optional variables, each with a named default; errors name the variable.
+#[derive(Debug)]
+pub struct Vars<'a, F: Fn(&str) -> Option<String>>(pub &'a F);
 
 impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
-    fn parse<T: std::str::FromStr>(&self, var: &'static str, default: T, what: &str) -> Result<T, Error> {
+    pub fn parse<T: std::str::FromStr>(&self, var: &'static str, default: T, what: &str) -> Result<T, Error> {
         match (self.0)(var).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()) {
             None => Ok(default),
             Some(raw) => {
@@ -187,7 +188,20 @@ impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
         }
     }
 
-    fn seconds(&self, var: &'static str, default: u64) -> Result<Duration, Error> {
+    /// A variable that must be set; `what` describes the expected value.
+    pub fn required(&self, var: &'static str, what: &str) -> Result<String, Error> {
+        (self.0)(var).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).ok_or_else(|| Error::Invalid {
+            var,
+            value: String::new(),
+            reason: format!("must be set to {what}"),
+        })
+    }
+
+    pub fn millis(&self, var: &'static str, default: u64) -> Result<Duration, Error> {
+        Ok(Duration::from_millis(self.parse(var, default, "a whole number of milliseconds")?))
+    }
+
+    pub fn seconds(&self, var: &'static str, default: u64) -> Result<Duration, Error> {
         let value = self.parse(var, default, "a whole number of seconds greater than 0")?;
         if value == 0 {
             return Err(Error::Invalid { var, value: "0".into(), reason: "must be greater than 0".into() });
@@ -195,7 +209,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
         Ok(Duration::from_secs(value))
     }
 
-    fn fractional_seconds(&self, var: &'static str, default: f64) -> Result<Duration, Error> {
+    pub fn fractional_seconds(&self, var: &'static str, default: f64) -> Result<Duration, Error> {
         let value: f64 = self.number(var, default)?;
         Duration::try_from_secs_f64(value).map_err(|_| Error::Invalid {
             var,
@@ -204,11 +218,11 @@ impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
         })
     }
 
-    fn number(&self, var: &'static str, default: f64) -> Result<f64, Error> {
+    pub fn number(&self, var: &'static str, default: f64) -> Result<f64, Error> {
         self.parse(var, default, "a number")
     }
 
-    fn count(&self, var: &'static str, default: u32) -> Result<u32, Error> {
+    pub fn count(&self, var: &'static str, default: u32) -> Result<u32, Error> {
         self.parse(var, default, "a whole number")
     }
 }

@@ -141,10 +141,10 @@ retried AS (
     FROM input i
     WHERE s.id = i.step_id AND s.leased_by = i.worker AND s.fence = i.fence AND s.status = 'running'
       AND s.attempt < s.max_attempts
-    RETURNING s.id, s.attempt, i.error
+    RETURNING s.id, s.attempt, s.next_run_at, i.error
 ),
 closed AS (
-    UPDATE step_attempts a SET outcome = 'retrying', error = r.error, finished_at = now()
+    UPDATE step_attempts a SET outcome = 'retrying', error = r.error, finished_at = now(), retry_at = r.next_run_at
     FROM retried r WHERE a.step_id = r.id AND a.attempt = r.attempt AND a.outcome = 'running'
 )
 SELECT id FROM retried";
@@ -282,5 +282,54 @@ impl Store {
             return Err(Error::RunNotFound(run_id));
         }
         Ok(cancelled.len() as u64)
+    }
+}
+
+/// Gives a failed or cancelled step a new attempt budget (as many attempts again as its
+/// `max_attempts`), brings back the dependents it had skipped, and reopens its run.
+/// `$1`: the step id.
+const RETRY_STEP: &str = "
+WITH RECURSIVE target AS (
+    SELECT id, run_id, status AS was FROM steps
+    WHERE id = $1 AND status IN ('failed', 'cancelled')
+    FOR UPDATE
+),
+revived AS (
+    UPDATE steps s
+    SET status = 'pending', max_attempts = s.attempt + s.max_attempts, next_run_at = now(), error = NULL,
+        finished_at = NULL, updated_at = now()
+    FROM target t WHERE s.id = t.id
+    RETURNING s.id, s.run_id
+),
+downstream(id) AS (
+    SELECT d.step_id FROM step_dependencies d JOIN revived r ON d.depends_on = r.id
+    UNION
+    SELECT d.step_id FROM step_dependencies d JOIN downstream x ON d.depends_on = x.id
+),
+unskipped AS (
+    UPDATE steps s SET status = 'pending', error = NULL, finished_at = NULL, updated_at = now()
+    FROM downstream x WHERE s.id = x.id AND s.status = 'skipped'
+    RETURNING s.id
+),
+reopened AS (
+    UPDATE workflow_runs w
+    SET status = 'running', finished_at = NULL, updated_at = now(),
+        steps_unfinished = w.steps_unfinished + 1 + (SELECT count(*) FROM unskipped)::int,
+        steps_failed = w.steps_failed - (CASE WHEN t.was = 'failed' THEN 1 ELSE 0 END),
+        steps_cancelled = w.steps_cancelled - (CASE WHEN t.was = 'cancelled' THEN 1 ELSE 0 END)
+    FROM target t WHERE w.id = t.run_id
+)
+SELECT (SELECT count(*) FROM revived) + (SELECT count(*) FROM unskipped)";
+
+impl Store {
+    /// Retries a failed or cancelled step by hand (`rara retry`): it gets a new attempt
+    /// budget and is due at once; the dependents it had skipped come back; its run runs
+    /// again. Returns how many steps came back (0: the step had not failed or been cancelled).
+    pub async fn retry_step(&self, step_id: Uuid) -> Result<u64, Error> {
+        let revived: i64 = sqlx::query_scalar(RETRY_STEP).bind(step_id).fetch_one(&self.pool).await?;
+        if revived == 0 && !self.step_exists(step_id).await? {
+            return Err(Error::StepNotFound(step_id));
+        }
+        Ok(revived as u64)
     }
 }

@@ -57,6 +57,8 @@ pub struct AttemptView {
     pub error: Option<serde_json::Value>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// For a retrying attempt: when the next attempt was due.
+    pub retry_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
@@ -101,7 +103,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         let attempts: Vec<AttemptView> = sqlx::query_as(
-            "SELECT a.step_id, a.attempt, a.fence, a.leased_by, a.outcome, a.error, a.started_at, a.finished_at
+            "SELECT a.step_id, a.attempt, a.fence, a.leased_by, a.outcome, a.error, a.started_at, a.finished_at, a.retry_at
              FROM step_attempts a JOIN steps s ON s.id = a.step_id
              WHERE s.run_id = $1 ORDER BY a.attempt",
         )
@@ -149,5 +151,41 @@ impl Store {
             .bind(step_id)
             .fetch_one(&self.pool)
             .await?)
+    }
+}
+
+/// One line of `rara list`.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+pub struct RunSummary {
+    pub id: Uuid,
+    pub name: String,
+    pub status: RunStatus,
+    pub steps_total: i32,
+    pub steps_finished: i32,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// The most recent runs, newest first, optionally only those in `status`.
+    pub async fn list_runs(&self, status: Option<RunStatus>, limit: u32) -> Result<Vec<RunSummary>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT id, name, status, steps_total, steps_total - steps_unfinished AS steps_finished, created_at, finished_at
+             FROM workflow_runs WHERE $1::rara_run_status IS NULL OR status = $1
+             ORDER BY created_at DESC LIMIT $2",
+        )
+        .bind(status)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The run a step belongs to.
+    pub async fn run_of_step(&self, step_id: Uuid) -> Result<Uuid, Error> {
+        sqlx::query_scalar("SELECT run_id FROM steps WHERE id = $1")
+            .bind(step_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::StepNotFound(step_id))
     }
 }

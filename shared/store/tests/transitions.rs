@@ -455,3 +455,41 @@ async fn batch_outcomes_report_each_item(pool: PgPool) {
         sqlx::query_scalar("SELECT steps_total - steps_unfinished FROM workflow_runs").fetch_one(&pool).await.unwrap();
     assert_eq!(finished, 2);
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn retrying_a_failed_step_revives_it_and_its_skipped_dependents(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let run = store
+        .submit(&plan("name: again\nsteps:\n  - {name: a, operation: noop, max_attempts: 1}\n  - {name: b, operation: noop, depends_on: [a]}\n  - {name: c, operation: noop, depends_on: [b]}\n"))
+        .await
+        .unwrap();
+    let a = lease_named(&store, &pool, run.run_id, "a").await;
+    let a = claim_one(&store, "w", &a).await;
+    store.fail(&[(a.holder.clone(), StepError::permanent("BOOM", "x"))]).await.unwrap().remove(0).unwrap();
+    assert_eq!(run_status(&pool, run.run_id).await, "failed");
+
+    assert_eq!(store.retry_step(a.holder.step_id).await.unwrap(), 3);
+    assert_eq!(run_status(&pool, run.run_id).await, "running");
+    for name in ["a", "b", "c"] {
+        assert_eq!(status(&pool, step_id(&pool, run.run_id, name).await).await, "pending", "{name}");
+    }
+    let again = lease_named(&store, &pool, run.run_id, "a").await;
+    let again = claim_one(&store, "w", &again).await;
+    assert_eq!((again.attempt, again.max_attempts), (2, 2), "a new budget, the history kept");
+    store.succeed(&[(again.holder, serde_json::json!({}))]).await.unwrap().remove(0).unwrap();
+    for name in ["b", "c"] {
+        let s = lease_named(&store, &pool, run.run_id, name).await;
+        let s = claim_one(&store, "w", &s).await;
+        store.succeed(&[(s.holder, serde_json::json!({}))]).await.unwrap().remove(0).unwrap();
+    }
+    assert_eq!(run_status(&pool, run.run_id).await, "succeeded");
+    assert_eq!(
+        store.retry_step(step_id(&pool, run.run_id, "a").await).await.unwrap(),
+        0,
+        "a succeeded step is left alone"
+    );
+    assert!(matches!(store.retry_step(Uuid::new_v4()).await, Err(Error::StepNotFound(_))));
+    let listed = store.list_runs(Some(rara_domain::state::RunStatus::Succeeded), 10).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0].steps_total, listed[0].steps_finished), (3, 3));
+}

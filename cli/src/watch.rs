@@ -1,0 +1,92 @@
+//! `rara watch RUN_ID`: live progress per step until the run ends. On a terminal: a bar
+//! per step; otherwise (or with `--json`): one line per change.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rara_domain::state::RunStatus;
+use rara_store::Store;
+use rara_store::read::{RunView, StepView};
+use uuid::Uuid;
+
+use crate::Failure;
+
+/// The exit code of `rara watch` when the run ended other than `succeeded`.
+pub const RUN_DID_NOT_SUCCEED: u8 = 5;
+
+fn fraction(step: &StepView) -> f64 {
+    if step.status == rara_domain::state::StepStatus::Succeeded {
+        return 1.0;
+    }
+    step.progress.as_ref().and_then(|p| p.get("fraction")?.as_f64()).unwrap_or(0.0)
+}
+
+fn describe(step: &StepView) -> String {
+    let mut text = format!("{} (attempt {}/{})", step.status, step.attempt, step.max_attempts);
+    if let Some(message) = step.progress.as_ref().and_then(|p| p.get("message")?.as_str()).filter(|m| !m.is_empty())
+        && !step.status.is_terminal()
+    {
+        text.push_str(&format!(" {message}"));
+    }
+    if let Some(error) = &step.error {
+        text.push_str(&format!(" {}", error["code"].as_str().unwrap_or("")));
+    }
+    text
+}
+
+/// Polls the run every `interval` and shows it until it ends.
+pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) -> Result<RunView, Failure> {
+    let tty = !json && std::io::stderr().is_terminal();
+    let multi =
+        MultiProgress::with_draw_target(if tty { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+    let style = ProgressStyle::with_template("{prefix:<14} [{bar:30.cyan/blue}] {pos:>3}% {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let mut bars: HashMap<Uuid, ProgressBar> = HashMap::new();
+    let mut seen: HashMap<Uuid, String> = HashMap::new();
+    let started = std::time::Instant::now();
+    loop {
+        let run = store.run(run_id).await?;
+        for step in &run.steps {
+            let text = describe(step);
+            let pct = (fraction(step) * 100.0).round() as u64;
+            if tty {
+                let bar = bars.entry(step.id).or_insert_with(|| {
+                    let bar = multi.add(ProgressBar::new(100).with_style(style.clone()));
+                    bar.set_prefix(step.name.clone());
+                    bar
+                });
+                bar.set_position(pct);
+                bar.set_message(text);
+            } else {
+                let line = format!("{text} {pct}%");
+                if seen.get(&step.id) != Some(&line) {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"step": step.name, "status": step.status, "attempt": step.attempt,
+                                               "progress": fraction(step), "error": step.error})
+                        );
+                    } else {
+                        println!("{:>6.1}s  {:<14} {line}", started.elapsed().as_secs_f64(), step.name);
+                    }
+                    seen.insert(step.id, line);
+                }
+            }
+        }
+        if run.status.is_terminal() {
+            for bar in bars.values() {
+                bar.finish();
+            }
+            return Ok(run);
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// The exit code for a finished run.
+pub fn exit_code(status: RunStatus) -> u8 {
+    if status == RunStatus::Succeeded { 0 } else { RUN_DID_NOT_SUCCEED }
+}

@@ -1,0 +1,39 @@
+//! The executor Lambda's handler: an SQS batch in, a partial batch response out (only the
+//! messages that must come back are listed as failures).
+
+use std::time::Duration;
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::LambdaEvent;
+use rara_runtime::batch::{BatchExecutor, Record};
+
+/// Handles one SQS batch. Executions end `margin` before the invocation does.
+pub async fn handle(
+    executor: &BatchExecutor,
+    margin: Duration,
+    event: LambdaEvent<SqsEvent>,
+) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    let deadline =
+        tokio::time::Instant::now() + rara_runtime::wiring::remaining(event.context.deadline).saturating_sub(margin);
+    let records: Vec<Record> = event
+        .payload
+        .records
+        .into_iter()
+        .map(|m| Record {
+            traceparent: m
+                .message_attributes
+                .get(rara_runtime::wiring::TRACEPARENT)
+                .and_then(|a| a.string_value.clone()),
+            message_id: m.message_id.unwrap_or_default(),
+            receipt_handle: m.receipt_handle.unwrap_or_default(),
+            body: m.body.unwrap_or_default(),
+        })
+        .collect();
+    let report = executor.process(records, deadline).await;
+    println!("{}", report.counters.emf_line("executor"));
+    let mut response = SqsBatchResponse::default();
+    for message_id in report.returned {
+        response.add_failure(message_id);
+    }
+    Ok(response)
+}

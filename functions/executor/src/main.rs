@@ -1,0 +1,15 @@
+//! The executor Lambda: read config, build the pool, the SQS client and the registry
+//! (built-in executors and remote gRPC executors) once, hand the handler to the runtime.
+
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{LambdaEvent, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    rara_runtime::wiring::init_logging();
+    let wiring = rara_runtime::wiring::Wiring::from_env("executor").await?;
+    wiring.settings.require_dlq()?;
+    let executor = wiring.batch_executor().await?;
+    let margin = wiring.settings.deadline_margin;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| executor::handle(&executor, margin, event))).await
+}

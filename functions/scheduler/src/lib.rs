@@ -1,0 +1,31 @@
+//! The scheduler Lambda's handler: one invocation reaps expired leases, then leases due
+//! steps and sends their messages, polling until its time budget is spent (so a newly due
+//! step waits seconds, not a minute, for the next schedule). It answers with its counters.
+
+use std::time::Duration;
+
+use lambda_runtime::LambdaEvent;
+use rara_runtime::metrics::Counters;
+use rara_runtime::scheduler::Scheduler;
+use tokio_util::sync::CancellationToken;
+
+/// Handles one scheduled event (its content does not matter). `budget` is the configured
+/// polling time; it is cut to the invocation's remaining time minus `margin`.
+pub async fn handle(
+    scheduler: &Scheduler,
+    budget: Duration,
+    margin: Duration,
+    event: LambdaEvent<serde_json::Value>,
+) -> Result<Counters, lambda_runtime::Error> {
+    let remaining = rara_runtime::wiring::remaining(event.context.deadline).saturating_sub(margin);
+    let counters = scheduler.run(Some(budget.min(remaining)), CancellationToken::new()).await?;
+    println!("{}", counters.emf_line("scheduler"));
+    tracing::info!(
+        leased = counters.leased,
+        sent = counters.sent,
+        released = counters.released,
+        reaped = counters.reaped,
+        "scheduler invocation done"
+    );
+    Ok(counters)
+}

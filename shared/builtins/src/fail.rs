@@ -1,0 +1,96 @@
+//! `fail`: input `{"fail_attempts": N, "retryable": true|false}` (`retryable` defaults to
+//! true). Attempts `1..=N` fail with code `INJECTED_FAILURE`; later attempts succeed with
+//! `{"attempt": n}`. For demos and tests of the retry path.
+
+use rara_domain::StepError;
+use rara_domain::executor::{ExecutionContext, Executor};
+use serde::Deserialize;
+
+use crate::input;
+
+/// The operation name.
+pub const NAME: &str = "fail";
+/// The code of every injected failure.
+pub const INJECTED_FAILURE: &str = "INJECTED_FAILURE";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object like {\"fail_attempts\": 2, \"retryable\": true}")]
+struct Input {
+    fail_attempts: u32,
+    #[serde(default = "retryable_by_default")]
+    retryable: bool,
+}
+
+fn retryable_by_default() -> bool {
+    true
+}
+
+/// Fails the first `fail_attempts` attempts, then succeeds.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Fail;
+
+#[async_trait::async_trait]
+impl Executor for Fail {
+    async fn execute(&self, ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError> {
+        let Input { fail_attempts, retryable } = input::parse(NAME, input)?;
+        let attempt = ctx.attempt;
+        if attempt > fail_attempts {
+            return Ok(serde_json::json!({ "attempt": attempt }));
+        }
+        let message = format!("fail: injected failure on attempt {attempt} of {fail_attempts}");
+        let error = if retryable {
+            StepError::retryable(INJECTED_FAILURE, message)
+        } else {
+            StepError::permanent(INJECTED_FAILURE, message)
+        };
+        Err(error.with_details(serde_json::json!({ "attempt": attempt, "fail_attempts": fail_attempts })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::context;
+    use rara_domain::step_error::codes;
+    use serde_json::json;
+
+    async fn run(attempt: u32, input: serde_json::Value) -> Result<serde_json::Value, StepError> {
+        let (mut ctx, _) = context();
+        ctx.attempt = attempt;
+        Fail.execute(ctx, input).await
+    }
+
+    #[tokio::test]
+    async fn the_first_n_attempts_fail_and_the_next_one_succeeds() {
+        let input = json!({ "fail_attempts": 2, "retryable": true });
+        for attempt in [1, 2] {
+            let err = run(attempt, input.clone()).await.unwrap_err();
+            assert_eq!(err.code, INJECTED_FAILURE);
+            assert!(err.retryable);
+            assert_eq!(err.details, json!({ "attempt": attempt, "fail_attempts": 2 }));
+        }
+        assert_eq!(run(3, input).await.unwrap(), json!({ "attempt": 3 }));
+    }
+
+    #[tokio::test]
+    async fn the_retryable_flag_decides_the_class() {
+        let err = run(1, json!({ "fail_attempts": 1, "retryable": false })).await.unwrap_err();
+        assert!(!err.retryable);
+        let err = run(1, json!({ "fail_attempts": 1 })).await.unwrap_err();
+        assert!(err.retryable, "retryable defaults to true");
+    }
+
+    #[tokio::test]
+    async fn zero_fail_attempts_succeeds_at_once() {
+        assert_eq!(run(1, json!({ "fail_attempts": 0 })).await.unwrap(), json!({ "attempt": 1 }));
+    }
+
+    #[tokio::test]
+    async fn a_negative_count_or_unknown_field_is_invalid_input() {
+        for input in [json!({ "fail_attempts": -1 }), json!({ "fail_attempts": 1, "retry": true })] {
+            let err = run(1, input.clone()).await.unwrap_err();
+            assert_eq!(err.code, codes::INVALID_INPUT, "{input}");
+            assert!(!err.retryable);
+        }
+    }
+}

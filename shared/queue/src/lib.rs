@@ -1,0 +1,15 @@
+//! rara's delivery channel. SQS only delivers: a message names a step and its lease, nothing
+//! more; Postgres holds everything else.
+//!
+//! # Layout
+//!
+//! - [`message`]: the step message (format version, step id, lease token) and its strict parser.
+//! - [`port`]: the [`Queue`] trait the scheduler and the executor use, and its value types.
+//! - [`sqs`]: the SQS adapter (AWS SDK; `AWS_ENDPOINT_URL` points it at LocalStack).
+
+pub mod message;
+pub mod port;
+pub mod sqs;
+
+pub use message::StepMessage;
+pub use port::{Error, Outgoing, Queue, Received};

@@ -1,0 +1,254 @@
+//! The SQS adapter. One client per container, built at start (`SqsQueue::from_env`).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::{
+    DeleteMessageBatchRequestEntry, MessageAttributeValue, MessageSystemAttributeName, SendMessageBatchRequestEntry,
+};
+
+use crate::port::{Error, MAX_VISIBILITY, Outgoing, Queue, Received};
+
+/// The attribute carrying the trace context from scheduler to executor.
+pub const TRACEPARENT: &str = "traceparent";
+/// Attributes set on a message moved to the DLQ by the executor.
+pub const DLQ_REASON_CODE: &str = "rara_reason_code";
+pub const DLQ_REASON: &str = "rara_reason";
+
+#[derive(Debug, Clone)]
+pub struct SqsQueue {
+    client: Client,
+    queue_url: String,
+    dlq_url: Option<String>,
+}
+
+fn sqs_error(operation: &'static str, e: impl std::error::Error) -> Error {
+    // The SDK's Display is terse; the source chain says what happened.
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    Error::Sqs { operation, message }
+}
+
+fn string_attribute(value: &str) -> Result<MessageAttributeValue, Error> {
+    MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(value)
+        .build()
+        .map_err(|e| sqs_error("build attribute", e))
+}
+
+impl SqsQueue {
+    pub fn new(client: Client, queue_url: impl Into<String>, dlq_url: Option<String>) -> Self {
+        SqsQueue { client, queue_url: queue_url.into(), dlq_url }
+    }
+
+    /// A client from the SDK's standard environment (region, credentials, `AWS_ENDPOINT_URL`).
+    pub async fn client_from_env() -> Client {
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Client::new(&config)
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn queue_url(&self) -> &str {
+        &self.queue_url
+    }
+
+    /// Like [`Queue::receive`], with every string message attribute (e.g. the DLQ reason).
+    pub async fn receive_with_attributes(
+        &self,
+        max: u32,
+        wait: Duration,
+    ) -> Result<Vec<(Received, HashMap<String, String>)>, Error> {
+        self.receive_inner(max, wait, "All").await
+    }
+
+    async fn receive_inner(
+        &self,
+        max: u32,
+        wait: Duration,
+        attributes: &str,
+    ) -> Result<Vec<(Received, HashMap<String, String>)>, Error> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(max.clamp(1, 10) as i32)
+            .wait_time_seconds(wait.as_secs().min(20) as i32)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .message_attribute_names(attributes)
+            .send()
+            .await
+            .map_err(|e| sqs_error("ReceiveMessage", e))?;
+        Ok(out
+            .messages()
+            .iter()
+            .map(|m| {
+                let attributes: HashMap<String, String> = m
+                    .message_attributes()
+                    .map(|a| a.iter().filter_map(|(k, v)| Some((k.clone(), v.string_value()?.to_owned()))).collect())
+                    .unwrap_or_default();
+                let received = Received {
+                    message_id: m.message_id().unwrap_or_default().to_owned(),
+                    receipt_handle: m.receipt_handle().unwrap_or_default().to_owned(),
+                    body: m.body().unwrap_or_default().to_owned(),
+                    receive_count: m
+                        .attributes()
+                        .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(1),
+                    traceparent: attributes.get(TRACEPARENT).cloned(),
+                };
+                (received, attributes)
+            })
+            .collect())
+    }
+}
+
+#[async_trait::async_trait]
+impl Queue for SqsQueue {
+    async fn send(&self, messages: &[Outgoing]) -> Result<Vec<String>, Error> {
+        let mut failed = Vec::new();
+        for chunk in messages.chunks(10) {
+            let mut entries = Vec::with_capacity(chunk.len());
+            for m in chunk {
+                let mut entry = SendMessageBatchRequestEntry::builder().id(&m.id).message_body(&m.body);
+                if let Some(tp) = &m.traceparent {
+                    entry = entry.message_attributes(TRACEPARENT, string_attribute(tp)?);
+                }
+                entries.push(entry.build().map_err(|e| sqs_error("build entry", e))?);
+            }
+            match self.client.send_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {
+                Ok(out) => failed.extend(out.failed().iter().map(|f| f.id().to_owned())),
+                Err(e) => {
+                    tracing::warn!(error = %sqs_error("SendMessageBatch", e), "a send batch failed as a whole");
+                    failed.extend(chunk.iter().map(|m| m.id.clone()));
+                }
+            }
+        }
+        Ok(failed)
+    }
+
+    async fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> Result<(), Error> {
+        let seconds = timeout.min(MAX_VISIBILITY).as_secs_f64().ceil() as i32;
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(seconds)
+            .send()
+            .await
+            .map_err(|e| sqs_error("ChangeMessageVisibility", e))?;
+        Ok(())
+    }
+
+    async fn receive(&self, max: u32, wait: Duration) -> Result<Vec<Received>, Error> {
+        Ok(self.receive_inner(max, wait, TRACEPARENT).await?.into_iter().map(|(m, _)| m).collect())
+    }
+
+    async fn delete(&self, receipt_handles: &[String]) -> Result<Vec<String>, Error> {
+        let mut failed = Vec::new();
+        for chunk in receipt_handles.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(r)
+                        .build()
+                        .map_err(|e| sqs_error("build entry", e))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = self
+                .client
+                .delete_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| sqs_error("DeleteMessageBatch", e))?;
+            for f in out.failed() {
+                if let Some(r) = f.id().parse::<usize>().ok().and_then(|i| chunk.get(i)) {
+                    failed.push(r.clone());
+                }
+            }
+        }
+        Ok(failed)
+    }
+
+    async fn dead_letter(&self, body: &str, reason_code: &str, reason: &str) -> Result<(), Error> {
+        let dlq =
+            self.dlq_url.as_deref().ok_or_else(|| Error::Config("no dead-letter queue URL (RARA_DLQ_URL)".into()))?;
+        self.client
+            .send_message()
+            .queue_url(dlq)
+            .message_body(if body.is_empty() { "<empty>" } else { body })
+            .message_attributes(DLQ_REASON_CODE, string_attribute(reason_code)?)
+            .message_attributes(DLQ_REASON, string_attribute(reason)?)
+            .send()
+            .await
+            .map_err(|e| sqs_error("SendMessage (DLQ)", e))?;
+        Ok(())
+    }
+}
+
+/// The URLs of a step queue and its dead-letter queue.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct QueuePair {
+    pub queue_url: String,
+    pub dlq_url: String,
+}
+
+/// Creates (or finds: SQS `CreateQueue` is idempotent for equal attributes) the queue
+/// `name` and its DLQ `name-dlq`, with the visibility timeout and the redrive policy's
+/// `maxReceiveCount` given (they must match the functions' alignment settings).
+pub async fn create_queue_pair(
+    client: &Client,
+    name: &str,
+    visibility: Duration,
+    max_receive_count: u32,
+) -> Result<QueuePair, Error> {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let dlq_url = client
+        .create_queue()
+        .queue_name(format!("{name}-dlq"))
+        .attributes(QueueAttributeName::MessageRetentionPeriod, (14 * 24 * 3600).to_string())
+        .send()
+        .await
+        .map_err(|e| sqs_error("CreateQueue (DLQ)", e))?
+        .queue_url
+        .ok_or_else(|| Error::Config("CreateQueue returned no DLQ URL".into()))?;
+    let dlq_arn = client
+        .get_queue_attributes()
+        .queue_url(&dlq_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| sqs_error("GetQueueAttributes", e))?
+        .attributes
+        .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
+        .ok_or_else(|| Error::Config("the DLQ has no ARN".into()))?;
+    let queue_url = client
+        .create_queue()
+        .queue_name(name)
+        .attributes(QueueAttributeName::VisibilityTimeout, visibility.as_secs().to_string())
+        .attributes(
+            QueueAttributeName::RedrivePolicy,
+            format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{max_receive_count}"}}"#),
+        )
+        .send()
+        .await
+        .map_err(|e| sqs_error("CreateQueue", e))?
+        .queue_url
+        .ok_or_else(|| Error::Config("CreateQueue returned no queue URL".into()))?;
+    Ok(QueuePair { queue_url, dlq_url })
+}

@@ -1,0 +1,395 @@
+//! [`RemoteExecutor`]: one capability (name and version) on one remote endpoint, run as an
+//! [`Executor`]. It sends one `Execute` call per attempt, checks the event order
+//! ([`crate::protocol`]), forwards progress and artifacts to the execution's reporter and
+//! turns the terminal event into the step's outcome.
+//!
+//! Failures, classified:
+//!
+//! | what happened | code | retryable |
+//! |---|---|---|
+//! | `failed` event | the remote error's code | the remote error's flag |
+//! | `cancelled` event, `ctx.cancel` fired, or the reporter lost the lease | `CANCELLED` | no |
+//! | `ctx.deadline` passed | `DEADLINE_EXCEEDED` | yes |
+//! | connection refused or broken, stream ended before its terminal event | `EXECUTOR_UNAVAILABLE` | yes |
+//! | the server does not implement `rara.v1` (`UNIMPLEMENTED`) | `EXECUTOR_UNAVAILABLE` | no |
+//! | events out of order, bad sequence numbers, output that is not JSON | `PROTOCOL_VIOLATION` | no |
+//!
+//! On cancellation, lease loss and deadline the client also sends `Cancel` (best effort,
+//! bounded by a short timeout) and drops the stream. Inputs and outputs are never logged: only
+//! operation, step id, attempt, fence and endpoint.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rara_domain::StepError;
+use rara_domain::executor::{Artifact, ExecutionContext, Executor, ReportError};
+use rara_domain::step_error::codes;
+use tokio::time::Instant;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+
+use crate::pb::execute_response::Event;
+use crate::pb::executor_service_client::ExecutorServiceClient;
+use crate::pb::{self};
+use crate::protocol::EventOrder;
+
+/// How long a best-effort `Cancel` may take before the client gives up on it.
+pub const DEFAULT_CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+/// After the terminal event, how long the client waits for the stream to end (anything but
+/// the end is a protocol violation; a stream that stays open is left behind with a warning).
+pub const END_OF_STREAM_GRACE: Duration = Duration::from_secs(2);
+/// The wait for the end of the stream stops this long before the deadline, so a finished
+/// attempt is not reported as late.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
+
+/// One capability on one remote executor.
+#[derive(Debug, Clone)]
+pub struct RemoteExecutor {
+    client: ExecutorServiceClient<Channel>,
+    endpoint: Arc<str>,
+    operation: String,
+    version: String,
+    cancel_timeout: Duration,
+}
+
+/// Why a call stopped before its stream gave an outcome.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    Cancelled,
+    LeaseLost,
+    Deadline,
+}
+
+impl Stop {
+    fn reason(self) -> &'static str {
+        match self {
+            Self::Cancelled => "the step was cancelled",
+            Self::LeaseLost => "rara lost the step's lease",
+            Self::Deadline => "the attempt's deadline passed",
+        }
+    }
+}
+
+/// How a stream ended without a result to return as is.
+#[derive(Debug)]
+enum Interrupted {
+    Failed(StepError),
+    LeaseLost,
+}
+
+impl RemoteExecutor {
+    /// Runs `operation` at `version` on the executor behind `channel`. `endpoint` names it in
+    /// errors and logs (no credentials). The channel is shared: cloning it is cheap.
+    pub fn new(
+        channel: Channel,
+        endpoint: impl Into<Arc<str>>,
+        operation: impl Into<String>,
+        version: impl Into<String>,
+    ) -> Self {
+        Self {
+            client: ExecutorServiceClient::new(channel),
+            endpoint: endpoint.into(),
+            operation: operation.into(),
+            version: version.into(),
+            cancel_timeout: DEFAULT_CANCEL_TIMEOUT,
+        }
+    }
+
+    /// How long a best-effort `Cancel` may take (default [`DEFAULT_CANCEL_TIMEOUT`]).
+    pub fn with_cancel_timeout(mut self, timeout: Duration) -> Self {
+        self.cancel_timeout = timeout;
+        self
+    }
+
+    pub fn operation(&self) -> &str {
+        &self.operation
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    fn request(&self, ctx: &ExecutionContext, input: &serde_json::Value, remaining: Duration) -> pb::ExecuteRequest {
+        pb::ExecuteRequest {
+            run_id: ctx.run_id.to_string(),
+            step_id: ctx.step_id.to_string(),
+            attempt: ctx.attempt,
+            fence: ctx.fence,
+            operation: self.operation.clone(),
+            capability_version: self.version.clone(),
+            input_json: input.to_string(),
+            deadline: Some(prost_types::Timestamp::from(SystemTime::now() + remaining)),
+            trace_context: HashMap::new(),
+        }
+    }
+
+    async fn execute_attempt(
+        &self,
+        ctx: &ExecutionContext,
+        input: serde_json::Value,
+    ) -> Result<serde_json::Value, StepError> {
+        if ctx.cancel.is_cancelled() {
+            return Err(self.stopped(Stop::Cancelled));
+        }
+        let remaining = ctx.deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(self.stopped(Stop::Deadline));
+        }
+        let stream = self.stream(ctx, self.request(ctx, &input, remaining));
+        drop(input);
+        tokio::pin!(stream);
+        let stop = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => Stop::Cancelled,
+            () = tokio::time::sleep_until(ctx.deadline) => Stop::Deadline,
+            outcome = &mut stream => match outcome {
+                Ok(output) => return Ok(output),
+                Err(Interrupted::Failed(err)) => return Err(err),
+                Err(Interrupted::LeaseLost) => Stop::LeaseLost,
+            },
+        };
+        self.send_cancel(ctx, stop.reason()).await;
+        Err(self.stopped(stop))
+    }
+
+    /// Runs the call to its terminal event (and the end of the stream after it).
+    async fn stream(
+        &self,
+        ctx: &ExecutionContext,
+        request: pb::ExecuteRequest,
+    ) -> Result<serde_json::Value, Interrupted> {
+        let mut client = self.client.clone();
+        let mut events = client
+            .execute(request)
+            .await
+            .map_err(|status| Interrupted::Failed(self.unavailable(&status, "the call could not start")))?
+            .into_inner();
+        let mut order = EventOrder::new();
+        let mut outcome: Option<Result<serde_json::Value, StepError>> = None;
+        loop {
+            let next = if outcome.is_some() {
+                // Wait for the end, but give up a little before the deadline: the outcome is in.
+                let until = (Instant::now() + END_OF_STREAM_GRACE)
+                    .min(ctx.deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(ctx.deadline));
+                match tokio::time::timeout_at(until, events.message()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        tracing::warn!(endpoint = %self.endpoint, "stream stayed open after its terminal event");
+                        break;
+                    }
+                }
+            } else {
+                events.message().await
+            };
+            let event = match next {
+                Ok(Some(event)) => event,
+                Ok(None) => {
+                    order.finish().map_err(|err| Interrupted::Failed(self.located(err)))?;
+                    break;
+                }
+                Err(status) if outcome.is_some() => {
+                    tracing::warn!(endpoint = %self.endpoint, code = ?status.code(), "stream broke after its terminal event");
+                    break;
+                }
+                Err(status) => {
+                    let when = format!("the stream broke after {} event(s)", order.seen());
+                    return Err(Interrupted::Failed(self.unavailable(&status, &when)));
+                }
+            };
+            order.check(&event).map_err(|err| Interrupted::Failed(self.located(err)))?;
+            match event.event {
+                Some(Event::Accepted(_) | Event::Running(_)) | None => {}
+                Some(Event::Progress(progress)) => {
+                    report(ctx.reporter.progress(fraction(progress.fraction), &progress.message).await)?;
+                }
+                Some(Event::Artifact(artifact)) => report(ctx.reporter.artifact(artifact_of(artifact)).await)?,
+                Some(Event::Succeeded(succeeded)) => outcome = Some(self.output(&succeeded.output_json)),
+                Some(Event::Failed(failed)) => outcome = Some(Err(self.remote_error(failed.error))),
+                Some(Event::Cancelled(cancelled)) => {
+                    outcome = Some(Err(StepError::permanent(
+                        codes::CANCELLED,
+                        format!("remote executor {} cancelled {}: {}", self.endpoint, self.operation, cancelled.reason),
+                    )))
+                }
+            }
+        }
+        // Every way out of the loop comes after a terminal event, which sets `outcome`.
+        outcome
+            .unwrap_or_else(|| {
+                Err(self
+                    .located(StepError::permanent(codes::PROTOCOL_VIOLATION, "the stream ended without an outcome")))
+            })
+            .map_err(Interrupted::Failed)
+    }
+
+    async fn send_cancel(&self, ctx: &ExecutionContext, reason: &str) {
+        let mut client = self.client.clone();
+        let request =
+            pb::CancelRequest { step_id: ctx.step_id.to_string(), attempt: ctx.attempt, reason: reason.into() };
+        match tokio::time::timeout(self.cancel_timeout, client.cancel(request)).await {
+            Ok(Ok(response)) => tracing::info!(
+                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
+                found = response.into_inner().found, reason, "remote attempt cancelled"
+            ),
+            Ok(Err(status)) => tracing::warn!(
+                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
+                code = ?status.code(), reason, "cancel refused"
+            ),
+            Err(_) => tracing::warn!(
+                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
+                reason, "cancel timed out"
+            ),
+        }
+    }
+
+    fn output(&self, output_json: &str) -> Result<serde_json::Value, StepError> {
+        serde_json::from_str(output_json).map_err(|err| {
+            self.located(StepError::permanent(
+                codes::PROTOCOL_VIOLATION,
+                format!("the succeeded event's output_json is not JSON ({err})"),
+            ))
+        })
+    }
+
+    fn remote_error(&self, error: Option<pb::Error>) -> StepError {
+        let Some(error) = error else {
+            return self.located(StepError::permanent(codes::PROTOCOL_VIOLATION, "a failed event carried no error"));
+        };
+        let details = if error.details.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::Value::Object(
+                error.details.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
+            )
+        };
+        let code = if error.code.is_empty() { "REMOTE_ERROR".to_owned() } else { error.code };
+        StepError { code, message: error.message, retryable: error.retryable, details }
+    }
+
+    fn unavailable(&self, status: &Status, when: &str) -> StepError {
+        let message = format!(
+            "remote executor {} for {}: {when}: {:?}: {}",
+            self.endpoint,
+            self.operation,
+            status.code(),
+            status.message()
+        );
+        let error = if status.code() == Code::Unimplemented {
+            StepError::permanent(codes::EXECUTOR_UNAVAILABLE, message)
+        } else {
+            StepError::retryable(codes::EXECUTOR_UNAVAILABLE, message)
+        };
+        error.with_details(serde_json::json!({
+            "endpoint": &*self.endpoint,
+            "grpc_code": format!("{:?}", status.code()),
+        }))
+    }
+
+    /// Names the endpoint and operation in an error this client raised.
+    fn located(&self, mut error: StepError) -> StepError {
+        error.message = format!("{} ({} on {})", error.message, self.operation, self.endpoint);
+        error.with_details(serde_json::json!({ "endpoint": &*self.endpoint, "operation": self.operation }))
+    }
+
+    fn stopped(&self, stop: Stop) -> StepError {
+        let error = match stop {
+            Stop::Cancelled => {
+                StepError::permanent(codes::CANCELLED, "the step was cancelled; the remote attempt was told to stop")
+            }
+            Stop::LeaseLost => StepError::permanent(
+                codes::CANCELLED,
+                "the lease was lost while the step ran; the remote attempt was told to stop",
+            ),
+            Stop::Deadline => StepError::retryable(codes::DEADLINE_EXCEEDED, "the attempt ran past its deadline"),
+        };
+        self.located(error)
+    }
+}
+
+#[async_trait::async_trait]
+impl Executor for RemoteExecutor {
+    fn version(&self) -> &str {
+        &self.version
+    }
+
+    async fn execute(&self, ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError> {
+        tracing::info!(
+            operation = %self.operation, version = %self.version, step_id = %ctx.step_id,
+            attempt = ctx.attempt, fence = ctx.fence, endpoint = %self.endpoint, "remote execution starts"
+        );
+        let outcome = self.execute_attempt(&ctx, input).await;
+        match &outcome {
+            Ok(_) => tracing::info!(
+                operation = %self.operation, step_id = %ctx.step_id, attempt = ctx.attempt, fence = ctx.fence,
+                "remote execution succeeded"
+            ),
+            Err(err) => tracing::warn!(
+                operation = %self.operation, step_id = %ctx.step_id, attempt = ctx.attempt, fence = ctx.fence,
+                code = %err.code, retryable = err.retryable, "remote execution failed"
+            ),
+        }
+        outcome
+    }
+}
+
+/// A reporter's answer: a lost lease stops the execution; a report that could not be
+/// recorded is logged and the execution goes on.
+fn report(result: Result<(), ReportError>) -> Result<(), Interrupted> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(ReportError::LeaseLost) => Err(Interrupted::LeaseLost),
+        Err(err @ ReportError::Unavailable(_)) => {
+            tracing::warn!(error = %err, "a report from the remote executor was not recorded");
+            Ok(())
+        }
+    }
+}
+
+/// The contract's fraction, kept within `0.0..=1.0`.
+fn fraction(raw: f64) -> f64 {
+    if raw.is_nan() { 0.0 } else { raw.clamp(0.0, 1.0) }
+}
+
+fn artifact_of(artifact: pb::Artifact) -> Artifact {
+    Artifact {
+        name: artifact.name,
+        uri: artifact.uri,
+        media_type: Some(artifact.media_type).filter(|m| !m.is_empty()),
+        size_bytes: i64::try_from(artifact.size_bytes).ok(),
+        digest: Some(artifact.digest).filter(|d| !d.is_empty()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_outside_the_contract_are_clamped() {
+        assert_eq!(fraction(f64::NAN), 0.0);
+        assert_eq!(fraction(-1.0), 0.0);
+        assert_eq!(fraction(1.5), 1.0);
+        assert_eq!(fraction(0.25), 0.25);
+    }
+
+    #[test]
+    fn empty_artifact_fields_become_absent() {
+        let artifact = artifact_of(pb::Artifact {
+            name: "a".into(),
+            uri: "file:///a".into(),
+            media_type: String::new(),
+            size_bytes: u64::MAX,
+            digest: String::new(),
+        });
+        assert_eq!(artifact.media_type, None);
+        assert_eq!(artifact.size_bytes, None);
+        assert_eq!(artifact.digest, None);
+    }
+
+    #[test]
+    fn report_errors_stop_only_on_a_lost_lease() {
+        assert!(matches!(report(Err(ReportError::LeaseLost)), Err(Interrupted::LeaseLost)));
+        assert!(report(Err(ReportError::Unavailable("db".into()))).is_ok());
+    }
+}

@@ -1,0 +1,37 @@
+//! rara's side of the remote executor contract (`rara.v1`, DESIGN.md "Remote executor
+//! contract"): a gRPC client that runs steps on remote executors (Python first) and a router
+//! that finds which remote executor offers an operation.
+//!
+//! # Layout
+//!
+//! - [`pb`]: the Rust code generated from `proto/rara/v1/executor.proto` at build time
+//!   (client and server; the server serves tests and embedders). Never edited by hand.
+//! - [`protocol`]: the strict event-order checker every `Execute` stream goes through.
+//! - [`client`]: [`RemoteExecutor`], one capability (name and version) on one endpoint, as an
+//!   [`rara_domain::executor::Executor`]: streams events, forwards progress and artifacts,
+//!   enforces deadline and cancellation, classifies every failure.
+//! - [`router`]: [`RemoteExecutors`], the [`rara_domain::registry::RemoteRouter`] built from
+//!   `RARA_REMOTE_EXECUTORS`: one lazily connected channel per endpoint, capability discovery
+//!   cached with a refresh interval, routing by name and version.
+//! - [`version`]: how capability versions compare when a step pins none.
+//!
+//! Wiring, once per Lambda container (inside the Tokio runtime):
+//!
+//! ```no_run
+//! # async fn wire(value: &str) -> Result<(), rara_remote::router::Error> {
+//! use std::sync::Arc;
+//! let remote = Arc::new(rara_remote::RemoteExecutors::from_config_value(value)?);
+//! remote.refresh().await; // pay the first connection and discovery during init
+//! let mut registry = rara_domain::registry::Registry::new();
+//! registry.with_remote(remote);
+//! # Ok(()) }
+//! ```
+
+pub mod client;
+pub mod pb;
+pub mod protocol;
+pub mod router;
+pub mod version;
+
+pub use client::RemoteExecutor;
+pub use router::{RemoteCapability, RemoteExecutors};

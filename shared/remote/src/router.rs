@@ -1,0 +1,375 @@
+//! [`RemoteExecutors`]: routes operations to the remote executors listed in
+//! `RARA_REMOTE_EXECUTORS` (DESIGN.md "Executors").
+//!
+//! - One channel per endpoint, created once and connected lazily (TLS with the webpki roots
+//!   for `https://`), shared by every execution the container runs.
+//! - Capabilities come from `GetCapabilities` and are cached: refreshed when older than the
+//!   refresh interval (default 60 s) and at once when an operation is not found, at most once
+//!   per miss interval (default 5 s) so a flood of unknown operations cannot hammer the
+//!   servers. Refreshes run one at a time; the endpoints are asked concurrently.
+//! - An endpoint that cannot be reached during discovery is logged and keeps what it offered
+//!   before (nothing on the first discovery); the other endpoints still route.
+//! - Routing: the operation name and, when the step pins one, the exact version; otherwise
+//!   the highest version ([`crate::version::compare`]). Ties go to the endpoint listed first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rara_domain::executor::Executor;
+use rara_domain::registry::RemoteRouter;
+use tokio::sync::{Mutex, RwLock};
+use tokio::time::Instant;
+use tonic::codegen::http::Uri;
+use tonic::codegen::http::uri::InvalidUri;
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+
+use crate::client::RemoteExecutor;
+use crate::pb;
+use crate::pb::executor_service_client::ExecutorServiceClient;
+use crate::version;
+
+/// How often the cached capabilities are refreshed while operations are found.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
+/// The shortest time between two refreshes caused by an operation not being found.
+pub const DEFAULT_MISS_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// How long one endpoint's `GetCapabilities` may take.
+pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long opening a connection may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A bad `RARA_REMOTE_EXECUTORS` value or endpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("RARA_REMOTE_EXECUTORS lists no endpoint; expected comma-separated http://host:port or https://host:port")]
+    NoEndpoints,
+    #[error("remote executor endpoint {url:?} is not a valid URL: {source}")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        source: InvalidUri,
+    },
+    #[error("remote executor endpoint {url:?} must start with http:// or https://")]
+    Scheme { url: String },
+    #[error("remote executor endpoint {url:?} must be scheme://host[:port], without a path or a query")]
+    NotAnOrigin { url: String },
+    #[error("remote executor endpoint {url:?} has a port that is not a number from 0 to 65535")]
+    Port { url: String },
+    /// The URL is not repeated: it holds a secret.
+    #[error("remote executor endpoint #{position} holds credentials (user:password@); they are not supported")]
+    Credentials { position: usize },
+    #[error("remote executor endpoint {url:?} is listed twice")]
+    Duplicate { url: String },
+    #[error("remote executor endpoint {url:?}: {source}")]
+    Channel {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+/// One capability one endpoint offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteCapability {
+    /// The endpoint, as `scheme://host:port`.
+    pub endpoint: String,
+    pub name: String,
+    pub version: String,
+    pub description: String,
+}
+
+/// The remote executors of `RARA_REMOTE_EXECUTORS`, as a [`RemoteRouter`].
+#[derive(Debug)]
+pub struct RemoteExecutors {
+    endpoints: Vec<Remote>,
+    refresh_interval: Duration,
+    miss_refresh_interval: Duration,
+    discovery_timeout: Duration,
+    cache: RwLock<Cache>,
+    /// Held while a refresh runs, so refreshes never overlap.
+    refreshing: Mutex<()>,
+}
+
+#[derive(Debug)]
+struct Remote {
+    url: Arc<str>,
+    channel: Channel,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    /// What each endpoint offers, in the order of `endpoints`.
+    offers: Vec<Vec<Offer>>,
+    refreshed_at: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Offer {
+    capability: RemoteCapability,
+    executor: Arc<RemoteExecutor>,
+}
+
+/// A lazily connected channel to one endpoint (`http://host:port` or `https://host:port`),
+/// with TLS (webpki roots) for `https`. Must be called inside a Tokio runtime.
+pub fn lazy_channel(url: &str) -> Result<Channel, Error> {
+    let origin = origin(url, 1)?;
+    connect_lazy(&origin)
+}
+
+/// Checks one configured endpoint and returns it as `scheme://authority`.
+fn origin(raw: &str, position: usize) -> Result<String, Error> {
+    let uri: Uri = raw.parse().map_err(|source| Error::InvalidUrl { url: raw.to_owned(), source })?;
+    let scheme = match uri.scheme_str() {
+        Some(scheme @ ("http" | "https")) => scheme,
+        _ => return Err(Error::Scheme { url: raw.to_owned() }),
+    };
+    let Some(authority) = uri.authority() else {
+        return Err(Error::NotAnOrigin { url: raw.to_owned() });
+    };
+    if authority.as_str().contains('@') {
+        return Err(Error::Credentials { position });
+    }
+    if authority.host().is_empty() || !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err(Error::NotAnOrigin { url: raw.to_owned() });
+    }
+    let port = authority.as_str().strip_prefix(authority.host()).and_then(|rest| rest.strip_prefix(':'));
+    if port.is_some_and(|port| port.parse::<u16>().is_err()) {
+        return Err(Error::Port { url: raw.to_owned() });
+    }
+    Ok(format!("{scheme}://{authority}"))
+}
+
+fn connect_lazy(origin: &str) -> Result<Channel, Error> {
+    let channel_error = |source| Error::Channel { url: origin.to_owned(), source };
+    let mut endpoint =
+        Endpoint::from_shared(origin.to_owned()).map_err(channel_error)?.connect_timeout(CONNECT_TIMEOUT);
+    if origin.starts_with("https://") {
+        endpoint = endpoint.tls_config(ClientTlsConfig::new().with_webpki_roots()).map_err(channel_error)?;
+    }
+    Ok(endpoint.connect_lazy())
+}
+
+impl RemoteExecutors {
+    /// Parses `RARA_REMOTE_EXECUTORS`: comma-separated `http://host:port` or
+    /// `https://host:port` (blank entries are skipped). Creates one lazily connected channel
+    /// per endpoint, so it must be called inside a Tokio runtime; nothing is dialled yet.
+    pub fn from_config_value(value: &str) -> Result<Self, Error> {
+        Self::new(value.split(',').map(str::trim).filter(|entry| !entry.is_empty()))
+    }
+
+    /// The router for `endpoints`, in priority order (ties between equal versions go to the
+    /// endpoint listed first).
+    pub fn new<I, S>(endpoints: I) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut remotes: Vec<Remote> = Vec::new();
+        for (i, raw) in endpoints.into_iter().enumerate() {
+            let url = origin(raw.as_ref(), i + 1)?;
+            if remotes.iter().any(|r| *r.url == *url) {
+                return Err(Error::Duplicate { url });
+            }
+            let channel = connect_lazy(&url)?;
+            remotes.push(Remote { url: url.into(), channel });
+        }
+        if remotes.is_empty() {
+            return Err(Error::NoEndpoints);
+        }
+        Ok(Self {
+            endpoints: remotes,
+            refresh_interval: DEFAULT_REFRESH_INTERVAL,
+            miss_refresh_interval: DEFAULT_MISS_REFRESH_INTERVAL,
+            discovery_timeout: DEFAULT_DISCOVERY_TIMEOUT,
+            cache: RwLock::default(),
+            refreshing: Mutex::default(),
+        })
+    }
+
+    /// How often cached capabilities are refreshed (default [`DEFAULT_REFRESH_INTERVAL`]).
+    pub fn with_refresh_interval(mut self, interval: Duration) -> Self {
+        self.refresh_interval = interval;
+        self
+    }
+
+    /// The shortest time between refreshes caused by a miss (default
+    /// [`DEFAULT_MISS_REFRESH_INTERVAL`]).
+    pub fn with_miss_refresh_interval(mut self, interval: Duration) -> Self {
+        self.miss_refresh_interval = interval;
+        self
+    }
+
+    /// How long one endpoint's `GetCapabilities` may take (default
+    /// [`DEFAULT_DISCOVERY_TIMEOUT`]).
+    pub fn with_discovery_timeout(mut self, timeout: Duration) -> Self {
+        self.discovery_timeout = timeout;
+        self
+    }
+
+    /// The endpoints, as `scheme://host:port`, in priority order.
+    pub fn endpoints(&self) -> impl Iterator<Item = &str> {
+        self.endpoints.iter().map(|r| &*r.url)
+    }
+
+    /// Asks every endpoint for its capabilities now. Call it during init to pay for the first
+    /// connections there.
+    pub async fn refresh(&self) {
+        self.refresh_if_older_than(Duration::ZERO).await;
+    }
+
+    /// Every capability offered, endpoint by endpoint, refreshed first if stale.
+    pub async fn capabilities(&self) -> Vec<RemoteCapability> {
+        self.refresh_if_older_than(self.refresh_interval).await;
+        let cache = self.cache.read().await;
+        cache.offers.iter().flatten().map(|offer| offer.capability.clone()).collect()
+    }
+
+    /// The executor for `operation` (at `version` when pinned), as a concrete type.
+    pub async fn find(&self, operation: &str, version: Option<&str>) -> Option<Arc<RemoteExecutor>> {
+        self.refresh_if_older_than(self.refresh_interval).await;
+        if let Some(found) = self.lookup(operation, version).await {
+            return Some(found);
+        }
+        self.refresh_if_older_than(self.miss_refresh_interval).await;
+        let found = self.lookup(operation, version).await;
+        if found.is_none() {
+            tracing::debug!(operation, version, "no remote executor offers the operation");
+        }
+        found
+    }
+
+    async fn lookup(&self, operation: &str, version: Option<&str>) -> Option<Arc<RemoteExecutor>> {
+        let cache = self.cache.read().await;
+        cache
+            .offers
+            .iter()
+            .flatten()
+            .filter(|offer| offer.capability.name == operation && version.is_none_or(|v| offer.capability.version == v))
+            .reduce(|best, offer| {
+                if version::compare(&offer.capability.version, &best.capability.version).is_gt() { offer } else { best }
+            })
+            .map(|offer| offer.executor.clone())
+    }
+
+    async fn is_fresh(&self, max_age: Duration) -> bool {
+        self.cache.read().await.refreshed_at.is_some_and(|at| at.elapsed() < max_age)
+    }
+
+    async fn refresh_if_older_than(&self, max_age: Duration) {
+        if self.is_fresh(max_age).await {
+            return;
+        }
+        let _one_at_a_time = self.refreshing.lock().await;
+        if self.is_fresh(max_age).await {
+            return; // another task refreshed while this one waited
+        }
+        let found = futures::future::join_all(self.endpoints.iter().map(|remote| self.discover(remote))).await;
+        let mut cache = self.cache.write().await;
+        let previous = std::mem::take(&mut cache.offers);
+        let mut previous = previous.into_iter();
+        cache.offers = found
+            .into_iter()
+            .map(|offers| {
+                let before = previous.next().unwrap_or_default();
+                offers.unwrap_or(before)
+            })
+            .collect();
+        cache.refreshed_at = Some(Instant::now());
+    }
+
+    /// One endpoint's offers, or `None` (logged) when it could not be asked.
+    async fn discover(&self, remote: &Remote) -> Option<Vec<Offer>> {
+        let mut client = ExecutorServiceClient::new(remote.channel.clone());
+        let mut request = tonic::Request::new(pb::GetCapabilitiesRequest {});
+        request.set_timeout(self.discovery_timeout);
+        let response = match tokio::time::timeout(self.discovery_timeout, client.get_capabilities(request)).await {
+            Ok(Ok(response)) => response.into_inner(),
+            Ok(Err(status)) => {
+                tracing::warn!(
+                    endpoint = %remote.url, code = ?status.code(), status = status.message(),
+                    "capability discovery failed; the endpoint keeps what it offered before"
+                );
+                return None;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    endpoint = %remote.url, timeout = ?self.discovery_timeout,
+                    "capability discovery timed out; the endpoint keeps what it offered before"
+                );
+                return None;
+            }
+        };
+        let mut offers: Vec<Offer> = Vec::with_capacity(response.capabilities.len());
+        for capability in response.capabilities {
+            let duplicate = offers
+                .iter()
+                .any(|o| o.capability.name == capability.name && o.capability.version == capability.version);
+            if capability.name.is_empty() || duplicate {
+                tracing::warn!(endpoint = %remote.url, name = %capability.name, "skipping a blank or repeated capability");
+                continue;
+            }
+            let executor =
+                RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version);
+            offers.push(Offer {
+                capability: RemoteCapability {
+                    endpoint: remote.url.to_string(),
+                    name: capability.name,
+                    version: capability.version,
+                    description: capability.description,
+                },
+                executor: Arc::new(executor),
+            });
+        }
+        tracing::info!(endpoint = %remote.url, capabilities = offers.len(), "capabilities discovered");
+        Some(offers)
+    }
+}
+
+#[async_trait::async_trait]
+impl RemoteRouter for RemoteExecutors {
+    async fn route(&self, operation: &str, version: Option<&str>) -> Option<Arc<dyn Executor>> {
+        self.find(operation, version).await.map(|executor| executor as Arc<dyn Executor>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_normalised_and_checked() {
+        assert_eq!(origin("http://127.0.0.1:50051", 1).unwrap(), "http://127.0.0.1:50051");
+        assert_eq!(origin("https://exec.example.com/", 1).unwrap(), "https://exec.example.com");
+        assert!(matches!(origin("127.0.0.1:50051", 1), Err(Error::Scheme { .. })));
+        assert!(matches!(origin("grpc://host:1", 1), Err(Error::Scheme { .. })));
+        assert!(matches!(origin("http://host:1/prefix", 1), Err(Error::NotAnOrigin { .. })));
+        assert!(matches!(origin("http://host:1/?q=1", 1), Err(Error::NotAnOrigin { .. })));
+        assert!(matches!(origin("http://host:port", 1), Err(Error::Port { .. })));
+        assert!(matches!(origin("http://host:70000", 1), Err(Error::Port { .. })));
+        assert_eq!(origin("http://[::1]:50051", 1).unwrap(), "http://[::1]:50051");
+        assert!(matches!(origin("http://a b", 1), Err(Error::InvalidUrl { .. })));
+    }
+
+    #[test]
+    fn credentials_are_refused_without_repeating_them() {
+        let err = origin("https://user:s3cret@host:443", 2).unwrap_err();
+        assert!(matches!(err, Error::Credentials { position: 2 }));
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn config_values_list_endpoints_in_order() {
+        let router =
+            RemoteExecutors::from_config_value(" http://127.0.0.1:1 , https://exec.example.com:8443,").unwrap();
+        assert_eq!(router.endpoints().collect::<Vec<_>>(), ["http://127.0.0.1:1", "https://exec.example.com:8443"]);
+    }
+
+    #[tokio::test]
+    async fn bad_config_values_say_what_is_wrong() {
+        let err = RemoteExecutors::from_config_value("  , ").unwrap_err();
+        assert!(matches!(err, Error::NoEndpoints));
+        let err = RemoteExecutors::from_config_value("http://a:1,localhost:2").unwrap_err();
+        assert_eq!(err.to_string(), "remote executor endpoint \"localhost:2\" must start with http:// or https://");
+        let err = RemoteExecutors::from_config_value("http://a:1,http://a:1/").unwrap_err();
+        assert!(matches!(err, Error::Duplicate { ref url } if url == "http://a:1"), "{err}");
+    }
+}

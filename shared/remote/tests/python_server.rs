@@ -1,0 +1,237 @@
+//! The client and router against the real Python executor (`executors/python`, run as a
+//! subprocess from the venv `scripts/python-env.sh` creates): outputs, progress, artifacts,
+//! capabilities, version pinning, cancellation, a server that dies mid-step, and refusals.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::*;
+use rara_domain::executor::Executor;
+use rara_domain::registry::RemoteRouter;
+use rara_domain::step_error::codes;
+use rara_remote::pb;
+use rara_remote::pb::executor_service_client::ExecutorServiceClient;
+use rara_remote::{RemoteExecutor, RemoteExecutors};
+use serde_json::json;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The venv's python, created once per test binary by `scripts/python-env.sh`.
+fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg("scripts/python-env.sh")
+            .current_dir(repo_root())
+            .output()
+            .expect("scripts/python-env.sh runs");
+        assert!(out.status.success(), "python-env.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(stdout.lines().last().expect("python-env.sh prints the python path").trim())
+    })
+}
+
+/// `python -m rara_worker` on 127.0.0.1:0; killed (and its files removed) on drop.
+struct PythonServer {
+    child: Child,
+    url: String,
+    scratch: PathBuf,
+}
+
+impl PythonServer {
+    fn start() -> Self {
+        let scratch = std::env::temp_dir().join(format!("rara-remote-test-{}", Uuid::new_v4()));
+        std::fs::create_dir_all(&scratch).unwrap();
+        let log = std::fs::File::create(scratch.join("server.log")).unwrap();
+        let mut child = Command::new(python())
+            .args(["-m", "rara_worker", "--port", "0", "--host", "127.0.0.1", "--artifacts-dir"])
+            .arg(scratch.join("artifacts"))
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("the Python executor starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let mut server = Self { child, url: String::new(), scratch };
+        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let Some(address) = line.trim().strip_prefix("listening on ") else {
+            let log = std::fs::read_to_string(server.scratch.join("server.log")).unwrap_or_default();
+            panic!("the Python executor did not start (first line {line:?}); its log:\n{log}");
+        };
+        server.url = format!("http://{address}");
+        server
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn router(&self) -> RemoteExecutors {
+        RemoteExecutors::from_config_value(&self.url).unwrap()
+    }
+
+    async fn executor(&self, operation: &str) -> std::sync::Arc<RemoteExecutor> {
+        self.router().find(operation, None).await.expect("the Python executor offers the operation")
+    }
+}
+
+impl Drop for PythonServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+#[tokio::test]
+async fn text_stats_succeeds_with_its_output_progress_in_order_and_an_artifact_with_digest() {
+    let server = PythonServer::start();
+    let executor = server.executor("text.stats").await;
+    assert_eq!(executor.version(), "1.0.0");
+    let reporter = RecordingReporter::new();
+    let text = (1..=20).map(|i| format!("the cat saw dog number {i}")).collect::<Vec<_>>().join("\n");
+    let ctx = context("text.stats", Duration::from_secs(30), reporter.clone());
+
+    let output = executor.execute(ctx, json!({"text": text, "top": 2})).await.unwrap();
+
+    assert_eq!(output["lines"], 20);
+    assert_eq!(output["words"], 20 * 6);
+    assert_eq!(output["chars"], text.chars().count());
+    assert_eq!(output["top_words"], json!([{"word": "cat", "count": 20}, {"word": "dog", "count": 20}]));
+
+    let progress = reporter.progress();
+    assert_eq!(progress.len(), 10, "{progress:?}");
+    assert!(progress.windows(2).all(|w| w[0].0 < w[1].0), "fractions grow: {progress:?}");
+    assert_eq!(progress.last().unwrap(), &(1.0, "counted 20/20 lines".to_owned()));
+
+    let artifacts = reporter.artifacts();
+    assert_eq!(artifacts.len(), 1);
+    let artifact = &artifacts[0];
+    assert_eq!(artifact.name, "stats.json");
+    assert_eq!(artifact.media_type.as_deref(), Some("application/json"));
+    let digest = artifact.digest.as_deref().unwrap();
+    let hex = digest.strip_prefix("sha256:").expect("a sha256 digest");
+    assert!(hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()), "{digest}");
+    let path = artifact.uri.strip_prefix("file://").expect("a file URI");
+    let content = std::fs::read(path).unwrap();
+    assert_eq!(Some(content.len() as i64), artifact.size_bytes);
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&content).unwrap(), output, "the artifact holds the output");
+    assert_eq!(
+        reporter.reports().last(),
+        Some(&Report::Artifact(artifact.clone())),
+        "the artifact is reported after the progress"
+    );
+}
+
+#[tokio::test]
+async fn capabilities_are_listed_with_name_and_version() {
+    let server = PythonServer::start();
+    let mut offered: Vec<(String, String)> =
+        server.router().capabilities().await.into_iter().map(|c| (c.name, c.version)).collect();
+    offered.sort();
+    let expected = [("dataset.split", "1.0.0"), ("sleep", "1.0.0"), ("text.stats", "1.0.0")];
+    assert_eq!(offered, expected.map(|(n, v)| (n.to_owned(), v.to_owned())));
+}
+
+#[tokio::test]
+async fn a_pinned_version_no_server_offers_is_not_routed() {
+    let server = PythonServer::start();
+    let router = server.router();
+    assert!(router.route("text.stats", Some("1.0.0")).await.is_some());
+    assert!(router.route("text.stats", Some("9.9.9")).await.is_none());
+    assert!(router.route("no.such.operation", None).await.is_none());
+}
+
+#[tokio::test]
+async fn cancelling_sleep_mid_run_ends_promptly_and_the_python_attempt_stops() {
+    let server = PythonServer::start();
+    let executor = server.executor("sleep").await;
+    let reporter = RecordingReporter::new();
+    let ctx = context("sleep", Duration::from_secs(60), reporter.clone());
+    let (cancel, step_id) = (ctx.cancel.clone(), ctx.step_id);
+    let started = Instant::now();
+    let call = tokio::spawn(async move { executor.execute(ctx, json!({"seconds": 30})).await });
+    reporter.wait_for_progress().await;
+    cancel.cancel();
+
+    let err = call.await.unwrap().expect_err("a cancelled step fails");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::CANCELLED, false), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "ended well before the 30 s sleep: {:?}", started.elapsed());
+
+    // The Python side forgets an attempt only when its task has ended.
+    let mut client = ExecutorServiceClient::new(rara_remote::router::lazy_channel(&server.url).unwrap());
+    let ask = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, reason: "probe".into() };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.cancel(ask.clone()).await.unwrap().into_inner().found {
+        assert!(Instant::now() < deadline, "the Python attempt is still running");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let reported = reporter.progress().len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(reporter.progress().len(), reported, "no progress after the cancellation");
+}
+
+#[tokio::test]
+async fn killing_the_python_server_mid_sleep_is_retryable_unavailability() {
+    let mut server = PythonServer::start();
+    let executor = server.executor("sleep").await;
+    let reporter = RecordingReporter::new();
+    let ctx = context("sleep", Duration::from_secs(60), reporter.clone());
+    let started = Instant::now();
+    let call = tokio::spawn(async move { executor.execute(ctx, json!({"seconds": 30})).await });
+    reporter.wait_for_progress().await;
+    server.kill();
+
+    let err = call.await.unwrap().expect_err("the step cannot succeed");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn an_unknown_operation_sent_to_execute_is_a_permanent_failure() {
+    let server = PythonServer::start();
+    let channel = rara_remote::router::lazy_channel(&server.url).unwrap();
+    let executor = RemoteExecutor::new(channel, server.url.clone(), "no.such.operation", "1.0.0");
+    let ctx = context("no.such.operation", Duration::from_secs(30), RecordingReporter::new());
+    let err = executor.execute(ctx, json!({})).await.expect_err("no such operation");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::UNKNOWN_OPERATION, false), "{err:?}");
+    assert_eq!(err.details["operation"], "no.such.operation");
+}
+
+#[tokio::test]
+async fn invalid_input_is_a_permanent_failure() {
+    let server = PythonServer::start();
+    let executor = server.executor("sleep").await;
+    let ctx = context("sleep", Duration::from_secs(30), RecordingReporter::new());
+    let err = executor.execute(ctx, json!({"seconds": "soon"})).await.expect_err("bad input");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::INVALID_INPUT, false), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_step_past_its_deadline_is_retryable() {
+    let server = PythonServer::start();
+    let executor = server.executor("sleep").await;
+    let ctx = context("sleep", Duration::from_secs(1), RecordingReporter::new());
+    let started = Instant::now();
+    let err = executor.execute(ctx, json!({"seconds": 20})).await.expect_err("too slow");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::DEADLINE_EXCEEDED, true), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}

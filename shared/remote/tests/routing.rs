@@ -1,0 +1,157 @@
+//! `RemoteExecutors` against real `rara.v1` servers on 127.0.0.1:0: discovery, version
+//! choice, refresh on a miss (rate-limited), unreachable endpoints, and the `Registry` wiring.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::*;
+use rara_domain::executor::Executor;
+use rara_domain::registry::Registry;
+use rara_domain::step_error::codes;
+use rara_remote::{RemoteCapability, RemoteExecutors};
+
+fn closed_port_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    format!("http://127.0.0.1:{port}")
+}
+
+async fn version_of(router: &RemoteExecutors, operation: &str, version: Option<&str>) -> Option<String> {
+    router.find(operation, version).await.map(|e| e.version().to_owned())
+}
+
+#[tokio::test]
+async fn the_highest_version_is_routed_unless_one_is_pinned() {
+    let (url, seen) = start_scripted([]).await;
+    for version in ["1.2.0", "1.10.0", "0.9"] {
+        seen.offer("op", version);
+    }
+    let router = RemoteExecutors::from_config_value(&url).unwrap();
+    assert_eq!(version_of(&router, "op", None).await.as_deref(), Some("1.10.0"));
+    assert_eq!(version_of(&router, "op", Some("1.2.0")).await.as_deref(), Some("1.2.0"));
+    assert_eq!(version_of(&router, "op", Some("2.0.0")).await, None);
+    assert_eq!(version_of(&router, "other", None).await, None);
+}
+
+#[tokio::test]
+async fn capabilities_are_listed_with_endpoint_name_and_version() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router = RemoteExecutors::from_config_value(&url).unwrap();
+    assert_eq!(
+        router.capabilities().await,
+        vec![RemoteCapability {
+            endpoint: url,
+            name: "op".into(),
+            version: "1.0.0".into(),
+            description: "op 1.0.0".into()
+        }]
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_skipped_and_the_others_still_route() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router = RemoteExecutors::from_config_value(&format!("{},{url}", closed_port_url())).unwrap();
+    let executor = router.find("op", None).await.expect("the live endpoint routes");
+    assert_eq!(executor.endpoint(), url);
+    assert_eq!(router.capabilities().await.len(), 1);
+}
+
+#[tokio::test]
+async fn equal_versions_go_to_the_endpoint_listed_first() {
+    let (first, seen_first) = start_scripted([]).await;
+    let (second, seen_second) = start_scripted([]).await;
+    seen_first.offer("op", "1.0.0");
+    seen_second.offer("op", "1.0.0");
+    seen_second.offer("op", "0.5.0");
+    let router = RemoteExecutors::new([&first, &second]).unwrap();
+    assert_eq!(router.find("op", None).await.unwrap().endpoint(), first);
+    assert_eq!(router.find("op", Some("0.5.0")).await.unwrap().endpoint(), second);
+}
+
+#[tokio::test]
+async fn a_miss_refreshes_at_once_but_a_flood_of_misses_does_not_hammer_the_server() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router =
+        Arc::new(RemoteExecutors::from_config_value(&url).unwrap().with_miss_refresh_interval(Duration::from_secs(1)));
+    assert!(router.find("op", None).await.is_some());
+    assert_eq!(seen.capability_calls(), 1);
+
+    // A new capability appears; the next miss (after the miss interval) finds it at once,
+    // well before the 60 s refresh interval.
+    seen.offer("new.op", "1.0.0");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert!(router.find("new.op", None).await.is_some());
+    assert_eq!(seen.capability_calls(), 2);
+
+    // 50 concurrent misses right after a refresh: no further discovery.
+    let misses: Vec<_> = (0..50)
+        .map(|i| {
+            let router = router.clone();
+            tokio::spawn(async move { router.find(&format!("unknown.{i}"), None).await.is_none() })
+        })
+        .collect();
+    for miss in misses {
+        assert!(miss.await.unwrap());
+    }
+    assert_eq!(seen.capability_calls(), 2);
+
+    // After the miss interval, a flood still costs one discovery.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let misses: Vec<_> = (0..50)
+        .map(|i| {
+            let router = router.clone();
+            tokio::spawn(async move { router.find(&format!("unknown.{i}"), None).await.is_none() })
+        })
+        .collect();
+    for miss in misses {
+        assert!(miss.await.unwrap());
+    }
+    assert_eq!(seen.capability_calls(), 3);
+}
+
+#[tokio::test]
+async fn capabilities_are_cached_for_the_refresh_interval() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router = RemoteExecutors::from_config_value(&url).unwrap().with_refresh_interval(Duration::from_millis(300));
+    for _ in 0..5 {
+        assert!(router.find("op", None).await.is_some());
+    }
+    assert_eq!(seen.capability_calls(), 1);
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert!(router.find("op", None).await.is_some());
+    assert_eq!(seen.capability_calls(), 2);
+}
+
+#[tokio::test]
+async fn an_endpoint_that_fails_a_refresh_keeps_what_it_offered_before() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router = RemoteExecutors::from_config_value(&url).unwrap();
+    router.refresh().await;
+    seen.refuse_capabilities.store(true, Ordering::SeqCst);
+    router.refresh().await;
+    assert_eq!(seen.capability_calls(), 2);
+    assert!(router.find("op", None).await.is_some());
+}
+
+#[tokio::test]
+async fn the_registry_routes_to_remote_capabilities_and_refuses_unknown_versions() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let mut registry = Registry::new();
+    registry.with_remote(Arc::new(RemoteExecutors::from_config_value(&url).unwrap()));
+    assert_eq!(registry.resolve("op", None).await.unwrap().version(), "1.0.0");
+    assert_eq!(registry.resolve("op", Some("1.0.0")).await.unwrap().version(), "1.0.0");
+    let err = registry.resolve("op", Some("2.0.0")).await.err().unwrap();
+    assert_eq!(err.code, codes::UNKNOWN_OPERATION);
+    assert!(!err.retryable);
+}

@@ -1,0 +1,144 @@
+//! One claimed step: find its executor, give it a deadline, a cancellation signal and a
+//! fenced reporter, heartbeat its lease and its message's visibility together, and turn
+//! whatever happens (output, error, timeout, panic, lost lease) into an [`Execution`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rara_domain::StepError;
+use rara_domain::executor::ExecutionContext;
+use rara_domain::registry::Registry;
+use rara_domain::step_error::codes;
+use rara_queue::Queue;
+use rara_store::claim::ClaimedStep;
+use rara_store::{Holder, Store};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::reporter::StoreReporter;
+
+/// How an execution ended, before its outcome is recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Execution {
+    Succeeded(serde_json::Value),
+    Failed(StepError),
+    /// The lease was lost (cancelled, reaped or taken over): write nothing more.
+    LeaseLost,
+}
+
+/// What an execution needs besides the step.
+#[derive(Clone)]
+pub struct Environment {
+    pub store: Store,
+    pub queue: Arc<dyn Queue>,
+    pub registry: Arc<Registry>,
+    pub lease: Duration,
+    pub heartbeat_interval: Duration,
+    pub progress_interval: Duration,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environment").field("lease", &self.lease).finish_non_exhaustive()
+    }
+}
+
+/// Runs `step` to an [`Execution`], never panicking and never outliving `deadline`.
+pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str, deadline: Instant) -> Execution {
+    let executor = match env.registry.resolve(&step.operation, step.version.as_deref()).await {
+        Ok(executor) => executor,
+        Err(error) => return Execution::Failed(error),
+    };
+    let lost = CancellationToken::new();
+    let reporter =
+        Arc::new(StoreReporter::new(env.store.clone(), step.holder.clone(), env.progress_interval, lost.clone()));
+    let step_deadline = deadline.min(Instant::now() + step.timeout);
+    let ctx = ExecutionContext {
+        run_id: step.run_id,
+        step_id: step.holder.step_id,
+        operation: step.operation.clone(),
+        version: step.version.clone(),
+        attempt: step.attempt,
+        fence: step.holder.fence,
+        deadline: step_deadline,
+        cancel: lost.clone(),
+        reporter,
+    };
+
+    let heartbeat = tokio::spawn(heartbeat(
+        env.store.clone(),
+        env.queue.clone(),
+        step.holder.clone(),
+        receipt_handle.to_owned(),
+        env.lease,
+        env.heartbeat_interval,
+        lost.clone(),
+    ));
+    let input = step.input.clone();
+    let mut task = tokio::spawn(async move { executor.execute(ctx, input).await });
+
+    let execution = tokio::select! {
+        joined = &mut task => match joined {
+            Ok(Ok(output)) => Execution::Succeeded(output),
+            Ok(Err(error)) if lost.is_cancelled() => {
+                tracing::info!(code = %error.code, "execution stopped after its lease was lost");
+                Execution::LeaseLost
+            }
+            Ok(Err(error)) => Execution::Failed(error),
+            Err(join) => Execution::Failed(StepError::retryable(
+                codes::EXECUTOR_PANICKED,
+                if join.is_panic() { "the executor panicked" } else { "the executor task was aborted" },
+            )),
+        },
+        _ = tokio::time::sleep_until(step_deadline) => {
+            lost.cancel();
+            task.abort();
+            Execution::Failed(StepError::retryable(
+                codes::DEADLINE_EXCEEDED,
+                format!("the step ran past its deadline ({} s step timeout, or the invocation's end)", step.timeout.as_secs()),
+            ))
+        }
+        _ = lost.cancelled() => {
+            // Give the executor a moment to stop on its own (a remote one sends Cancel).
+            if tokio::time::timeout(Duration::from_secs(2), &mut task).await.is_err() {
+                task.abort();
+            }
+            Execution::LeaseLost
+        }
+    };
+    heartbeat.abort();
+    execution
+}
+
+/// Extends the lease and the message's visibility together every `interval`. A heartbeat
+/// that finds the lease gone fires `lost`, which stops the execution.
+async fn heartbeat(
+    store: Store,
+    queue: Arc<dyn Queue>,
+    holder: Holder,
+    receipt_handle: String,
+    lease: Duration,
+    interval: Duration,
+    lost: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = lost.cancelled() => return,
+        }
+        match store.heartbeat(&holder, lease).await {
+            Ok(_) => {
+                if let Err(e) = queue.change_visibility(&receipt_handle, lease).await {
+                    tracing::warn!(error = %e, "could not extend the message's visibility");
+                }
+            }
+            Err(rara_store::Error::LeaseLost { .. }) => {
+                tracing::warn!("heartbeat found the lease gone; stopping the execution");
+                lost.cancel();
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "heartbeat failed; retrying at the next interval"),
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The handler logic of the two functions, shared by the Lambdas (`functions/`) and the
+//! local runners (`rara scheduler`, `rara executor`), so both run the same code.
+//!
+//! # Layout
+//!
+//! - [`settings`]: the typed settings of the scheduler and the executor (`RARA_*`).
+//! - [`scheduler`]: reap expired leases, lease due steps, send their messages, release
+//!   the leases whose messages could not be sent.
+//! - [`batch`]: the executor's batch: parse, claim in one statement, run concurrently,
+//!   record outcomes in micro-batches, decide each message's fate.
+//! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics.
+//! - [`reporter`]: progress and artifacts written to Postgres, fenced and throttled.
+//! - [`metrics`]: counters printed as CloudWatch embedded-metric log lines.
+//! - [`runner`]: the local SQS poller that drives the executor batch as Lambda's event
+//!   source does.
+//! - [`wiring`]: what a function builds once at start (settings, pool, SQS client,
+//!   registry), shared by the Lambdas' `main.rs` and the local runners.
+
+pub mod batch;
+pub mod execution;
+pub mod metrics;
+pub mod reporter;
+pub mod runner;
+pub mod scheduler;
+pub mod settings;
+pub mod wiring;
+
+/// A W3C `traceparent` for a new trace (version 00, sampled).
+pub fn new_traceparent() -> String {
+    let trace: u128 = rand::random::<u128>().max(1);
+    let span: u64 = rand::random::<u64>().max(1);
+    format!("00-{trace:032x}-{span:016x}-01")
+}
+
+/// The trace id of a `traceparent`, for log lines.
+pub fn trace_id(traceparent: &str) -> Option<&str> {
+    let mut parts = traceparent.split('-');
+    let (_version, trace) = (parts.next()?, parts.next()?);
+    (trace.len() == 32 && trace.chars().all(|c| c.is_ascii_hexdigit())).then_some(trace)
+}

@@ -1,0 +1,76 @@
+//! Progress and artifacts of one execution, written to Postgres under the holder's fence.
+//! Progress is throttled: at most one write per interval per step, and reports in between
+//! are dropped, except a final one (fraction 1.0), so a chatty executor cannot flood Postgres.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rara_domain::executor::{Artifact, ReportError, Reporter};
+use rara_store::{Holder, Store};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub struct StoreReporter {
+    store: Store,
+    holder: Holder,
+    interval: Duration,
+    /// Fired when a write finds the lease gone: the execution must stop.
+    lost: CancellationToken,
+    last_write: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for StoreReporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreReporter").field("holder", &self.holder).finish_non_exhaustive()
+    }
+}
+
+impl StoreReporter {
+    pub fn new(store: Store, holder: Holder, interval: Duration, lost: CancellationToken) -> Self {
+        StoreReporter { store, holder, interval, lost, last_write: Mutex::new(None) }
+    }
+
+    fn map(&self, e: rara_store::Error) -> ReportError {
+        match e {
+            rara_store::Error::LeaseLost { .. } => {
+                self.lost.cancel();
+                ReportError::LeaseLost
+            }
+            other => ReportError::Unavailable(other.to_string()),
+        }
+    }
+
+    /// Whether a progress write is due now (and claims the slot if so).
+    fn take_slot(&self) -> bool {
+        let now = Instant::now();
+        let mut last = self.last_write.lock().unwrap_or_else(|p| p.into_inner());
+        match *last {
+            Some(t) if now.duration_since(t) < self.interval => false,
+            _ => {
+                *last = Some(now);
+                true
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Reporter for StoreReporter {
+    async fn progress(&self, fraction: f64, message: &str) -> Result<(), ReportError> {
+        if self.lost.is_cancelled() {
+            return Err(ReportError::LeaseLost);
+        }
+        // Final progress is always written; in-between reports only when the slot is free.
+        if fraction < 1.0 && !self.take_slot() {
+            return Ok(());
+        }
+        self.store.progress(&self.holder, fraction, message).await.map_err(|e| self.map(e))
+    }
+
+    async fn artifact(&self, artifact: Artifact) -> Result<(), ReportError> {
+        if self.lost.is_cancelled() {
+            return Err(ReportError::LeaseLost);
+        }
+        self.store.artifact(&self.holder, &artifact).await.map_err(|e| self.map(e))
+    }
+}

@@ -1,0 +1,107 @@
+//! Settings of the scheduler and the executor, read once at start on top of the shared
+//! [`Config`] and validated with clear messages.
+
+use std::time::Duration;
+
+use rara_domain::config::{Config, Error, Vars};
+
+pub const DEFAULT_LEASE_BATCH: u32 = 100;
+pub const DEFAULT_REAP_BATCH: u32 = 1000;
+pub const DEFAULT_SCHEDULER_BUDGET_SECONDS: u64 = 50;
+pub const DEFAULT_SCHEDULER_POLL_MS: u64 = 1000;
+pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2000;
+pub const DEFAULT_PROGRESS_INTERVAL_MS: u64 = 1000;
+
+/// Settings of both functions.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub core: Config,
+    /// `RARA_QUEUE_URL`: the step queue.
+    pub queue_url: String,
+    /// `RARA_DLQ_URL`: where the executor puts what it cannot process, with the reason.
+    pub dlq_url: Option<String>,
+    /// `RARA_LEASE_BATCH_SIZE`: steps leased per scheduler round.
+    pub lease_batch: u32,
+    /// `RARA_REAP_BATCH_SIZE`: expired leases returned per reaper pass.
+    pub reap_batch: u32,
+    /// `RARA_SCHEDULER_BUDGET_SECONDS`: how long one scheduler invocation keeps polling.
+    pub scheduler_budget: Duration,
+    /// `RARA_SCHEDULER_POLL_MS`: the pause between scheduler rounds that found nothing due.
+    pub scheduler_poll: Duration,
+    /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes.
+    pub deadline_margin: Duration,
+    /// `RARA_PROGRESS_INTERVAL_MS`: progress is written at most this often per step.
+    pub progress_interval: Duration,
+    /// `RARA_REMOTE_EXECUTORS`: comma-separated gRPC endpoints of remote executors.
+    pub remote_executors: Option<String>,
+}
+
+impl Settings {
+    pub fn from_lookup(role: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let core = Config::from_lookup(role, &lookup)?;
+        let vars = Vars(&lookup);
+        let settings = Settings {
+            queue_url: vars.required("RARA_QUEUE_URL", "the URL of the step queue")?,
+            dlq_url: lookup("RARA_DLQ_URL").filter(|s| !s.trim().is_empty()),
+            lease_batch: vars.count("RARA_LEASE_BATCH_SIZE", DEFAULT_LEASE_BATCH)?,
+            reap_batch: vars.count("RARA_REAP_BATCH_SIZE", DEFAULT_REAP_BATCH)?,
+            scheduler_budget: Duration::from_secs(vars.parse(
+                "RARA_SCHEDULER_BUDGET_SECONDS",
+                DEFAULT_SCHEDULER_BUDGET_SECONDS,
+                "a number of seconds",
+            )?),
+            scheduler_poll: vars.millis("RARA_SCHEDULER_POLL_MS", DEFAULT_SCHEDULER_POLL_MS)?,
+            deadline_margin: vars.millis("RARA_DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS)?,
+            progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
+            remote_executors: lookup("RARA_REMOTE_EXECUTORS").filter(|s| !s.trim().is_empty()),
+            core,
+        };
+        if settings.lease_batch == 0 {
+            return Err(Error::Invalid {
+                var: "RARA_LEASE_BATCH_SIZE",
+                value: "0".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        if settings.deadline_margin >= settings.core.function_timeout {
+            return Err(Error::Misaligned(format!(
+                "RARA_DEADLINE_MARGIN_MS ({} ms) must be shorter than RARA_FUNCTION_TIMEOUT_SECONDS ({} s)",
+                settings.deadline_margin.as_millis(),
+                settings.core.function_timeout.as_secs()
+            )));
+        }
+        Ok(settings)
+    }
+
+    /// The executor needs a DLQ to put poison messages on with their reason.
+    pub fn require_dlq(&self) -> Result<&str, Error> {
+        self.dlq_url.as_deref().ok_or_else(|| Error::Invalid {
+            var: "RARA_DLQ_URL",
+            value: String::new(),
+            reason: "must be set to the URL of the dead-letter queue".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_url_is_required_and_named() {
+        let err = Settings::from_lookup("t", |_| None).unwrap_err().to_string();
+        assert!(err.contains("RARA_QUEUE_URL"), "{err}");
+    }
+
+    #[test]
+    fn misaligned_core_settings_are_refused_here_too() {
+        let err = Settings::from_lookup("t", |k| match k {
+            "RARA_QUEUE_URL" => Some("http://q".into()),
+            "RARA_VISIBILITY_TIMEOUT_SECONDS" => Some("10".into()),
+            _ => None,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("misaligned configuration"), "{err}");
+    }
+}

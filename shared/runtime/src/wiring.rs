@@ -1,0 +1,99 @@
+//! What a function builds once, at start (the Lambda init phase): settings, the Postgres
+//! pool, the SQS client and the executor registry. Nothing here runs per invocation.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rara_builtins::BuiltinsConfig;
+use rara_domain::registry::Registry;
+use rara_queue::sqs::SqsQueue;
+use rara_remote::RemoteExecutors;
+use rara_store::Store;
+
+use crate::batch::BatchExecutor;
+use crate::scheduler::Scheduler;
+use crate::settings::Settings;
+
+/// The message attribute carrying the W3C trace context.
+pub const TRACEPARENT: &str = rara_queue::sqs::TRACEPARENT;
+/// Postgres connections per container: one for the work, one for heartbeats alongside.
+pub const POOL_CONNECTIONS: u32 = 2;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] rara_domain::config::Error),
+    #[error("cannot connect to Postgres: {0}")]
+    Store(#[from] rara_store::Error),
+    #[error("cannot register the built-in executors: {0}")]
+    Builtins(#[from] rara_builtins::Error),
+    #[error("RARA_REMOTE_EXECUTORS is not valid: {0}")]
+    Remote(#[from] rara_remote::router::Error),
+}
+
+/// JSON logs on stderr, filtered by `RARA_LOG` (default `info`). Step inputs and outputs
+/// are never logged; a step's lines carry run id, step id, attempt, fence and operation.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RARA_LOG").unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Time left until a Lambda deadline (milliseconds since the epoch).
+pub fn remaining(deadline_ms: u64) -> Duration {
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+}
+
+/// The long-lived parts of a function.
+#[derive(Debug, Clone)]
+pub struct Wiring {
+    pub settings: Arc<Settings>,
+    pub store: Store,
+    pub queue: Arc<SqsQueue>,
+}
+
+impl Wiring {
+    /// Reads the environment once and connects. `role` names the worker (`scheduler`, `executor`).
+    pub async fn from_env(role: &str) -> Result<Self, Error> {
+        let settings = Settings::from_lookup(role, |k| std::env::var(k).ok())?;
+        Self::connect(settings).await
+    }
+
+    pub async fn connect(settings: Settings) -> Result<Self, Error> {
+        let store = Store::connect(&settings.core.database_url, POOL_CONNECTIONS).await?;
+        let client = SqsQueue::client_from_env().await;
+        let queue = Arc::new(SqsQueue::new(client, settings.queue_url.clone(), settings.dlq_url.clone()));
+        tracing::info!(worker = %settings.core.worker_id, "wired");
+        Ok(Wiring { settings: Arc::new(settings), store, queue })
+    }
+
+    pub fn scheduler(&self) -> Scheduler {
+        Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
+    }
+
+    /// The executor's batch processor with the standard registry.
+    pub async fn batch_executor(&self) -> Result<BatchExecutor, Error> {
+        let registry = standard_registry(&self.settings).await?;
+        Ok(BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings))
+    }
+}
+
+/// The built-in executors (`noop`, `sleep`, `fail`, `http.request`) plus the remote
+/// executors of `RARA_REMOTE_EXECUTORS` for every other operation. Remote capabilities are
+/// discovered here, during init (the first connection is paid once per container).
+pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
+    let mut registry = Registry::new();
+    rara_builtins::register_builtins(&mut registry, &BuiltinsConfig::default())?;
+    if let Some(endpoints) = &settings.remote_executors {
+        let remote = Arc::new(RemoteExecutors::from_config_value(endpoints)?);
+        remote.refresh().await;
+        registry.with_remote(remote);
+    }
+    Ok(registry)
+}

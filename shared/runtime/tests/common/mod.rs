@@ -1,0 +1,96 @@
+//! The local stack of the end-to-end tests: the scheduler and executor runners (the
+//! Lambdas' handler code) run until a run finishes.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rara_queue::Queue;
+use rara_queue::sqs::SqsQueue;
+use rara_runtime::batch::BatchExecutor;
+use rara_runtime::metrics::Counters;
+use rara_runtime::runner::{RunnerOptions, run_executor};
+use rara_runtime::scheduler::Scheduler;
+use rara_runtime::settings::Settings;
+use rara_store::Store;
+pub use rara_testkit::*;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// The scheduler and executor runners of one local stack.
+pub struct Stack {
+    pub store: Store,
+    pub queue: Arc<SqsQueue>,
+    pub settings: Arc<Settings>,
+    pub executor: BatchExecutor,
+}
+
+impl Stack {
+    pub async fn new(store: Store, queues: &Queues, settings: Settings) -> Stack {
+        let settings = Arc::new(settings);
+        let queue = queues.queue();
+        let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+        let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings);
+        Stack { store, queue, settings, executor }
+    }
+
+    pub fn scheduler(&self) -> Scheduler {
+        Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
+    }
+
+    pub fn runner_options(&self, until_idle: Option<Duration>) -> RunnerOptions {
+        RunnerOptions {
+            batch_size: 10,
+            wait: Duration::from_secs(1),
+            batch_timeout: self.settings.core.function_timeout,
+            margin: self.settings.deadline_margin,
+            until_idle,
+        }
+    }
+
+    /// Runs the scheduler and the executor until the run finishes (or `limit` passes).
+    /// Returns the run's status and the executor's counters.
+    pub async fn run_until_finished(&self, run_id: Uuid, limit: Duration) -> (String, Counters) {
+        let stop = CancellationToken::new();
+        let scheduler = self.scheduler();
+        let sched_stop = stop.clone();
+        let sched = tokio::spawn(async move { scheduler.run(None, sched_stop).await });
+        let executor = self.executor.clone();
+        let queue: Arc<dyn Queue> = self.queue.clone();
+        let options = self.runner_options(None);
+        let exec_stop = stop.clone();
+        let exec = tokio::spawn(async move { run_executor(&executor, queue, &options, exec_stop).await });
+
+        let started = tokio::time::Instant::now();
+        let status = loop {
+            let status: String = sqlx::query_scalar("SELECT status::text FROM workflow_runs WHERE id = $1")
+                .bind(run_id)
+                .fetch_one(self.store.pool())
+                .await
+                .unwrap();
+            if status != "running" || started.elapsed() > limit {
+                break status;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        stop.cancel();
+        sched.await.unwrap().unwrap();
+        let counters = exec.await.unwrap().unwrap();
+        (status, counters)
+    }
+
+    /// Runs only the executor runner until the queue stays empty for `idle`.
+    pub async fn drain(&self, idle: Duration) -> Counters {
+        let queue: Arc<dyn Queue> = self.queue.clone();
+        run_executor(&self.executor, queue, &self.runner_options(Some(idle)), CancellationToken::new()).await.unwrap()
+    }
+}
+
+pub async fn step_status(store: &Store, run_id: Uuid, name: &str) -> String {
+    sqlx::query_scalar("SELECT status::text FROM steps WHERE run_id = $1 AND name = $2")
+        .bind(run_id)
+        .bind(name)
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}

@@ -1,0 +1,127 @@
+//! Test support for rara's crates: a real SQS API (LocalStack, started by
+//! `scripts/localstack.sh` when nothing answers), a fresh queue + DLQ per test, test
+//! settings and a workflow factory. Test code: it panics on any setup failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Once};
+
+use aws_sdk_sqs::Client;
+use rara_domain::workflow::{Format, WorkflowDefinition};
+use rara_queue::sqs::SqsQueue;
+use rara_runtime::settings::Settings;
+use rara_store::Store;
+use uuid::Uuid;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+pub fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://localhost:4566".into())
+}
+
+/// Starts LocalStack once per test binary unless something already answers.
+fn ensure_localstack() {
+    static START: Once = Once::new();
+    START.call_once(|| {
+        let status = std::process::Command::new(repo_root().join("scripts/localstack.sh"))
+            .arg("start")
+            .status()
+            .expect("run scripts/localstack.sh start");
+        assert!(status.success(), "LocalStack did not start (scripts/localstack.sh start)");
+    });
+}
+
+pub async fn sqs_client() -> Client {
+    ensure_localstack();
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "rara-tests"))
+        .load()
+        .await;
+    Client::new(&config)
+}
+
+/// A fresh queue and DLQ (redrive after `max_receive` receives).
+#[derive(Debug)]
+pub struct Queues {
+    pub client: Client,
+    pub url: String,
+    pub dlq_url: String,
+}
+
+impl Queues {
+    pub async fn new(visibility_seconds: u32, max_receive: u32) -> Queues {
+        let client = sqs_client().await;
+        let name = format!("rara-test-{}", Uuid::new_v4().simple());
+        let visibility = std::time::Duration::from_secs(u64::from(visibility_seconds));
+        let pair = rara_queue::sqs::create_queue_pair(&client, &name, visibility, max_receive).await.unwrap();
+        Queues { client, url: pair.queue_url, dlq_url: pair.dlq_url }
+    }
+
+    pub fn queue(&self) -> Arc<SqsQueue> {
+        Arc::new(SqsQueue::new(self.client.clone(), self.url.clone(), Some(self.dlq_url.clone())))
+    }
+
+    pub async fn send_raw(&self, body: &str) {
+        self.client.send_message().queue_url(&self.url).message_body(body).send().await.unwrap();
+    }
+
+    /// Drains the DLQ: (body, reason code) of every message on it.
+    pub async fn dead_letters(&self) -> Vec<(String, Option<String>)> {
+        let mut out = Vec::new();
+        loop {
+            let received = self
+                .client
+                .receive_message()
+                .queue_url(&self.dlq_url)
+                .max_number_of_messages(10)
+                .message_attribute_names("All")
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .unwrap();
+            let messages = received.messages.unwrap_or_default();
+            if messages.is_empty() {
+                return out;
+            }
+            for m in messages {
+                let code = m
+                    .message_attributes
+                    .as_ref()
+                    .and_then(|a| a.get(rara_queue::sqs::DLQ_REASON_CODE))
+                    .and_then(|v| v.string_value.clone());
+                out.push((m.body.unwrap_or_default(), code));
+            }
+        }
+    }
+}
+
+/// Test settings: short leases and heartbeats, a fast scheduler poll.
+pub fn settings(queues: &Queues, extra: &[(&str, &str)]) -> Settings {
+    let mut vars: HashMap<String, String> = [
+        ("RARA_QUEUE_URL", queues.url.as_str()),
+        ("RARA_DLQ_URL", queues.dlq_url.as_str()),
+        ("RARA_LEASE_SECONDS", "6"),
+        ("RARA_HEARTBEAT_SECONDS", "1"),
+        ("RARA_VISIBILITY_TIMEOUT_SECONDS", "30"),
+        ("RARA_FUNCTION_TIMEOUT_SECONDS", "20"),
+        ("RARA_SCHEDULER_POLL_MS", "100"),
+        ("RARA_PROGRESS_INTERVAL_MS", "100"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    for (k, v) in extra {
+        vars.insert((*k).to_owned(), (*v).to_owned());
+    }
+    Settings::from_lookup("test", |k| vars.get(k).cloned()).expect("test settings")
+}
+
+pub async fn submit(store: &Store, settings: &Settings, yaml: &str) -> Uuid {
+    let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&settings.core).unwrap();
+    store.submit(&plan).await.unwrap().run_id
+}
