@@ -3,6 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # Tests create scratch databases on this server (sqlx::test); any existing database works.
+# The samconfig.toml environment for `make deploy`.
+ENV ?= default
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
 .PHONY: help
@@ -27,10 +29,33 @@ proto: ## Regenerate the Rust and Python code of proto/ (never edit generated co
 	scripts/proto-python.sh
 	cargo build -p rara-remote
 
-.PHONY: build
-build: ## Build every crate (debug)
-	cargo build --workspace
+.PHONY: dev
+dev: ## Keep a local stack up (LocalStack, the Python executor, rara dev) for your own workflows
+	@scripts/dev.sh
+
+.PHONY: check-proto
+check-proto: ## Generated code fresh, buf lint, buf breaking against main
+	@scripts/check-proto.sh
 
 .PHONY: explain
 explain: ## Show the plan of the lease statement on DATABASE_URL (uses the partial index steps_due)
 	@scripts/explain-lease.sh
+
+.PHONY: lambdas
+lambdas: ## Build the two Lambda bootstraps (arm64, release) with cargo-lambda
+	@scripts/build-lambdas.sh
+
+.PHONY: check-template
+check-template: ## sam validate --lint, cfn-lint and the template property tests (offline)
+	@scripts/check-template.sh
+
+.PHONY: deploy
+deploy: ## sam build + sam deploy of infra/template.yaml (ENV=default|staging; needs AWS credentials)
+	@scripts/build-lambdas.sh --install-only
+	@scripts/check-template.sh
+	PATH="$(CURDIR)/.venv-tools/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam build --config-env $(ENV)
+	PATH="$(CURDIR)/.venv-tools/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam deploy --config-env $(ENV)
+
+.PHONY: deploy-localstack
+deploy-localstack: ## Deploy queues, DLQ and roles into LocalStack and check them against the functions' settings
+	@scripts/deploy-localstack.sh

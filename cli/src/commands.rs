@@ -59,13 +59,29 @@ pub async fn submit(config: &Config, file: &Path, watch: bool, json: bool) -> Re
         eprintln!("note: idempotency key matched an existing run; nothing new was submitted");
     }
     if watch {
-        return finish_watch(&store, submitted.run_id, Duration::from_millis(500), json).await;
+        return finish_watch(&store, submitted.run_id, Duration::from_millis(500), None, json).await;
     }
     Ok(())
 }
 
-async fn finish_watch(store: &Store, run_id: Uuid, interval: Duration, json: bool) -> Result<(), Failure> {
-    let run = crate::watch::watch(store, run_id, json, interval).await?;
+async fn finish_watch(
+    store: &Store,
+    run_id: Uuid,
+    interval: Duration,
+    timeout: Option<Duration>,
+    json: bool,
+) -> Result<(), Failure> {
+    let watching = crate::watch::watch(store, run_id, json, interval);
+    let run = match timeout {
+        None => watching.await?,
+        Some(limit) => match tokio::time::timeout(limit, watching).await {
+            Ok(run) => run?,
+            Err(_) => {
+                eprintln!("run {run_id} is still running after {} s", limit.as_secs());
+                return Err(Failure::silent(crate::watch::STILL_RUNNING));
+            }
+        },
+    };
     if json {
         println!("{}", serde_json::to_string(&run).context("cannot encode the run")?);
     } else {
@@ -77,9 +93,15 @@ async fn finish_watch(store: &Store, run_id: Uuid, interval: Duration, json: boo
     }
 }
 
-pub async fn watch(config: &Config, run_id: Uuid, interval_ms: u64, json: bool) -> Result<(), Failure> {
+pub async fn watch(
+    config: &Config,
+    run_id: Uuid,
+    interval_ms: u64,
+    timeout: Option<Duration>,
+    json: bool,
+) -> Result<(), Failure> {
     let store = connect(config).await?;
-    finish_watch(&store, run_id, Duration::from_millis(interval_ms.max(50)), json).await
+    finish_watch(&store, run_id, Duration::from_millis(interval_ms.max(50)), timeout, json).await
 }
 
 pub async fn list(config: &Config, status: Option<RunStatus>, limit: u32, json: bool) -> Result<(), Failure> {

@@ -11,7 +11,8 @@
 //! - `table.rs`: the human tables (`--json` prints the same data as JSON).
 //!
 //! Exit codes: 0 success, 1 failure, 2 bad usage, 3 not found, 4 invalid workflow
-//! definition, 5 the watched run ended other than `succeeded`.
+//! definition, 5 the watched run ended other than `succeeded`, 6 `watch --timeout-seconds`
+//! ran out with the run still running.
 
 mod commands;
 mod queues;
@@ -59,6 +60,9 @@ enum Command {
         /// Poll interval in milliseconds.
         #[arg(long, default_value_t = 500)]
         interval_ms: u64,
+        /// Give up after this long (exit code 6); by default watch until the run ends.
+        #[arg(long)]
+        timeout_seconds: Option<u64>,
     },
     /// List recent runs, newest first.
     List {
@@ -215,7 +219,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Migrate => commands::migrate(&config, json).await,
         Command::Submit { file, watch } => commands::submit(&config, &file, watch, json).await,
         Command::Status { run_id } => commands::status(&config, run_id, json).await,
-        Command::Watch { run_id, interval_ms } => commands::watch(&config, run_id, interval_ms, json).await,
+        Command::Watch { run_id, interval_ms, timeout_seconds } => {
+            let timeout = timeout_seconds.map(std::time::Duration::from_secs);
+            commands::watch(&config, run_id, interval_ms, timeout, json).await
+        }
         Command::List { status, limit } => {
             let status = status.map(|s| match s.as_str() {
                 "succeeded" => RunStatus::Succeeded,

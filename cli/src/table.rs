@@ -34,12 +34,7 @@ pub fn run(run: &RunView) -> String {
         .steps
         .iter()
         .map(|s| {
-            let progress = s
-                .progress
-                .as_ref()
-                .and_then(|p| p.get("fraction")?.as_f64())
-                .map(|f| format!("{:.0}%", f * 100.0))
-                .unwrap_or_else(|| "-".into());
+            let progress = format!("{:.0}%", s.progress_fraction() * 100.0);
             let error = s
                 .error
                 .as_ref()
@@ -51,12 +46,16 @@ pub fn run(run: &RunView) -> String {
                 s.status.to_string(),
                 format!("{}/{}", s.attempt, s.max_attempts),
                 progress,
+                s.artifacts.len().to_string(),
                 s.depends_on.join(","),
                 error,
             ]
         })
         .collect();
-    out.push_str(&render(&["STEP", "OPERATION", "STATUS", "ATTEMPT", "PROGRESS", "DEPENDS ON", "ERROR"], &rows));
+    out.push_str(&render(
+        &["STEP", "OPERATION", "STATUS", "ATTEMPT", "PROGRESS", "ARTIFACTS", "DEPENDS ON", "ERROR"],
+        &rows,
+    ));
     out
 }
 

@@ -15,13 +15,8 @@ use crate::Failure;
 
 /// The exit code of `rara watch` when the run ended other than `succeeded`.
 pub const RUN_DID_NOT_SUCCEED: u8 = 5;
-
-fn fraction(step: &StepView) -> f64 {
-    if step.status == rara_domain::state::StepStatus::Succeeded {
-        return 1.0;
-    }
-    step.progress.as_ref().and_then(|p| p.get("fraction")?.as_f64()).unwrap_or(0.0)
-}
+/// The exit code of `rara watch --timeout-seconds` when the run is still going.
+pub const STILL_RUNNING: u8 = 6;
 
 fn describe(step: &StepView) -> String {
     let mut text = format!("{} (attempt {}/{})", step.status, step.attempt, step.max_attempts);
@@ -51,7 +46,7 @@ pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) 
         let run = store.run(run_id).await?;
         for step in &run.steps {
             let text = describe(step);
-            let pct = (fraction(step) * 100.0).round() as u64;
+            let pct = (step.progress_fraction() * 100.0).round() as u64;
             if tty {
                 let bar = bars.entry(step.id).or_insert_with(|| {
                     let bar = multi.add(ProgressBar::new(100).with_style(style.clone()));
@@ -67,7 +62,7 @@ pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) 
                         println!(
                             "{}",
                             serde_json::json!({"step": step.name, "status": step.status, "attempt": step.attempt,
-                                               "progress": fraction(step), "error": step.error})
+                                               "progress": step.progress_fraction(), "error": step.error})
                         );
                     } else {
                         println!("{:>6.1}s  {:<14} {line}", started.elapsed().as_secs_f64(), step.name);

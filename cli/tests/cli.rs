@@ -3,52 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Output};
+mod common;
 
+use std::process::Command;
+
+use common::*;
 use uuid::Uuid;
-
-/// A scratch database URL on the server of `DATABASE_URL` (dropped at the end of the test).
-struct ScratchDb {
-    url: String,
-    admin: String,
-    name: String,
-}
-
-impl ScratchDb {
-    fn new() -> Self {
-        let base =
-            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let (server, _) = base.rsplit_once('/').expect("DATABASE_URL has a database name");
-        let name = format!("rara_cli_{}", Uuid::new_v4().simple());
-        ScratchDb { url: format!("{server}/{name}"), admin: format!("{server}/postgres"), name }
-    }
-
-    fn rara(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_rara")).args(args).env("DATABASE_URL", &self.url).output().expect("run rara")
-    }
-}
-
-impl Drop for ScratchDb {
-    fn drop(&mut self) {
-        let _ = Command::new("psql")
-            .args([&self.admin, "-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)])
-            .output();
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write fixture");
-    path.to_string_lossy().into_owned()
-}
 
 #[test]
 fn migrate_submit_and_status_round_trip() {
@@ -139,10 +99,4 @@ fn missing_run_and_bad_definitions_fail_with_clear_messages_and_codes() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     assert_eq!(steps, "0", "rejected definitions store nothing");
-}
-
-fn tempdir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("rara-cli-{}", Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }

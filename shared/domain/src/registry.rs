@@ -1,6 +1,8 @@
 //! Explicit registrations of executors by operation name, and routing (DESIGN.md
 //! "Executors"): an in-process registration first, then a remote capability matching name
-//! and version, otherwise a permanent `UNKNOWN_OPERATION` failure.
+//! and version, otherwise a permanent `UNKNOWN_OPERATION` failure. When the remote executors
+//! that might offer the operation cannot be asked, the router's retryable error (usually
+//! `EXECUTOR_UNAVAILABLE`) is the answer instead: the step is retried, not failed for good.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,7 +14,12 @@ use crate::step_error::codes;
 /// Finds a remote executor offering a capability (name and, when pinned, version).
 #[async_trait::async_trait]
 pub trait RemoteRouter: Send + Sync {
-    async fn route(&self, operation: &str, version: Option<&str>) -> Option<Arc<dyn Executor>>;
+    /// - `Ok(Some(executor))`: a remote executor offers it;
+    /// - `Ok(None)`: the remote executors' capabilities are known and none matches (the
+    ///   registry then fails the step for good with `UNKNOWN_OPERATION`);
+    /// - `Err(error)`: whether one offers it cannot be told now, e.g. no endpoint that could
+    ///   serve it has answered discovery (a retryable `EXECUTOR_UNAVAILABLE`).
+    async fn route(&self, operation: &str, version: Option<&str>) -> Result<Option<Arc<dyn Executor>>, StepError>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +74,9 @@ impl Registry {
         self.local.keys().map(String::as_str)
     }
 
-    /// The executor for `operation` (at `version` when pinned), or a permanent `UNKNOWN_OPERATION`.
+    /// The executor for `operation` (at `version` when pinned); a permanent
+    /// `UNKNOWN_OPERATION` when nothing serves it, or the remote router's error (retryable
+    /// `EXECUTOR_UNAVAILABLE`) when the remote executors that might serve it cannot be asked.
     pub async fn resolve(&self, operation: &str, version: Option<&str>) -> Result<Arc<dyn Executor>, StepError> {
         if let Some(local) = self.local.get(operation)
             && version.is_none_or(|v| v == local.version())
@@ -75,7 +84,7 @@ impl Registry {
             return Ok(local.clone());
         }
         if let Some(remote) = &self.remote
-            && let Some(executor) = remote.route(operation, version).await
+            && let Some(executor) = remote.route(operation, version).await?
         {
             return Ok(executor);
         }
@@ -131,6 +140,48 @@ mod tests {
         assert!(registry.resolve("echo", Some("1")).await.is_ok());
         let err = registry.resolve("echo", Some("2")).await.err().unwrap();
         assert!(err.message.contains("version \"2\""), "{}", err.message);
+    }
+
+    /// A remote router that answers every route the same way.
+    struct Answers(Result<bool, StepError>);
+
+    #[async_trait::async_trait]
+    impl RemoteRouter for Answers {
+        async fn route(
+            &self,
+            _operation: &str,
+            _version: Option<&str>,
+        ) -> Result<Option<Arc<dyn Executor>>, StepError> {
+            match &self.0 {
+                Ok(true) => Ok(Some(Arc::new(Echo))),
+                Ok(false) => Ok(None),
+                Err(error) => Err(error.clone()),
+            }
+        }
+    }
+
+    fn with_remote(answer: Result<bool, StepError>) -> Registry {
+        let mut registry = Registry::new();
+        registry.register("echo", Echo).unwrap();
+        registry.with_remote(Arc::new(Answers(answer)));
+        registry
+    }
+
+    #[tokio::test]
+    async fn an_operation_no_reachable_remote_offers_is_a_permanent_unknown_operation() {
+        assert!(with_remote(Ok(true)).resolve("remote.op", None).await.is_ok());
+        let err = with_remote(Ok(false)).resolve("remote.op", Some("9.9.9")).await.err().unwrap();
+        assert_eq!((err.code.as_str(), err.retryable), (codes::UNKNOWN_OPERATION, false));
+        assert!(err.message.contains("\"remote.op\" at version \"9.9.9\""), "{}", err.message);
+    }
+
+    #[tokio::test]
+    async fn unreachable_remote_executors_give_the_routers_retryable_error() {
+        let unavailable = StepError::retryable(codes::EXECUTOR_UNAVAILABLE, "no remote executor answered");
+        let registry = with_remote(Err(unavailable.clone()));
+        assert_eq!(registry.resolve("remote.op", None).await.err(), Some(unavailable));
+        // In-process registrations never ask the router.
+        assert!(registry.resolve("echo", None).await.is_ok());
     }
 
     #[test]

@@ -8,15 +8,21 @@
 //!   per miss interval (default 5 s) so a flood of unknown operations cannot hammer the
 //!   servers. Refreshes run one at a time; the endpoints are asked concurrently.
 //! - An endpoint that cannot be reached during discovery is logged and keeps what it offered
-//!   before (nothing on the first discovery); the other endpoints still route.
+//!   before; the other endpoints still route. One that has never answered is *unknown*.
 //! - Routing: the operation name and, when the step pins one, the exact version; otherwise
 //!   the highest version ([`crate::version::compare`]). Ties go to the endpoint listed first.
+//! - Not found: when every endpoint is known, nothing offers it (`Ok(None)`, the registry's
+//!   permanent `UNKNOWN_OPERATION`). While an endpoint is unknown it might offer it: it is
+//!   asked again (at once, concurrent misses share one ask; the step's retry policy paces the
+//!   asks), and if it still does not answer the step gets a retryable `EXECUTOR_UNAVAILABLE`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use rara_domain::StepError;
 use rara_domain::executor::Executor;
 use rara_domain::registry::RemoteRouter;
+use rara_domain::step_error::codes;
 use tokio::sync::{Mutex, RwLock};
 use tokio::time::Instant;
 use tonic::codegen::http::Uri;
@@ -97,9 +103,17 @@ struct Remote {
 
 #[derive(Debug, Default)]
 struct Cache {
-    /// What each endpoint offers, in the order of `endpoints`.
-    offers: Vec<Vec<Offer>>,
+    /// What discovery learnt of each endpoint, in the order of `endpoints`.
+    known: Vec<Known>,
     refreshed_at: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct Known {
+    /// What the endpoint offered when it last answered; `None` until it first answers.
+    offers: Option<Vec<Offer>>,
+    /// When the endpoint's last answer (or failure to answer) came.
+    asked_at: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -175,12 +189,13 @@ impl RemoteExecutors {
         if remotes.is_empty() {
             return Err(Error::NoEndpoints);
         }
+        let known = remotes.iter().map(|_| Known::default()).collect();
         Ok(Self {
             endpoints: remotes,
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
             miss_refresh_interval: DEFAULT_MISS_REFRESH_INTERVAL,
             discovery_timeout: DEFAULT_DISCOVERY_TIMEOUT,
-            cache: RwLock::default(),
+            cache: RwLock::new(Cache { known, refreshed_at: None }),
             refreshing: Mutex::default(),
         })
     }
@@ -220,34 +235,68 @@ impl RemoteExecutors {
     pub async fn capabilities(&self) -> Vec<RemoteCapability> {
         self.refresh_if_older_than(self.refresh_interval).await;
         let cache = self.cache.read().await;
-        cache.offers.iter().flatten().map(|offer| offer.capability.clone()).collect()
+        cache.known.iter().filter_map(|k| k.offers.as_ref()).flatten().map(|offer| offer.capability.clone()).collect()
     }
 
     /// The executor for `operation` (at `version` when pinned), as a concrete type.
-    pub async fn find(&self, operation: &str, version: Option<&str>) -> Option<Arc<RemoteExecutor>> {
+    ///
+    /// `Ok(None)` when every endpoint has answered discovery (now or before) and none offers
+    /// it; a retryable `EXECUTOR_UNAVAILABLE` when it is not found and an endpoint that might
+    /// offer it has never answered, not even when asked again now.
+    pub async fn find(&self, operation: &str, version: Option<&str>) -> Result<Option<Arc<RemoteExecutor>>, StepError> {
         self.refresh_if_older_than(self.refresh_interval).await;
         if let Some(found) = self.lookup(operation, version).await {
-            return Some(found);
+            return Ok(Some(found));
         }
+        let missed_at = Instant::now();
         self.refresh_if_older_than(self.miss_refresh_interval).await;
-        let found = self.lookup(operation, version).await;
-        if found.is_none() {
-            tracing::debug!(operation, version, "no remote executor offers the operation");
+        self.ask_unknown_since(missed_at).await;
+        if let Some(found) = self.lookup(operation, version).await {
+            return Ok(Some(found));
         }
-        found
+        let unknown = self.unknown().await;
+        if unknown.is_empty() {
+            tracing::debug!(operation, version, "no remote executor offers the operation");
+            return Ok(None);
+        }
+        tracing::warn!(operation, version, unanswered = ?unknown, "no remote executor that might offer the operation answers");
+        let wanted = match version {
+            Some(v) => format!("operation {operation:?} at version {v:?}"),
+            None => format!("operation {operation:?}"),
+        };
+        Err(StepError::retryable(
+            codes::EXECUTOR_UNAVAILABLE,
+            format!(
+                "cannot route {wanted}: remote executor(s) {} have not answered capability discovery",
+                unknown.join(", ")
+            ),
+        )
+        .with_details(serde_json::json!({ "operation": operation, "version": version, "unanswered": unknown })))
     }
 
     async fn lookup(&self, operation: &str, version: Option<&str>) -> Option<Arc<RemoteExecutor>> {
         let cache = self.cache.read().await;
         cache
-            .offers
+            .known
             .iter()
+            .filter_map(|k| k.offers.as_ref())
             .flatten()
             .filter(|offer| offer.capability.name == operation && version.is_none_or(|v| offer.capability.version == v))
             .reduce(|best, offer| {
                 if version::compare(&offer.capability.version, &best.capability.version).is_gt() { offer } else { best }
             })
             .map(|offer| offer.executor.clone())
+    }
+
+    /// The endpoints that have never answered discovery.
+    async fn unknown(&self) -> Vec<String> {
+        let cache = self.cache.read().await;
+        self.endpoints
+            .iter()
+            .zip(&cache.known)
+            .filter(|(_, k)| k.offers.is_none())
+            .map(|(r, _)| r.url.to_string())
+            .collect()
     }
 
     async fn is_fresh(&self, max_age: Duration) -> bool {
@@ -262,18 +311,41 @@ impl RemoteExecutors {
         if self.is_fresh(max_age).await {
             return; // another task refreshed while this one waited
         }
-        let found = futures::future::join_all(self.endpoints.iter().map(|remote| self.discover(remote))).await;
+        let all: Vec<usize> = (0..self.endpoints.len()).collect();
+        self.ask(&all).await;
+        self.cache.write().await.refreshed_at = Some(Instant::now());
+    }
+
+    /// Asks the unknown endpoints again, unless an ask that ended after `since` already did
+    /// (a burst of misses shares one ask).
+    async fn ask_unknown_since(&self, since: Instant) {
+        let stale = |cache: &Cache| -> Vec<usize> {
+            let unasked = |k: &Known| k.offers.is_none() && k.asked_at.is_none_or(|at| at < since);
+            cache.known.iter().enumerate().filter(|(_, k)| unasked(k)).map(|(i, _)| i).collect()
+        };
+        if stale(&*self.cache.read().await).is_empty() {
+            return;
+        }
+        let _one_at_a_time = self.refreshing.lock().await;
+        let which = stale(&*self.cache.read().await); // another task may have asked meanwhile
+        if !which.is_empty() {
+            self.ask(&which).await;
+        }
+    }
+
+    /// Asks the endpoints at `which` (indexes into `endpoints`) concurrently; one that does not
+    /// answer keeps what it offered before. Callers hold `refreshing`.
+    async fn ask(&self, which: &[usize]) {
+        let found = futures::future::join_all(which.iter().map(|&i| self.discover(&self.endpoints[i]))).await;
+        let asked_at = Instant::now();
         let mut cache = self.cache.write().await;
-        let previous = std::mem::take(&mut cache.offers);
-        let mut previous = previous.into_iter();
-        cache.offers = found
-            .into_iter()
-            .map(|offers| {
-                let before = previous.next().unwrap_or_default();
-                offers.unwrap_or(before)
-            })
-            .collect();
-        cache.refreshed_at = Some(Instant::now());
+        for (&i, offers) in which.iter().zip(found) {
+            let known = &mut cache.known[i];
+            known.asked_at = Some(asked_at);
+            if let Some(offers) = offers {
+                known.offers = Some(offers);
+            }
+        }
     }
 
     /// One endpoint's offers, or `None` (logged) when it could not be asked.
@@ -326,8 +398,8 @@ impl RemoteExecutors {
 
 #[async_trait::async_trait]
 impl RemoteRouter for RemoteExecutors {
-    async fn route(&self, operation: &str, version: Option<&str>) -> Option<Arc<dyn Executor>> {
-        self.find(operation, version).await.map(|executor| executor as Arc<dyn Executor>)
+    async fn route(&self, operation: &str, version: Option<&str>) -> Result<Option<Arc<dyn Executor>>, StepError> {
+        Ok(self.find(operation, version).await?.map(|executor| executor as Arc<dyn Executor>))
     }
 }
 

@@ -1,5 +1,6 @@
 //! `RemoteExecutors` against real `rara.v1` servers on 127.0.0.1:0: discovery, version
-//! choice, refresh on a miss (rate-limited), unreachable endpoints, and the `Registry` wiring.
+//! choice, refresh on a miss (rate-limited), unreachable endpoints (not found vs. retryable
+//! unavailability), and the `Registry` wiring.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,7 +22,7 @@ fn closed_port_url() -> String {
 }
 
 async fn version_of(router: &RemoteExecutors, operation: &str, version: Option<&str>) -> Option<String> {
-    router.find(operation, version).await.map(|e| e.version().to_owned())
+    router.find(operation, version).await.unwrap().map(|e| e.version().to_owned())
 }
 
 #[tokio::test]
@@ -58,7 +59,7 @@ async fn an_unreachable_endpoint_is_skipped_and_the_others_still_route() {
     let (url, seen) = start_scripted([]).await;
     seen.offer("op", "1.0.0");
     let router = RemoteExecutors::from_config_value(&format!("{},{url}", closed_port_url())).unwrap();
-    let executor = router.find("op", None).await.expect("the live endpoint routes");
+    let executor = router.find("op", None).await.unwrap().expect("the live endpoint routes");
     assert_eq!(executor.endpoint(), url);
     assert_eq!(router.capabilities().await.len(), 1);
 }
@@ -71,8 +72,8 @@ async fn equal_versions_go_to_the_endpoint_listed_first() {
     seen_second.offer("op", "1.0.0");
     seen_second.offer("op", "0.5.0");
     let router = RemoteExecutors::new([&first, &second]).unwrap();
-    assert_eq!(router.find("op", None).await.unwrap().endpoint(), first);
-    assert_eq!(router.find("op", Some("0.5.0")).await.unwrap().endpoint(), second);
+    assert_eq!(router.find("op", None).await.unwrap().unwrap().endpoint(), first);
+    assert_eq!(router.find("op", Some("0.5.0")).await.unwrap().unwrap().endpoint(), second);
 }
 
 #[tokio::test]
@@ -81,21 +82,21 @@ async fn a_miss_refreshes_at_once_but_a_flood_of_misses_does_not_hammer_the_serv
     seen.offer("op", "1.0.0");
     let router =
         Arc::new(RemoteExecutors::from_config_value(&url).unwrap().with_miss_refresh_interval(Duration::from_secs(1)));
-    assert!(router.find("op", None).await.is_some());
+    assert!(router.find("op", None).await.unwrap().is_some());
     assert_eq!(seen.capability_calls(), 1);
 
     // A new capability appears; the next miss (after the miss interval) finds it at once,
     // well before the 60 s refresh interval.
     seen.offer("new.op", "1.0.0");
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert!(router.find("new.op", None).await.is_some());
+    assert!(router.find("new.op", None).await.unwrap().is_some());
     assert_eq!(seen.capability_calls(), 2);
 
     // 50 concurrent misses right after a refresh: no further discovery.
     let misses: Vec<_> = (0..50)
         .map(|i| {
             let router = router.clone();
-            tokio::spawn(async move { router.find(&format!("unknown.{i}"), None).await.is_none() })
+            tokio::spawn(async move { router.find(&format!("unknown.{i}"), None).await.unwrap().is_none() })
         })
         .collect();
     for miss in misses {
@@ -108,7 +109,7 @@ async fn a_miss_refreshes_at_once_but_a_flood_of_misses_does_not_hammer_the_serv
     let misses: Vec<_> = (0..50)
         .map(|i| {
             let router = router.clone();
-            tokio::spawn(async move { router.find(&format!("unknown.{i}"), None).await.is_none() })
+            tokio::spawn(async move { router.find(&format!("unknown.{i}"), None).await.unwrap().is_none() })
         })
         .collect();
     for miss in misses {
@@ -123,11 +124,11 @@ async fn capabilities_are_cached_for_the_refresh_interval() {
     seen.offer("op", "1.0.0");
     let router = RemoteExecutors::from_config_value(&url).unwrap().with_refresh_interval(Duration::from_millis(300));
     for _ in 0..5 {
-        assert!(router.find("op", None).await.is_some());
+        assert!(router.find("op", None).await.unwrap().is_some());
     }
     assert_eq!(seen.capability_calls(), 1);
     tokio::time::sleep(Duration::from_millis(350)).await;
-    assert!(router.find("op", None).await.is_some());
+    assert!(router.find("op", None).await.unwrap().is_some());
     assert_eq!(seen.capability_calls(), 2);
 }
 
@@ -140,7 +141,7 @@ async fn an_endpoint_that_fails_a_refresh_keeps_what_it_offered_before() {
     seen.refuse_capabilities.store(true, Ordering::SeqCst);
     router.refresh().await;
     assert_eq!(seen.capability_calls(), 2);
-    assert!(router.find("op", None).await.is_some());
+    assert!(router.find("op", None).await.unwrap().is_some());
 }
 
 #[tokio::test]
@@ -154,4 +155,84 @@ async fn the_registry_routes_to_remote_capabilities_and_refuses_unknown_versions
     let err = registry.resolve("op", Some("2.0.0")).await.err().unwrap();
     assert_eq!(err.code, codes::UNKNOWN_OPERATION);
     assert!(!err.retryable);
+}
+
+#[tokio::test]
+async fn with_no_endpoint_answering_discovery_routing_is_retryable_unavailability() {
+    let url = closed_port_url();
+    let router = Arc::new(RemoteExecutors::from_config_value(&url).unwrap());
+    router.refresh().await;
+    let err = router.find("op", Some("1.0.0")).await.expect_err("nothing can be told about op");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true), "{err:?}");
+    assert!(err.message.contains("\"op\" at version \"1.0.0\"") && err.message.contains(&url), "{}", err.message);
+    assert_eq!(err.details["unanswered"], serde_json::json!([url]));
+
+    // Through the registry: retried, not failed for good with UNKNOWN_OPERATION.
+    let mut registry = Registry::new();
+    registry.with_remote(router);
+    let err = registry.resolve("op", None).await.err().unwrap();
+    assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_endpoint_that_never_answered_is_asked_again_on_the_next_miss() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    seen.refuse_capabilities.store(true, Ordering::SeqCst);
+    // Long intervals: only the "never answered" rule can cause the asks below.
+    let router = RemoteExecutors::from_config_value(&url).unwrap().with_miss_refresh_interval(Duration::from_secs(600));
+    router.refresh().await;
+    assert_eq!(router.find("op", None).await.err().map(|e| e.code), Some(codes::EXECUTOR_UNAVAILABLE.to_owned()));
+    assert_eq!(seen.capability_calls(), 2, "the miss asked the unknown endpoint again");
+
+    seen.refuse_capabilities.store(false, Ordering::SeqCst);
+    assert!(router.find("op", None).await.unwrap().is_some(), "found once the endpoint answers");
+    assert_eq!(seen.capability_calls(), 3);
+    // Now known: a miss is a plain "not offered", without asking again within the miss interval.
+    assert!(router.find("other", None).await.unwrap().is_none());
+    assert_eq!(seen.capability_calls(), 3);
+}
+
+#[tokio::test]
+async fn concurrent_misses_on_an_unknown_endpoint_share_one_ask() {
+    let (url, seen) = start_scripted([]).await;
+    seen.refuse_capabilities.store(true, Ordering::SeqCst);
+    let router = Arc::new(
+        RemoteExecutors::from_config_value(&url).unwrap().with_miss_refresh_interval(Duration::from_secs(600)),
+    );
+    router.refresh().await;
+    let misses: Vec<_> = (0..20)
+        .map(|i| {
+            let router = router.clone();
+            tokio::spawn(async move { router.find(&format!("op.{i}"), None).await.is_err() })
+        })
+        .collect();
+    for miss in misses {
+        assert!(miss.await.unwrap());
+    }
+    assert_eq!(seen.capability_calls(), 2, "the start, then one ask for 20 concurrent misses");
+}
+
+#[tokio::test]
+async fn an_endpoint_known_from_an_earlier_discovery_answers_not_found_while_down() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router = RemoteExecutors::from_config_value(&url).unwrap().with_miss_refresh_interval(Duration::ZERO);
+    router.refresh().await;
+    seen.refuse_capabilities.store(true, Ordering::SeqCst);
+    assert!(router.find("op", None).await.unwrap().is_some(), "its earlier offers still route");
+    assert!(router.find("op", Some("9.9.9")).await.unwrap().is_none(), "a version it never offered is not found");
+}
+
+#[tokio::test]
+async fn a_miss_while_another_endpoint_never_answered_is_retryable() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let down = closed_port_url();
+    let router = RemoteExecutors::new([&url, &down]).unwrap();
+    assert!(router.find("op", None).await.unwrap().is_some());
+    // `other` may be offered by the endpoint that never answered: not a permanent failure.
+    let err = router.find("other", None).await.expect_err("cannot be told yet");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true));
+    assert_eq!(err.details["unanswered"], serde_json::json!([down]));
 }

@@ -46,6 +46,16 @@ pub struct StepView {
     pub artifacts: Vec<ArtifactView>,
 }
 
+impl StepView {
+    /// How far the step got, `0.0..=1.0`: 1 once it succeeded, else its last reported progress.
+    pub fn progress_fraction(&self) -> f64 {
+        if self.status == StepStatus::Succeeded {
+            return 1.0;
+        }
+        self.progress.as_ref().and_then(|p| p.get("fraction")?.as_f64()).unwrap_or(0.0)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
 pub struct AttemptView {
     #[serde(skip)]

@@ -1,7 +1,16 @@
 //! Test support for rara's crates: a real SQS API (LocalStack, started by
 //! `scripts/localstack.sh` when nothing answers), a fresh queue + DLQ per test, test
 //! settings and a workflow factory. Test code: it panics on any setup failure.
+//!
+//! # Layout
+//!
+//! - this file: LocalStack [`Queues`], [`settings`], [`submit`];
+//! - [`python`]: the real Python executor as a subprocess ([`PythonServer`]).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
+
+pub mod python;
+
+pub use python::PythonServer;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

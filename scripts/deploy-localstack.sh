@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Deploy the non-Lambda part of infra/template.yaml (step queue, DLQ with its redrive
+# policy, log groups, the two scoped IAM roles) into LocalStack through CloudFormation,
+# with samconfig.toml's parameter values, and check that the real queues have exactly
+# the settings the functions would be given (RARA_VISIBILITY_TIMEOUT_SECONDS,
+# RARA_MAX_RECEIVE_COUNT, the URLs) and the roles grant SQS access to exactly them.
+# The stacks are deleted afterwards. Lambda itself cannot run in LocalStack without Docker.
+#
+#   scripts/deploy-localstack.sh                  # the samconfig environments
+#   scripts/deploy-localstack.sh --all-profiles   # and every TimingProfile x MaxAttemptsLimit
+#   scripts/deploy-localstack.sh --keep           # keep the stacks
+#
+# Starts LocalStack (scripts/localstack.sh) when nothing answers, and stops it again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/check-template.sh --install-only
+
+started_localstack=""
+if ! scripts/localstack.sh status >/dev/null 2>&1; then
+  scripts/localstack.sh start
+  started_localstack=1
+fi
+cleanup() { if [[ -n "$started_localstack" ]]; then scripts/localstack.sh stop >/dev/null 2>&1 || true; fi; }
+trap cleanup EXIT
+eval "$(scripts/localstack.sh env)"
+
+cd infra/tests
+../../.venv-tools/bin/python localstack_deploy.py "$@"

@@ -1,0 +1,287 @@
+//! End to end with the real Python executor (`executors/python`, a subprocess per test) on
+//! Postgres + LocalStack's SQS, through the local scheduler and executor runners: remote
+//! steps with progress and artifacts, cancellation of a running remote step, a server
+//! killed mid-step, a pinned version nobody offers, and a server that is down at start.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::future::Future;
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use rara_domain::state::{AttemptOutcome, StepStatus};
+use rara_remote::pb;
+use rara_remote::pb::executor_service_client::ExecutorServiceClient;
+use rara_store::Store;
+use rara_store::read::{ArtifactView, RunView, StepView};
+use rara_testkit::python::{PythonServer, free_port};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+async fn stack_for(store: &Store, queues: &Queues, endpoint: &str) -> Stack {
+    Stack::new(store.clone(), queues, settings(queues, &[("RARA_REMOTE_EXECUTORS", endpoint)])).await
+}
+
+fn step<'a>(run: &'a RunView, name: &str) -> &'a StepView {
+    run.steps.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"))
+}
+
+/// Polls `check` every 50 ms until it holds; panics after [`LIMIT`].
+async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + LIMIT;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn progress_recorded(store: &Store, step_id: Uuid) -> bool {
+    sqlx::query_scalar("SELECT progress IS NOT NULL FROM steps WHERE id = $1")
+        .bind(step_id)
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+async fn attempt_outcome(store: &Store, step_id: Uuid, attempt: i32) -> Option<String> {
+    sqlx::query_scalar("SELECT outcome::text FROM step_attempts WHERE step_id = $1 AND attempt = $2")
+        .bind(step_id)
+        .bind(attempt)
+        .fetch_optional(store.pool())
+        .await
+        .unwrap()
+}
+
+fn sha256_hex(path: &Path) -> String {
+    let out = std::process::Command::new("sha256sum").arg(path).output().expect("sha256sum runs");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap().to_owned()
+}
+
+/// The artifact's file, checked against its recorded size and digest.
+fn artifact_bytes(artifact: &ArtifactView, under: &Path) -> Vec<u8> {
+    let path = Path::new(artifact.uri.strip_prefix("file://").expect("a file:// URI"));
+    assert!(path.starts_with(under), "{path:?} is in the server's artifacts directory");
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("artifact {path:?} exists: {e}"));
+    assert_eq!(artifact.size_bytes, Some(bytes.len() as i64), "{}", artifact.name);
+    assert_eq!(artifact.digest, Some(format!("sha256:{}", sha256_hex(path))), "{}", artifact.name);
+    bytes
+}
+
+/// The step's recorded progress: (fraction, message).
+fn progress_of(step: &StepView) -> (f64, &str) {
+    let progress = step.progress.as_ref().unwrap_or_else(|| panic!("{} recorded no progress", step.name));
+    (progress["fraction"].as_f64().unwrap(), progress["message"].as_str().unwrap())
+}
+
+fn error_code(error: Option<&Value>) -> (&str, bool) {
+    let error = error.expect("an error is recorded");
+    (error["code"].as_str().unwrap(), error["retryable"].as_bool().unwrap())
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn text_stats_and_dataset_split_on_the_python_executor_succeed_with_progress_and_artifacts(pool: PgPool) {
+    let server = PythonServer::start();
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let stack = stack_for(&store, &queues, server.url()).await;
+    let text = (1..=30).map(|i| format!("the quick fox {i}")).collect::<Vec<_>>().join("\n");
+    let rows: Vec<Value> = (0..20).map(|id| json!({"id": id})).collect();
+    let definition = json!({"name": "remote", "steps": [
+        {"name": "stats", "operation": "text.stats", "input": {"text": text, "top": 2}},
+        {"name": "split", "operation": "dataset.split", "depends_on": ["stats"],
+         "input": {"rows": rows, "ratios": {"train": 0.75, "test": 0.25}, "seed": 7}},
+    ]});
+    let run_id = submit(&store, &stack.settings, &definition.to_string()).await;
+
+    let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "succeeded");
+    assert_eq!((counters.succeeded, counters.retried, counters.failed), (2, 0, 0));
+    let run = store.run(run_id).await.unwrap();
+
+    let stats = step(&run, "stats");
+    assert_eq!((stats.status, stats.attempt), (StepStatus::Succeeded, 1));
+    let output = stats.output.as_ref().unwrap();
+    assert_eq!((output["lines"].as_u64(), output["words"].as_u64()), (Some(30), Some(120)));
+    assert_eq!(progress_of(stats), (1.0, "counted 30/30 lines"));
+    let [artifact] = stats.artifacts.as_slice() else { panic!("one artifact: {:?}", stats.artifacts) };
+    assert_eq!((artifact.name.as_str(), artifact.attempt), ("stats.json", 1));
+    assert_eq!(artifact.media_type.as_deref(), Some("application/json"));
+    let content: Value = serde_json::from_slice(&artifact_bytes(artifact, &server.artifacts_dir())).unwrap();
+    assert_eq!(&content, output, "the artifact holds the output");
+
+    let split = step(&run, "split");
+    assert_eq!((split.status, split.attempt), (StepStatus::Succeeded, 1));
+    assert_eq!(split.output.as_ref().unwrap()["counts"], json!({"train": 15, "test": 5}));
+    // Splits are written in the order of the input's keys (serde_json sorts them): test, train.
+    assert_eq!(progress_of(split), (1.0, "train: 15/15 rows"));
+    let names: Vec<&str> = split.artifacts.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["test.jsonl", "train.jsonl"]);
+    let mut ids = Vec::new();
+    for (artifact, count) in split.artifacts.iter().zip([5, 15]) {
+        let bytes = artifact_bytes(artifact, &server.artifacts_dir());
+        let lines: Vec<Value> =
+            String::from_utf8(bytes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), count, "{}", artifact.name);
+        ids.extend(lines.iter().map(|row| row["id"].as_u64().unwrap()));
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..20).collect::<Vec<u64>>(), "the splits partition the rows");
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn cancelling_a_running_remote_step_stops_it_on_the_python_side_within_a_heartbeat(pool: PgPool) {
+    let server = PythonServer::start();
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let stack = stack_for(&store, &queues, server.url()).await;
+    let run_id = submit(
+        &store,
+        &stack.settings,
+        "name: nap\nsteps:\n  - {name: nap, operation: sleep, version: \"1.0.0\", input: {seconds: 30}}\n",
+    )
+    .await;
+    let step_id = store.run(run_id).await.unwrap().steps[0].id;
+
+    let cancel = async {
+        wait_until("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        assert!(store.cancel_step(step_id, "an operator cancelled it").await.unwrap());
+        Instant::now()
+    };
+    let started = Instant::now();
+    let ((status, counters), cancelled_at) = tokio::join!(stack.run_until_finished(run_id, LIMIT), cancel);
+    let stopped_after = cancelled_at.elapsed();
+    eprintln!("cancel to executor stopped: {stopped_after:?}; whole run: {:?}", started.elapsed());
+
+    assert_eq!(status, "cancelled");
+    assert!(stopped_after < Duration::from_secs(8), "stopped {stopped_after:?} after the cancel");
+    assert!(started.elapsed() < Duration::from_secs(20), "well before the 30 s sleep: {:?}", started.elapsed());
+    assert_eq!((counters.lease_lost, counters.succeeded, counters.failed), (1, 0, 0), "{counters:?}");
+    let run = store.run(run_id).await.unwrap();
+    let nap = &run.steps[0];
+    assert_eq!((nap.status, nap.attempt), (StepStatus::Cancelled, 1));
+    assert_eq!(error_code(nap.error.as_ref()), ("CANCELLED", false));
+    assert_eq!(nap.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), [AttemptOutcome::Cancelled]);
+
+    // The Python side was told to stop (a lease lost on a progress write drops the stream at
+    // once, which already stops the attempt, so its Cancel may find it gone), and the attempt
+    // has ended: Python forgets one only when its task is done, and it never succeeded.
+    let told = format!("cancel step={step_id} attempt=1 found=");
+    assert!(server.wait_for_log(&told, Duration::from_secs(5)), "no {told:?} in the log:\n{}", server.log());
+    let mut client = ExecutorServiceClient::new(rara_remote::router::lazy_channel(server.url()).unwrap());
+    let probe = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, reason: "probe".into() };
+    assert!(!client.cancel(probe).await.unwrap().into_inner().found, "the Python attempt still runs");
+    assert!(!server.log().contains(&format!("succeeded step={step_id}")), "{}", server.log());
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_python_server_killed_mid_step_gives_a_retry_that_succeeds_on_a_restarted_server(pool: PgPool) {
+    let mut server = PythonServer::start();
+    // Python's start is paid now; it binds the same port right after the kill.
+    let standby = PythonServer::standby(server.port());
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let stack = stack_for(&store, &queues, server.url()).await;
+    let run_id = submit(
+        &store,
+        &stack.settings,
+        "name: killed\nsteps:\n  - name: nap\n    operation: sleep\n    version: \"1.0.0\"\n    input: {seconds: 5}\n    max_attempts: 2\n    retry: {initial_delay_seconds: 1, max_delay_seconds: 1, multiplier: 1}\n",
+    )
+    .await;
+    let step_id = store.run(run_id).await.unwrap().steps[0].id;
+
+    let kill_and_restart = async {
+        wait_until("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        server.kill();
+        standby.listen()
+    };
+    let ((status, counters), restarted) = tokio::join!(stack.run_until_finished(run_id, LIMIT), kill_and_restart);
+
+    assert_eq!(status, "succeeded");
+    assert_eq!((counters.retried, counters.succeeded), (1, 1), "{counters:?}");
+    let nap = store.run(run_id).await.unwrap().steps.remove(0);
+    assert_eq!((nap.status, nap.attempt), (StepStatus::Succeeded, 2));
+    let [first, second] = nap.attempts.as_slice() else { panic!("two attempts: {:?}", nap.attempts) };
+    assert_eq!(first.outcome, AttemptOutcome::Retrying);
+    assert_eq!(error_code(first.error.as_ref()), ("EXECUTOR_UNAVAILABLE", true));
+    assert_eq!(second.outcome, AttemptOutcome::Succeeded);
+    assert!(second.fence > first.fence);
+    assert_eq!(nap.output, Some(json!({"slept_seconds": 5.0, "cancelled": false})));
+    let ran = format!("execute operation=sleep step={step_id} attempt=2");
+    assert!(restarted.log().contains(&ran), "attempt 2 ran on the restarted server:\n{}", restarted.log());
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_pinned_version_no_server_offers_fails_for_good_with_unknown_operation(pool: PgPool) {
+    let server = PythonServer::start();
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let stack = stack_for(&store, &queues, server.url()).await;
+    let run_id = submit(
+        &store,
+        &stack.settings,
+        "name: pinned\nsteps:\n  - {name: stats, operation: text.stats, version: \"9.9.9\", input: {text: hi}, max_attempts: 3}\n",
+    )
+    .await;
+
+    let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "failed");
+    assert_eq!((counters.failed, counters.retried), (1, 0));
+    let stats = store.run(run_id).await.unwrap().steps.remove(0);
+    assert_eq!((stats.status, stats.attempt), (StepStatus::Failed, 1), "not retried");
+    assert_eq!(stats.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), [AttemptOutcome::Failed]);
+    assert_eq!(error_code(stats.error.as_ref()), ("UNKNOWN_OPERATION", false));
+    let message = stats.error.as_ref().unwrap()["message"].as_str().unwrap();
+    assert!(message.contains("\"text.stats\" at version \"9.9.9\""), "{message}");
+    assert!(!server.log().contains("execute operation=text.stats"), "nothing was sent to Python");
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_remote_executor_down_at_start_is_retried_and_succeeds_once_it_listens(pool: PgPool) {
+    let port = free_port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let standby = PythonServer::standby(port);
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    // Discovery during init finds nothing listening.
+    let stack = stack_for(&store, &queues, &endpoint).await;
+    let run_id = submit(
+        &store,
+        &stack.settings,
+        "name: late\nsteps:\n  - name: stats\n    operation: text.stats\n    input: {text: \"a b\\nc\"}\n    max_attempts: 3\n    retry: {initial_delay_seconds: 1, max_delay_seconds: 1, multiplier: 1}\n",
+    )
+    .await;
+    let step_id = store.run(run_id).await.unwrap().steps[0].id;
+
+    let start_late = async {
+        wait_until("attempt 1 is retrying", || async {
+            attempt_outcome(&store, step_id, 1).await.as_deref() == Some("retrying")
+        })
+        .await;
+        standby.listen()
+    };
+    let ((status, counters), server) = tokio::join!(stack.run_until_finished(run_id, LIMIT), start_late);
+
+    assert_eq!(status, "succeeded");
+    assert_eq!((counters.retried, counters.succeeded, counters.failed), (1, 1, 0), "{counters:?}");
+    let stats = store.run(run_id).await.unwrap().steps.remove(0);
+    assert_eq!((stats.status, stats.attempt), (StepStatus::Succeeded, 2));
+    let [first, second] = stats.attempts.as_slice() else { panic!("two attempts: {:?}", stats.attempts) };
+    assert_eq!(first.outcome, AttemptOutcome::Retrying);
+    assert_eq!(error_code(first.error.as_ref()), ("EXECUTOR_UNAVAILABLE", true));
+    let message = first.error.as_ref().unwrap()["message"].as_str().unwrap();
+    assert!(message.contains(&endpoint) && message.contains("\"text.stats\""), "{message}");
+    assert_eq!(second.outcome, AttemptOutcome::Succeeded);
+    assert_eq!(stats.output.as_ref().unwrap()["words"], 3);
+    assert!(server.log().contains(&format!("execute operation=text.stats step={step_id} attempt=2")));
+}

@@ -1,0 +1,186 @@
+//! The real Python executor (`executors/python`, package `rara_worker`) as a subprocess, from
+//! the venv `scripts/python-env.sh` creates: on a free port or a given one, killed (SIGKILL)
+//! and its scratch directory (log, artifacts) removed on drop.
+//!
+//! A [`Standby`] has paid Python's start (interpreter and imports) but binds its port only
+//! when told, so a test can bring a server up on a fixed port within milliseconds, e.g.
+//! before a retry that full jitter may schedule almost at once.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::repo_root;
+
+/// How long Python may take to print `listening on HOST:PORT`.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Imports what `python -m rara_worker` imports, then waits for a line on stdin before
+/// running the same `main` with the command-line arguments.
+const STANDBY_BOOT: &str =
+    "import sys\nfrom rara_worker.__main__ import main\nsys.stdin.readline()\nmain(sys.argv[1:])\n";
+
+/// The venv's python, created (or checked) once per test binary by `scripts/python-env.sh`.
+pub fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg("scripts/python-env.sh")
+            .current_dir(repo_root())
+            .output()
+            .expect("scripts/python-env.sh runs");
+        assert!(out.status.success(), "python-env.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(stdout.lines().last().expect("python-env.sh prints the python path").trim())
+    })
+}
+
+/// A port on 127.0.0.1 that nothing listens on (free when this returns).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running Python executor.
+#[derive(Debug)]
+pub struct PythonServer {
+    process: Process,
+    url: String,
+    port: u16,
+}
+
+/// A Python executor started but not listening yet; [`Standby::listen`] binds its port.
+#[derive(Debug)]
+pub struct Standby {
+    process: Process,
+    stdin: ChildStdin,
+}
+
+/// The child and its scratch directory; killed and removed on drop.
+#[derive(Debug)]
+struct Process {
+    child: Child,
+    scratch: PathBuf,
+    /// The first line of stdout (`listening on HOST:PORT`), once printed.
+    first_line: Receiver<String>,
+}
+
+impl PythonServer {
+    /// A server on a free port of 127.0.0.1.
+    pub fn start() -> PythonServer {
+        Self::start_on(0)
+    }
+
+    /// A server on `port` of 127.0.0.1 (0: a free one).
+    pub fn start_on(port: u16) -> PythonServer {
+        let mut command = Command::new(python());
+        command.args(["-m", "rara_worker"]).stdin(Stdio::null());
+        Process::spawn(command, port).listening()
+    }
+
+    /// A server that binds `port` of 127.0.0.1 when [`Standby::listen`] is called.
+    pub fn standby(port: u16) -> Standby {
+        let mut command = Command::new(python());
+        command.args(["-c", STANDBY_BOOT]).stdin(Stdio::piped());
+        let mut process = Process::spawn(command, port);
+        let stdin = process.child.stdin.take().unwrap();
+        Standby { process, stdin }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Where the server writes artifact files.
+    pub fn artifacts_dir(&self) -> PathBuf {
+        self.process.scratch.join("artifacts")
+    }
+
+    /// What the server logged so far (its stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.process.scratch.join("server.log")).unwrap_or_default()
+    }
+
+    /// Waits up to `within` for a log line containing `needle`; returns whether it came.
+    pub fn wait_for_log(&self, needle: &str, within: Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if self.log().contains(needle) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL: the process dies at once, mid-stream, without a goodbye.
+    pub fn kill(&mut self) {
+        self.process.kill();
+    }
+}
+
+impl Standby {
+    /// Binds the port and waits for `listening on`.
+    pub fn listen(mut self) -> PythonServer {
+        self.stdin.write_all(b"listen\n").and_then(|()| self.stdin.flush()).expect("tell the standby to listen");
+        self.process.listening()
+    }
+}
+
+impl Process {
+    fn spawn(mut command: Command, port: u16) -> Process {
+        let scratch = std::env::temp_dir().join(format!("rara-python-{}", Uuid::new_v4()));
+        std::fs::create_dir_all(&scratch).unwrap();
+        let log = std::fs::File::create(scratch.join("server.log")).unwrap();
+        let mut child = command
+            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--artifacts-dir"])
+            .arg(scratch.join("artifacts"))
+            .current_dir(repo_root())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("the Python executor starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, first_line) = channel();
+        // Reads the first line, then drains stdout so the server never writes to a closed pipe.
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = tx.send(lines.next().and_then(Result::ok).unwrap_or_default());
+            lines.for_each(drop);
+        });
+        Process { child, scratch, first_line }
+    }
+
+    fn listening(self) -> PythonServer {
+        let line = self.first_line.recv_timeout(START_TIMEOUT).unwrap_or_default();
+        let Some(address) = line.trim().strip_prefix("listening on ") else {
+            let log = std::fs::read_to_string(self.scratch.join("server.log")).unwrap_or_default();
+            panic!("the Python executor did not start (first line {line:?}); its log:\n{log}");
+        };
+        let port = address.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).expect("listening on HOST:PORT");
+        PythonServer { url: format!("http://{address}"), port, process: self }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
