@@ -19,6 +19,12 @@ demo: ## Run rara end to end on the local default stack
 test: ## Run the whole test suite (Rust and Python) against real Postgres, SQS (LocalStack) and gRPC
 	@TEST_DATABASE_URL=$(TEST_DATABASE_URL) scripts/test.sh
 
+.PHONY: test-faults
+test-faults: ## Fault suite (SIGKILL/SIGSTOP runners, duplicate/stale/poison messages, killed connections, long transaction)
+	@rm -f "$${CARGO_TARGET_DIR:-target}/fault-summary.txt"
+	@eval "$$(scripts/localstack.sh env)" && DATABASE_URL=$(TEST_DATABASE_URL) cargo test -p rara --test faults -- --nocapture --test-threads 4
+	@cat "$${CARGO_TARGET_DIR:-target}/fault-summary.txt"
+
 .PHONY: lint
 lint: ## cargo fmt --check and clippy -D warnings
 	cargo fmt --all --check

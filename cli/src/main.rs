@@ -8,12 +8,15 @@
 //! - `queues.rs`: `rara queue create`, `rara dlq list|redrive`, `rara capabilities`.
 //! - `runners.rs`: `rara scheduler`, `rara executor` and `rara dev`: the Lambdas' handler
 //!   code run locally.
+//! - `bench.rs`: `rara bench`, noop steps end to end on a scratch database (the handler
+//!   code in-process, an in-memory queue with SQS semantics or SQS itself).
 //! - `table.rs`: the human tables (`--json` prints the same data as JSON).
 //!
 //! Exit codes: 0 success, 1 failure, 2 bad usage, 3 not found, 4 invalid workflow
 //! definition, 5 the watched run ended other than `succeeded`, 6 `watch --timeout-seconds`
 //! ran out with the run still running.
 
+mod bench;
 mod commands;
 mod queues;
 mod runners;
@@ -121,6 +124,35 @@ enum Command {
         #[arg(long, default_value = "rara-dev")]
         queue_name: String,
     },
+    /// Benchmark noop steps end to end on a scratch database of DATABASE_URL's server
+    /// (created, migrated and dropped): throughput, commits per step, due-to-claimed
+    /// latency, CPU per 1000 steps, peak RSS and an AWS cost estimate.
+    Bench {
+        /// How many noop steps to run.
+        #[arg(long, default_value_t = 20_000)]
+        steps: usize,
+        /// Messages per executor batch (1-10), like the event source's batch size.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10))]
+        batch: u32,
+        /// Concurrent executor loops (Lambda containers), each with its own 2-connection pool.
+        #[arg(long, default_value_t = 2)]
+        executors: u32,
+        /// Chains of 5 steps fanning in to one step, instead of independent steps.
+        #[arg(long)]
+        dag: bool,
+        /// Deliver through SQS (AWS_ENDPOINT_URL, e.g. LocalStack) instead of the in-memory queue.
+        #[arg(long)]
+        sqs: bool,
+        /// The scheduler's pause after a pass that found nothing due, in milliseconds.
+        #[arg(long, default_value_t = 50)]
+        poll_ms: u64,
+        /// Give up after this long.
+        #[arg(long, default_value_t = 600)]
+        timeout_seconds: u64,
+        /// Soak: keep the queue topped up for this many minutes and print the steps of each minute.
+        #[arg(long)]
+        soak_minutes: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -212,6 +244,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             return runners::executor(idle, batch_size, json).await;
         }
         Command::Dev { queue_name } => return runners::dev(&queue_name).await,
+        Command::Bench { steps, batch, executors, dag, sqs, poll_ms, timeout_seconds, soak_minutes } => {
+            init_cli_logging();
+            let options = bench::Options {
+                steps,
+                batch,
+                executors: executors.max(1),
+                dag,
+                sqs,
+                poll: std::time::Duration::from_millis(poll_ms),
+                timeout: std::time::Duration::from_secs(timeout_seconds),
+                soak: soak_minutes.map(|m| std::time::Duration::from_secs(m * 60)),
+            };
+            return bench::bench(options, json).await;
+        }
         _ => init_cli_logging(),
     }
     let config = rara_domain::config::Config::from_lookup("cli", env)?;
@@ -238,6 +284,6 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Dlq { command: DlqCommand::Redrive { limit } } => queues::dlq_redrive(limit, json).await,
         Command::Capabilities { endpoint } => queues::capabilities(&endpoint, json).await,
         Command::Queue { command: QueueCommand::Create { name } } => queues::create(&config, &name, json).await,
-        Command::Scheduler { .. } | Command::Executor { .. } | Command::Dev { .. } => Ok(()),
+        Command::Scheduler { .. } | Command::Executor { .. } | Command::Dev { .. } | Command::Bench { .. } => Ok(()),
     }
 }

@@ -90,8 +90,8 @@ impl Config {
         let vars = Vars(&lookup);
         let config = Config {
             database_url: lookup("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
-            worker_id: lookup("RARA_WORKER_ID")
-                .filter(|s| !s.trim().is_empty())
+            worker_id: vars
+                .optional("RARA_WORKER_ID")
                 .unwrap_or_else(|| format!("{role}-{}", uuid::Uuid::new_v4().simple())),
             lease_duration: vars.seconds("RARA_LEASE_SECONDS", DEFAULT_LEASE_SECONDS)?,
             heartbeat_interval: vars.seconds("RARA_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS)?,
@@ -105,7 +105,8 @@ impl Config {
                     .fractional_seconds("RARA_RETRY_INITIAL_DELAY_SECONDS", DEFAULT_RETRY_INITIAL_DELAY_SECONDS)?,
                 max_delay: vars.fractional_seconds("RARA_RETRY_MAX_DELAY_SECONDS", DEFAULT_RETRY_MAX_DELAY_SECONDS)?,
                 multiplier: vars.number("RARA_RETRY_MULTIPLIER", DEFAULT_RETRY_MULTIPLIER)?,
-                non_retryable_codes: lookup("RARA_NON_RETRYABLE_CODES")
+                non_retryable_codes: vars
+                    .optional("RARA_NON_RETRYABLE_CODES")
                     .map(|s| s.split(',').map(|c| c.trim().to_owned()).filter(|c| !c.is_empty()).collect())
                     .unwrap_or_default(),
             },
@@ -175,12 +176,18 @@ impl Config {
 }
 
 /// Typed reads of optional variables, each with a named default; errors name the variable.
+/// A variable set to an empty (or blank) value counts as unset.
 #[derive(Debug)]
 pub struct Vars<'a, F: Fn(&str) -> Option<String>>(pub &'a F);
 
 impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
+    /// The trimmed value, or `None` when unset or empty.
+    pub fn optional(&self, var: &str) -> Option<String> {
+        (self.0)(var).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+    }
+
     pub fn parse<T: std::str::FromStr>(&self, var: &'static str, default: T, what: &str) -> Result<T, Error> {
-        match (self.0)(var).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()) {
+        match self.optional(var) {
             None => Ok(default),
             Some(raw) => {
                 raw.parse().map_err(|_| Error::Invalid { var, value: raw, reason: format!("expected {what}") })
@@ -190,7 +197,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<'_, F> {
 
     /// A variable that must be set; `what` describes the expected value.
     pub fn required(&self, var: &'static str, what: &str) -> Result<String, Error> {
-        (self.0)(var).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).ok_or_else(|| Error::Invalid {
+        self.optional(var).ok_or_else(|| Error::Invalid {
             var,
             value: String::new(),
             reason: format!("must be set to {what}"),
@@ -268,6 +275,21 @@ mod tests {
     fn unparsable_values_name_the_variable() {
         let err = config(&[("RARA_LEASE_SECONDS", "soon")]).unwrap_err().to_string();
         assert!(err.starts_with("RARA_LEASE_SECONDS=\"soon\" is not valid"), "{err}");
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let c = config(&[
+            ("RARA_WORKER_ID", " "),
+            ("RARA_LEASE_SECONDS", ""),
+            ("RARA_RETRY_MULTIPLIER", ""),
+            ("RARA_NON_RETRYABLE_CODES", ""),
+        ])
+        .unwrap();
+        assert!(c.worker_id.starts_with("test-"), "{}", c.worker_id);
+        assert_eq!(c.lease_duration, Duration::from_secs(DEFAULT_LEASE_SECONDS));
+        assert_eq!(c.default_retry.multiplier, DEFAULT_RETRY_MULTIPLIER);
+        assert!(c.default_retry.non_retryable_codes.is_empty());
     }
 
     #[test]

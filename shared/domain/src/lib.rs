@@ -8,12 +8,15 @@
 //! - [`config`]: the typed configuration read once at start, with the SQS/lease alignment checks.
 //! - [`executor`]: the [`executor::Executor`] trait and the context an execution receives.
 //! - [`registry`]: explicit name → executor registrations, and routing of an operation.
+//! - [`secret_material`]: secret references (`{"$secret": "name"}`) and the detection of
+//!   secrets embedded in a step's input.
 //! - [`workflow`]: the workflow definition format (JSON or YAML) and its validation.
 
 pub mod config;
 pub mod executor;
 pub mod registry;
 pub mod retry;
+pub mod secret_material;
 pub mod state;
 pub mod step_error;
 pub mod workflow;

@@ -22,6 +22,10 @@ pub mod codes {
     pub const PROTOCOL_VIOLATION: &str = "PROTOCOL_VIOLATION";
     /// A remote executor could not be reached or vanished mid-stream.
     pub const EXECUTOR_UNAVAILABLE: &str = "EXECUTOR_UNAVAILABLE";
+    /// A secret the input references does not exist (the error names it, never a value).
+    pub const SECRET_NOT_FOUND: &str = "SECRET_NOT_FOUND";
+    /// The secret store could not answer; another attempt may.
+    pub const SECRET_UNAVAILABLE: &str = "SECRET_UNAVAILABLE";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".

@@ -16,7 +16,9 @@
 //!     depends_on: [fetch]
 //! ```
 //! Validation reports every problem with the path of the field at fault
-//! (`steps[1].depends_on[0]: unknown step "fetc"`).
+//! (`steps[1].depends_on[0]: unknown step "fetc"`). Secrets in an input are referenced,
+//! not embedded (`headers: { authorization: { $secret: api } }`): an input holding what
+//! looks like secret material is refused (see [`crate::secret_material`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -25,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::retry::RetryPolicy;
+use crate::secret_material;
 
 /// The most steps one workflow may have.
 pub const MAX_STEPS: usize = 10_000;
@@ -186,6 +189,14 @@ impl WorkflowDefinition {
             }
             if !step.input.is_object() {
                 problem(at("input"), "must be an object".into());
+            }
+            for finding in secret_material::scan(&step.input) {
+                let path = match finding.path.as_str() {
+                    "" => at("input"),
+                    p if p.starts_with('[') => at(&format!("input{p}")),
+                    p => at(&format!("input.{p}")),
+                };
+                problem(path, finding.kind.to_string());
             }
             let input_bytes = step.input.to_string().len();
             if input_bytes > config.max_input_bytes {
@@ -410,6 +421,43 @@ mod tests {
         .unwrap();
         let err = def.plan(&c).unwrap_err().to_string();
         assert!(err.contains("steps[0].input") && err.contains("RARA_MAX_INPUT_BYTES"), "{err}");
+    }
+
+    #[test]
+    fn embedded_secrets_are_refused_at_their_field_without_echoing_them() {
+        let p = problems(concat!(
+            "name: r\nsteps:\n  - {name: a, operation: noop}\n",
+            "  - {name: b, operation: http.request, input: {url: 'https://x', headers: {authorization: 'Bearer zz9-top'}}}\n",
+            "  - {name: c, operation: noop, input: {keys: ['AKIAIOSFODNN7EXAMPLE'], db: {password: hunter2}}}\n",
+        ));
+        assert!(
+            p.contains(
+                &r#"steps[1].input.headers.authorization: looks like a secret (a bearer token); reference it instead: {"$secret": "name"}"#
+                    .to_owned()
+            ),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|l| l.starts_with("steps[2].input.keys[0]: looks like a secret (an AWS access key id)")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|l| l.starts_with("steps[2].input.db.password: looks like a secret (a password)")),
+            "{p:?}"
+        );
+        let all = p.join("\n");
+        for value in ["zz9-top", "AKIAIOSFODNN7EXAMPLE", "hunter2"] {
+            assert!(!all.contains(value), "{all}");
+        }
+    }
+
+    #[test]
+    fn secret_references_plan_and_are_kept_as_references() {
+        let yaml = "name: r\nsteps:\n  - {name: a, operation: http.request, input: {url: 'https://x', headers: {authorization: {$secret: api}}}}\n";
+        let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
+        assert_eq!(plan.steps[0].input["headers"]["authorization"], serde_json::json!({"$secret": "api"}));
+        let p = problems("name: r\nsteps:\n  - {name: a, operation: noop, input: {k: {$secret: api, extra: 1}}}\n");
+        assert!(p.iter().any(|l| l.starts_with("steps[0].input.k: malformed secret reference")), "{p:?}");
     }
 
     proptest! {

@@ -27,6 +27,7 @@ use tracing::Instrument;
 
 use crate::execution::{self, Environment, Execution};
 use crate::metrics::Counters;
+use crate::secrets::{EnvSecretResolver, SecretResolver};
 use crate::settings::Settings;
 
 /// One delivered message.
@@ -81,10 +82,18 @@ impl BatchExecutor {
                 lease: core.lease_duration,
                 heartbeat_interval: core.heartbeat_interval,
                 progress_interval: settings.progress_interval,
+                secrets: Arc::new(EnvSecretResolver::from_env()),
             },
             worker: core.worker_id.as_str().into(),
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),
         }
+    }
+
+    /// Where the input's `{"$secret": "name"}` references are resolved (by default
+    /// [`EnvSecretResolver::from_env`]).
+    pub fn with_secrets(mut self, secrets: Arc<dyn SecretResolver>) -> Self {
+        self.env.secrets = secrets;
+        self
     }
 
     pub fn worker(&self) -> &str {

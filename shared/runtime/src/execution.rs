@@ -1,6 +1,10 @@
 //! One claimed step: find its executor, give it a deadline, a cancellation signal and a
 //! fenced reporter, heartbeat its lease and its message's visibility together, and turn
 //! whatever happens (output, error, timeout, panic, lost lease) into an [`Execution`].
+//!
+//! Secret references in the input are resolved here, just before the executor is called;
+//! the resolved input is never logged or stored, and the output, the error, progress and
+//! artifacts are redacted of the resolved values (see [`crate::secrets`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::reporter::StoreReporter;
+use crate::secrets::{self, RedactingReporter, SecretResolver};
 
 /// How an execution ended, before its outcome is recorded.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +40,8 @@ pub struct Environment {
     pub lease: Duration,
     pub heartbeat_interval: Duration,
     pub progress_interval: Duration,
+    /// Resolves the input's `{"$secret": "name"}` references at execution.
+    pub secrets: Arc<dyn SecretResolver>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -49,10 +56,32 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         Ok(executor) => executor,
         Err(error) => return Execution::Failed(error),
     };
-    let lost = CancellationToken::new();
-    let reporter =
-        Arc::new(StoreReporter::new(env.store.clone(), step.holder.clone(), env.progress_interval, lost.clone()));
     let step_deadline = deadline.min(Instant::now() + step.timeout);
+    let resolved =
+        match tokio::time::timeout_at(step_deadline, secrets::resolve(&step.input, env.secrets.as_ref())).await {
+            Ok(Ok(resolved)) => resolved,
+            Ok(Err(error)) => return Execution::Failed(error),
+            Err(_) => {
+                return Execution::Failed(StepError::retryable(
+                    codes::SECRET_UNAVAILABLE,
+                    "the step's secrets could not be resolved before its deadline",
+                ));
+            }
+        };
+    let secrets::Resolved { input, redactor } = resolved;
+    if !redactor.is_empty() {
+        tracing::info!("secret references resolved");
+    }
+    let lost = CancellationToken::new();
+    let reporter = Arc::new(RedactingReporter {
+        redactor: redactor.clone(),
+        inner: Arc::new(StoreReporter::new(
+            env.store.clone(),
+            step.holder.clone(),
+            env.progress_interval,
+            lost.clone(),
+        )),
+    });
     let ctx = ExecutionContext {
         run_id: step.run_id,
         step_id: step.holder.step_id,
@@ -74,17 +103,16 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         env.heartbeat_interval,
         lost.clone(),
     ));
-    let input = step.input.clone();
     let mut task = tokio::spawn(async move { executor.execute(ctx, input).await });
 
     let execution = tokio::select! {
         joined = &mut task => match joined {
-            Ok(Ok(output)) => Execution::Succeeded(output),
+            Ok(Ok(output)) => Execution::Succeeded(redactor.json(output)),
             Ok(Err(error)) if lost.is_cancelled() => {
-                tracing::info!(code = %error.code, "execution stopped after its lease was lost");
+                tracing::info!(code = %redactor.text(&error.code), "execution stopped after its lease was lost");
                 Execution::LeaseLost
             }
-            Ok(Err(error)) => Execution::Failed(error),
+            Ok(Err(error)) => Execution::Failed(redactor.error(error)),
             Err(join) => Execution::Failed(StepError::retryable(
                 codes::EXECUTOR_PANICKED,
                 if join.is_panic() { "the executor panicked" } else { "the executor task was aborted" },

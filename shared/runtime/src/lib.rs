@@ -9,19 +9,25 @@
 //! - [`batch`]: the executor's batch: parse, claim in one statement, run concurrently,
 //!   record outcomes in micro-batches, decide each message's fate.
 //! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics.
+//! - [`secrets`]: `{"$secret": "name"}` references resolved just before a step runs
+//!   (environment, files or Secrets Manager), and the redaction of what the step returns.
 //! - [`reporter`]: progress and artifacts written to Postgres, fenced and throttled.
 //! - [`metrics`]: counters printed as CloudWatch embedded-metric log lines.
 //! - [`runner`]: the local SQS poller that drives the executor batch as Lambda's event
 //!   source does.
+//! - [`database`]: where the Postgres credentials come from: `DATABASE_URL`, or the
+//!   Secrets Manager secret of `RARA_DATABASE_SECRET_ARN` (fetched once at init).
 //! - [`wiring`]: what a function builds once at start (settings, pool, SQS client,
 //!   registry), shared by the Lambdas' `main.rs` and the local runners.
 
 pub mod batch;
+pub mod database;
 pub mod execution;
 pub mod metrics;
 pub mod reporter;
 pub mod runner;
 pub mod scheduler;
+pub mod secrets;
 pub mod settings;
 pub mod wiring;
 

@@ -12,6 +12,9 @@ use tokio_util::sync::CancellationToken;
 use crate::batch::{BatchExecutor, Record};
 use crate::metrics::Counters;
 
+/// The pause after a failed receive before the next one.
+const RECEIVE_RETRY_PAUSE: Duration = Duration::from_secs(1);
+
 /// How the runner polls.
 #[derive(Debug, Clone)]
 pub struct RunnerOptions {
@@ -39,7 +42,14 @@ pub async fn run_executor(
     while !stop.is_cancelled() {
         // A receive is never abandoned midway: messages it got would stay invisible for
         // the visibility timeout. It ends within `wait`, and what it got is processed.
-        let received = queue.receive(options.batch_size, options.wait).await?;
+        let received = match queue.receive(options.batch_size, options.wait).await {
+            Ok(received) => received,
+            Err(e) => {
+                tracing::warn!(error = %e, "receive failed; trying again shortly");
+                tokio::time::sleep(RECEIVE_RETRY_PAUSE).await;
+                continue;
+            }
+        };
         if received.is_empty() {
             if options.until_idle.is_some_and(|idle| idle_since.elapsed() >= idle) {
                 break;

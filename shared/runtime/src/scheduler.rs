@@ -21,6 +21,16 @@ pub enum Error {
     Queue(#[from] rara_queue::Error),
 }
 
+impl Error {
+    /// Whether trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_retryable(),
+            Error::Queue(_) => true,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Scheduler {
     store: Store,
@@ -63,12 +73,18 @@ impl Scheduler {
     }
 
     /// Passes until `budget` is spent (polling every `scheduler_poll` while nothing is
-    /// due) or `stop` fires. `budget = None` runs until `stop`.
+    /// due) or `stop` fires. `budget = None` runs until `stop`. A pass that fails for a
+    /// passing reason (a dropped connection, a restarting database) is logged and tried
+    /// again at the next poll; any other error ends the run.
     pub async fn run(&self, budget: Option<Duration>, stop: CancellationToken) -> Result<Counters, Error> {
         let end = budget.map(|b| Instant::now() + b);
         let mut total = Counters::default();
         loop {
-            total += self.pass().await?;
+            match self.pass().await {
+                Ok(counters) => total += counters,
+                Err(e) if e.is_retryable() => tracing::warn!(error = %e, "scheduler pass failed; trying again"),
+                Err(e) => return Err(e),
+            }
             let pause = self.settings.scheduler_poll;
             if end.is_some_and(|end| Instant::now() + pause >= end) {
                 return Ok(total);

@@ -34,6 +34,18 @@ pub struct Settings {
     pub progress_interval: Duration,
     /// `RARA_REMOTE_EXECUTORS`: comma-separated gRPC endpoints of remote executors.
     pub remote_executors: Option<String>,
+    /// `RARA_SECRETS_BACKEND`: where `{"$secret": name}` references are resolved: `env`
+    /// (`RARA_SECRET_<NAME>` or `RARA_SECRETS_DIR/<name>`) or `secretsmanager`.
+    pub secrets_backend: SecretsBackend,
+    /// `RARA_SECRETS_PREFIX`: prepended to a name to form the Secrets Manager secret id.
+    pub secrets_prefix: String,
+}
+
+/// Where secret references are resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretsBackend {
+    Env,
+    SecretsManager,
 }
 
 impl Settings {
@@ -42,7 +54,7 @@ impl Settings {
         let vars = Vars(&lookup);
         let settings = Settings {
             queue_url: vars.required("RARA_QUEUE_URL", "the URL of the step queue")?,
-            dlq_url: lookup("RARA_DLQ_URL").filter(|s| !s.trim().is_empty()),
+            dlq_url: vars.optional("RARA_DLQ_URL"),
             lease_batch: vars.count("RARA_LEASE_BATCH_SIZE", DEFAULT_LEASE_BATCH)?,
             reap_batch: vars.count("RARA_REAP_BATCH_SIZE", DEFAULT_REAP_BATCH)?,
             scheduler_budget: Duration::from_secs(vars.parse(
@@ -53,7 +65,19 @@ impl Settings {
             scheduler_poll: vars.millis("RARA_SCHEDULER_POLL_MS", DEFAULT_SCHEDULER_POLL_MS)?,
             deadline_margin: vars.millis("RARA_DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS)?,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
-            remote_executors: lookup("RARA_REMOTE_EXECUTORS").filter(|s| !s.trim().is_empty()),
+            remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),
+            secrets_backend: match vars.optional("RARA_SECRETS_BACKEND").as_deref() {
+                None | Some("env") => SecretsBackend::Env,
+                Some("secretsmanager") => SecretsBackend::SecretsManager,
+                Some(other) => {
+                    return Err(Error::Invalid {
+                        var: "RARA_SECRETS_BACKEND",
+                        value: other.to_owned(),
+                        reason: "expected `env` or `secretsmanager`".into(),
+                    });
+                }
+            },
+            secrets_prefix: vars.optional("RARA_SECRETS_PREFIX").unwrap_or_default(),
             core,
         };
         if settings.lease_batch == 0 {
@@ -90,6 +114,23 @@ mod tests {
     #[test]
     fn queue_url_is_required_and_named() {
         let err = Settings::from_lookup("t", |_| None).unwrap_err().to_string();
+        assert!(err.contains("RARA_QUEUE_URL"), "{err}");
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let settings = Settings::from_lookup("t", |k| match k {
+            "RARA_QUEUE_URL" => Some("http://q".into()),
+            "RARA_DLQ_URL" | "RARA_REMOTE_EXECUTORS" | "RARA_LEASE_BATCH_SIZE" | "RARA_SCHEDULER_POLL_MS" => {
+                Some(" ".into())
+            }
+            _ => Some(String::new()),
+        })
+        .unwrap();
+        assert_eq!((settings.dlq_url, settings.remote_executors), (None, None));
+        assert_eq!(settings.lease_batch, DEFAULT_LEASE_BATCH);
+        assert_eq!(settings.scheduler_poll, Duration::from_millis(DEFAULT_SCHEDULER_POLL_MS));
+        let err = Settings::from_lookup("t", |_| Some(String::new())).unwrap_err().to_string();
         assert!(err.contains("RARA_QUEUE_URL"), "{err}");
     }
 

@@ -1,5 +1,7 @@
 //! What a function builds once, at start (the Lambda init phase): settings, the Postgres
-//! pool, the SQS client and the executor registry. Nothing here runs per invocation.
+//! pool (credentials from `DATABASE_URL` or, deployed, the Secrets Manager secret of
+//! `RARA_DATABASE_SECRET_ARN`, fetched here once), the SQS client and the executor
+//! registry. Nothing here runs per invocation.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -11,8 +13,10 @@ use rara_remote::RemoteExecutors;
 use rara_store::Store;
 
 use crate::batch::BatchExecutor;
+use crate::database::DatabaseSource;
 use crate::scheduler::Scheduler;
-use crate::settings::Settings;
+use crate::secrets::SecretsManagerResolver;
+use crate::settings::{SecretsBackend, Settings};
 
 /// The message attribute carrying the W3C trace context.
 pub const TRACEPARENT: &str = rara_queue::sqs::TRACEPARENT;
@@ -23,6 +27,8 @@ pub const POOL_CONNECTIONS: u32 = 2;
 pub enum Error {
     #[error(transparent)]
     Config(#[from] rara_domain::config::Error),
+    #[error(transparent)]
+    Database(#[from] crate::database::Error),
     #[error("cannot connect to Postgres: {0}")]
     Store(#[from] rara_store::Error),
     #[error("cannot register the built-in executors: {0}")]
@@ -34,7 +40,11 @@ pub enum Error {
 /// JSON logs on stderr, filtered by `RARA_LOG` (default `info`). Step inputs and outputs
 /// are never logged; a step's lines carry run id, step id, attempt, fence and operation.
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RARA_LOG").unwrap_or_else(|_| "info".into());
+    let filter = std::env::var("RARA_LOG")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .and_then(|s| tracing_subscriber::EnvFilter::try_new(s).ok())
+        .unwrap_or_else(|| "info".into());
     let _ = tracing_subscriber::fmt()
         .json()
         .with_current_span(true)
@@ -61,12 +71,24 @@ pub struct Wiring {
 impl Wiring {
     /// Reads the environment once and connects. `role` names the worker (`scheduler`, `executor`).
     pub async fn from_env(role: &str) -> Result<Self, Error> {
-        let settings = Settings::from_lookup(role, |k| std::env::var(k).ok())?;
-        Self::connect(settings).await
+        let env = |k: &str| std::env::var(k).ok();
+        let settings = Settings::from_lookup(role, env)?;
+        let database = DatabaseSource::from_lookup(&settings.core, env)?;
+        Self::connect_to(settings, &database).await
     }
 
+    /// Connects with `settings` to the database the environment names: the secret of
+    /// `RARA_DATABASE_SECRET_ARN` when set, else `settings`' `DATABASE_URL`.
     pub async fn connect(settings: Settings) -> Result<Self, Error> {
-        let store = Store::connect(&settings.core.database_url, POOL_CONNECTIONS).await?;
+        let database = DatabaseSource::from_lookup(&settings.core, |k| std::env::var(k).ok())?;
+        Self::connect_to(settings, &database).await
+    }
+
+    /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
+    /// client built from the SDK environment.
+    pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
+        let options = database.connect_options_from_env().await?;
+        let store = Store::connect_with(options.into_inner(), POOL_CONNECTIONS).await?;
         let client = SqsQueue::client_from_env().await;
         let queue = Arc::new(SqsQueue::new(client, settings.queue_url.clone(), settings.dlq_url.clone()));
         tracing::info!(worker = %settings.core.worker_id, "wired");
@@ -77,10 +99,20 @@ impl Wiring {
         Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
     }
 
-    /// The executor's batch processor with the standard registry.
+    /// The executor's batch processor with the standard registry and the secret resolver
+    /// of `RARA_SECRETS_BACKEND`.
     pub async fn batch_executor(&self) -> Result<BatchExecutor, Error> {
         let registry = standard_registry(&self.settings).await?;
-        Ok(BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings))
+        let executor = BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings);
+        Ok(match self.settings.secrets_backend {
+            SecretsBackend::Env => executor,
+            SecretsBackend::SecretsManager => {
+                let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                let client = aws_sdk_secretsmanager::Client::new(&config);
+                executor
+                    .with_secrets(Arc::new(SecretsManagerResolver::new(client, self.settings.secrets_prefix.clone())))
+            }
+        })
     }
 }
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use common::*;
 use rara_queue::{Outgoing, Queue, StepMessage};
-use rara_store::Store;
 use rara_store::claim::{ClaimOutcome, ClaimRequest};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -19,9 +18,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_dag_of_steps_reaches_succeeded(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let stack = Stack::new(store.clone(), &queues, settings(&queues, &[])).await;
+    let (store, _queues, stack) = Stack::fresh(pool, &[]).await;
     let run_id = submit(
         &store,
         &stack.settings,
@@ -45,9 +42,7 @@ async fn a_dag_of_steps_reaches_succeeded(pool: PgPool) {
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn retryable_failures_succeed_on_attempt_3_after_the_configured_delays(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let stack = Stack::new(store.clone(), &queues, settings(&queues, &[])).await;
+    let (store, _queues, stack) = Stack::fresh(pool, &[]).await;
     let run_id = submit(
         &store,
         &stack.settings,
@@ -79,9 +74,7 @@ async fn retryable_failures_succeed_on_attempt_3_after_the_configured_delays(poo
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_permanent_failure_fails_the_run_and_stops_its_dependents(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let stack = Stack::new(store.clone(), &queues, settings(&queues, &[])).await;
+    let (store, _queues, stack) = Stack::fresh(pool, &[]).await;
     let run_id = submit(
         &store,
         &stack.settings,
@@ -103,9 +96,7 @@ async fn a_permanent_failure_fails_the_run_and_stops_its_dependents(pool: PgPool
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn redelivered_and_stale_messages_run_nothing(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let stack = Stack::new(store.clone(), &queues, settings(&queues, &[])).await;
+    let (store, queues, stack) = Stack::fresh(pool, &[]).await;
     let run_id = submit(
         &store,
         &stack.settings,
@@ -148,9 +139,7 @@ async fn redelivered_and_stale_messages_run_nothing(pool: PgPool) {
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn poison_messages_end_in_the_dlq_with_their_reason_and_spare_their_batch(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let stack = Stack::new(store.clone(), &queues, settings(&queues, &[])).await;
+    let (store, queues, stack) = Stack::fresh(pool, &[]).await;
     let run_id = submit(&store, &stack.settings, "name: mixed\nsteps:\n  - {name: a, operation: noop}\n").await;
     // The step's message and the poison go out in one batch.
     assert_eq!(stack.scheduler().pass().await.unwrap().sent, 1);
@@ -169,9 +158,7 @@ async fn poison_messages_end_in_the_dlq_with_their_reason_and_spare_their_batch(
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_claimed_step_whose_executor_died_is_recovered_by_the_reaper(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let stack = Stack::new(store.clone(), &queues, settings(&queues, &[])).await;
+    let (store, queues, stack) = Stack::fresh(pool, &[]).await;
     let run_id =
         submit(&store, &stack.settings, "name: crash\nsteps:\n  - {name: a, operation: noop, max_attempts: 2}\n").await;
     assert_eq!(stack.scheduler().pass().await.unwrap().sent, 1);
@@ -200,9 +187,7 @@ async fn a_claimed_step_whose_executor_died_is_recovered_by_the_reaper(pool: PgP
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn entries_that_fail_to_send_have_their_lease_released(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let stack = Stack::new(store.clone(), &queues, settings(&queues, &[])).await;
+    let (store, queues, stack) = Stack::fresh(pool, &[]).await;
     let run_id = submit(&store, &stack.settings, "name: unsent\nsteps:\n  - {name: a, operation: noop}\n").await;
     // A scheduler whose queue does not exist: every send fails.
     let broken = std::sync::Arc::new(rara_queue::sqs::SqsQueue::new(

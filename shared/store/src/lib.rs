@@ -25,7 +25,7 @@ pub mod submit;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub use error::Error;
 
@@ -59,6 +59,17 @@ impl Store {
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .connect(database_url)
+            .await?;
+        Ok(Self { pool })
+    }
+
+    /// Like [`connect`](Self::connect), with options built in code (e.g. from a secret), so
+    /// no URL holding the password is ever formed.
+    pub async fn connect_with(options: PgConnectOptions, max_connections: u32) -> Result<Self, Error> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
             .await?;
         Ok(Self { pool })
     }

@@ -4,10 +4,11 @@
 //!
 //! # Layout
 //!
-//! - this file: LocalStack [`Queues`], [`settings`], [`submit`];
+//! - this file: LocalStack [`Queues`] and [`secrets_client`], [`settings`], [`submit`];
 //! - [`python`]: the real Python executor as a subprocess ([`PythonServer`]).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
+pub mod history;
 pub mod python;
 
 pub use python::PythonServer;
@@ -43,15 +44,24 @@ fn ensure_localstack() {
     });
 }
 
-pub async fn sqs_client() -> Client {
+/// An SDK configuration for LocalStack (started if nothing answers).
+pub async fn localstack_config() -> aws_config::SdkConfig {
     ensure_localstack();
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "rara-tests"))
         .load()
-        .await;
-    Client::new(&config)
+        .await
+}
+
+pub async fn sqs_client() -> Client {
+    Client::new(&localstack_config().await)
+}
+
+/// A Secrets Manager client on LocalStack.
+pub async fn secrets_client() -> aws_sdk_secretsmanager::Client {
+    aws_sdk_secretsmanager::Client::new(&localstack_config().await)
 }
 
 /// A fresh queue and DLQ (redrive after `max_receive` receives).
@@ -81,12 +91,28 @@ impl Queues {
 
     /// Drains the DLQ: (body, reason code) of every message on it.
     pub async fn dead_letters(&self) -> Vec<(String, Option<String>)> {
+        self.drain(&self.dlq_url)
+            .await
+            .into_iter()
+            .map(|m| {
+                let code = m
+                    .message_attributes
+                    .as_ref()
+                    .and_then(|a| a.get(rara_queue::sqs::DLQ_REASON_CODE))
+                    .and_then(|v| v.string_value.clone());
+                (m.body.unwrap_or_default(), code)
+            })
+            .collect()
+    }
+
+    /// Receives (and so hides) every message left on the queue at `url`, with all attributes.
+    pub async fn drain(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
         let mut out = Vec::new();
         loop {
             let received = self
                 .client
                 .receive_message()
-                .queue_url(&self.dlq_url)
+                .queue_url(url)
                 .max_number_of_messages(10)
                 .message_attribute_names("All")
                 .wait_time_seconds(1)
@@ -97,14 +123,7 @@ impl Queues {
             if messages.is_empty() {
                 return out;
             }
-            for m in messages {
-                let code = m
-                    .message_attributes
-                    .as_ref()
-                    .and_then(|a| a.get(rara_queue::sqs::DLQ_REASON_CODE))
-                    .and_then(|v| v.string_value.clone());
-                out.push((m.body.unwrap_or_default(), code));
-            }
+            out.extend(messages);
         }
     }
 }

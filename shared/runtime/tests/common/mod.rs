@@ -26,6 +26,14 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// A stack on a fresh test database and fresh queues, with test settings plus `extra`.
+    pub async fn fresh(pool: sqlx::PgPool, extra: &[(&str, &str)]) -> (Store, Queues, Stack) {
+        let store = Store::new(pool);
+        let queues = Queues::new(30, 10).await;
+        let stack = Stack::new(store.clone(), &queues, settings(&queues, extra)).await;
+        (store, queues, stack)
+    }
+
     pub async fn new(store: Store, queues: &Queues, settings: Settings) -> Stack {
         let settings = Arc::new(settings);
         let queue = queues.queue();

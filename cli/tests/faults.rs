@@ -1,0 +1,857 @@
+//! The fault suite: "nothing lost, nothing run twice", proven on real processes. Each
+//! scenario runs `rara scheduler` and `rara executor` as child processes against a scratch
+//! database and LocalStack's SQS, injects one kind of fault (SIGKILL, SIGSTOP past the lease,
+//! duplicate and stale messages, killed Postgres connections, poison messages, a long
+//! transaction), lets the run finish, stops the runners (they print their counters as JSON)
+//! and hands the history to `rara_testkit::history`, which must find no violation.
+//!
+//! Every scenario prints its seed (`RARA_FAULT_SEED=<seed>` replays the workflow shapes and
+//! the fault timings) and a summary line, also appended to `target/fault-summary.txt`.
+//! The Python executor killed mid-stream is covered by
+//! `shared/runtime/tests/remote_end_to_end.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::ScratchDb;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rara_queue::StepMessage;
+use rara_runtime::metrics::Counters;
+use rara_store::Store;
+use rara_testkit::history::{self, Ledger, Report};
+use rara_testkit::{Queues, endpoint};
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+use uuid::Uuid;
+
+const LEASE_SECONDS: u64 = 3;
+/// The longest any scenario waits for its runs to finish.
+const RUN_BOUND: Duration = Duration::from_secs(90);
+
+fn target_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").to_path_buf()
+}
+
+fn seed(scenario: &str) -> u64 {
+    let seed = std::env::var("RARA_FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+    println!("[{scenario}] seed {seed} (replay with RARA_FAULT_SEED={seed})");
+    seed
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().expect("run kill");
+    assert!(status.success(), "kill -{sig} {pid}");
+}
+
+/// A `rara scheduler` or `rara executor` child. Dropping it kills it (SIGKILL works on a
+/// stopped process too), so no test leaves a runner behind.
+struct Runner {
+    name: String,
+    child: Option<Child>,
+}
+
+impl Runner {
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    fn signal(&self, sig: &str) {
+        signal(self.pid(), sig);
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM: the runner finishes what it holds, prints its counters and exits. `None`
+    /// when it exited without counters (crashed earlier, or did not stop within 30 s).
+    fn stop(&mut self) -> Option<Counters> {
+        let mut child = self.child.take()?;
+        if matches!(child.try_wait(), Ok(None)) {
+            signal(child.id(), "TERM");
+        }
+        let end = Instant::now() + Duration::from_secs(30);
+        while matches!(child.try_wait(), Ok(None)) {
+            if Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                eprintln!("{} did not stop within 30 s", self.name);
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut out = String::new();
+        child.stdout.take().expect("piped").read_to_string(&mut out).expect("read stdout");
+        let counters = history::parse_counters(&out);
+        if counters.is_none() {
+            eprintln!("{} exited ({:?}) without counters", self.name, child.try_wait());
+        }
+        counters
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// `a` sleeps, then `b` (sleep) and `c` (fails its first attempt, retryable) run, then `d`.
+    Diamond,
+    /// One noop root and four noop dependents.
+    FanOut,
+    /// One step that sleeps 1.5 s.
+    Sleeper,
+}
+
+/// One scenario's stack: a scratch database, a fresh queue pair, the runners, the ledger of
+/// messages the test itself sent or removed, and what it injected.
+struct Stack {
+    scenario: &'static str,
+    db: ScratchDb,
+    pool: PgPool,
+    store: Store,
+    queues: Queues,
+    runners: Vec<Runner>,
+    ledger: Ledger,
+    rng: StdRng,
+    started: Instant,
+    workflows: u64,
+    /// Attempts a fault-free run makes (a `fail` step makes 1 + fail_attempts).
+    expected_attempts: u64,
+    faults: u64,
+    notes: Vec<String>,
+    scheduler: Option<usize>,
+    scheduler_restarts: u64,
+}
+
+impl Stack {
+    async fn new(scenario: &'static str) -> Stack {
+        let rng = StdRng::seed_from_u64(seed(scenario));
+        let queues = Queues::new(30, 10).await;
+        let db = ScratchDb::new();
+        let migrated = db.rara(&["migrate"]);
+        assert!(migrated.status.success(), "{}", common::stderr(&migrated));
+        let pool = PgPoolOptions::new().max_connections(4).connect(&db.url).await.unwrap();
+        Stack {
+            scenario,
+            store: Store::new(pool.clone()),
+            db,
+            pool,
+            queues,
+            runners: Vec::new(),
+            ledger: Ledger::default(),
+            rng,
+            started: Instant::now(),
+            workflows: 0,
+            expected_attempts: 0,
+            faults: 0,
+            notes: Vec::new(),
+            scheduler: None,
+            scheduler_restarts: 0,
+        }
+    }
+
+    fn env(&self, worker: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("DATABASE_URL", self.db.url.clone()),
+            ("AWS_ENDPOINT_URL", endpoint()),
+            ("AWS_ACCESS_KEY_ID", "test".into()),
+            ("AWS_SECRET_ACCESS_KEY", "test".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("RARA_QUEUE_URL", self.queues.url.clone()),
+            ("RARA_DLQ_URL", self.queues.dlq_url.clone()),
+            ("RARA_WORKER_ID", worker.into()),
+            ("RARA_LEASE_SECONDS", LEASE_SECONDS.to_string()),
+            ("RARA_HEARTBEAT_SECONDS", "1".into()),
+            ("RARA_VISIBILITY_TIMEOUT_SECONDS", "30".into()),
+            ("RARA_FUNCTION_TIMEOUT_SECONDS", "20".into()),
+            ("RARA_SCHEDULER_POLL_MS", "100".into()),
+            ("RARA_PROGRESS_INTERVAL_MS", "500".into()),
+            ("RARA_LOG", "warn".into()),
+        ]
+    }
+
+    /// Starts a runner; its log goes to `target/tmp/faults-<scenario>-<name>.log`.
+    fn spawn(&mut self, role: &str, name: &str) -> usize {
+        let args: &[&str] = match role {
+            "scheduler" => &["--json", "scheduler"],
+            // --until-idle only to poll with a 1 s wait (a stop is honoured within a second);
+            // the idle limit is never reached.
+            _ => &["--json", "executor", "--until-idle", "--idle-seconds", "3600", "--batch-size", "10"],
+        };
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("faults-{}-{name}.log", self.scenario));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rara"));
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        for (k, v) in self.env(name) {
+            command.env(k, v);
+        }
+        let child = command.spawn().expect("spawn rara");
+        self.runners.push(Runner { name: name.to_owned(), child: Some(child) });
+        self.runners.len() - 1
+    }
+
+    fn kill(&mut self, i: usize) {
+        self.runners[i].kill();
+        self.ledger.killed_executors += 1;
+        self.faults += 1;
+    }
+
+    fn spawn_scheduler(&mut self) {
+        let i = self.spawn("scheduler", "scheduler");
+        self.scheduler = Some(i);
+    }
+
+    /// Restarts the scheduler if it died, as its schedule would invoke the Lambda again.
+    fn supervise(&mut self) {
+        let Some(i) = self.scheduler else { return };
+        if self.runners[i].alive() {
+            return;
+        }
+        match self.runners[i].stop() {
+            Some(counters) => self.ledger.runners.push(counters),
+            None => self.ledger.lost_schedulers += 1,
+        }
+        self.scheduler_restarts += 1;
+        let name = format!("scheduler-{}", self.scheduler_restarts);
+        self.scheduler = Some(self.spawn("scheduler", &name));
+    }
+
+    /// Submits `n` workflows of `shape` with seeded sleeps.
+    async fn submit(&mut self, n: usize, shape: Shape) {
+        let settings = rara_testkit::settings(&self.queues, &[]);
+        for i in 0..n {
+            let yaml = match shape {
+                Shape::Diamond => {
+                    let a = self.rng.random_range(5..=20) as f64 / 10.0;
+                    let b = self.rng.random_range(5..=20) as f64 / 10.0;
+                    self.expected_attempts += 5;
+                    format!(
+                        "name: wf-{i}\nsteps:\n\
+                         - {{name: a, operation: sleep, input: {{seconds: {a}}}, max_attempts: 5}}\n\
+                         - {{name: b, operation: sleep, input: {{seconds: {b}}}, max_attempts: 5, depends_on: [a]}}\n\
+                         - {{name: c, operation: fail, input: {{fail_attempts: 1}}, max_attempts: 5, depends_on: [a]}}\n\
+                         - {{name: d, operation: noop, max_attempts: 5, depends_on: [b, c]}}\n"
+                    )
+                }
+                Shape::FanOut => {
+                    self.expected_attempts += 5;
+                    let leaves: String =
+                        (0..4).map(|j| format!("- {{name: l{j}, operation: noop, depends_on: [r]}}\n")).collect();
+                    format!("name: fan-{i}\nsteps:\n- {{name: r, operation: noop}}\n{leaves}")
+                }
+                Shape::Sleeper => {
+                    self.expected_attempts += 1;
+                    format!("name: sleeper-{i}\nsteps:\n- {{name: s, operation: sleep, input: {{seconds: 1.5}}}}\n")
+                }
+            };
+            rara_testkit::submit(&self.store, &settings, &yaml).await;
+            self.workflows += 1;
+        }
+    }
+
+    async fn scalar(&self, sql: &'static str) -> i64 {
+        sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
+    }
+
+    async fn unfinished_runs(&self) -> i64 {
+        self.scalar("SELECT count(*) FROM workflow_runs WHERE status = 'running'").await
+    }
+
+    /// Open attempts of `worker`: (step id, attempt).
+    async fn open_attempts(&self, worker: &str) -> Vec<(Uuid, i32)> {
+        sqlx::query_as("SELECT step_id, attempt FROM step_attempts WHERE leased_by = $1 AND outcome = 'running'")
+            .bind(worker)
+            .fetch_all(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    /// Waits (bounded) until `worker` holds a claimed, unrecorded step.
+    async fn until_claimed(&self, worker: &str) -> Vec<(Uuid, i32)> {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            let open = self.open_attempts(worker).await;
+            if !open.is_empty() {
+                return open;
+            }
+            assert!(Instant::now() < end, "{worker} claimed nothing within 20 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits (bounded) for every run to finish; fails early when no executor is left alive.
+    async fn until_finished(&mut self, bound: Duration) {
+        let end = Instant::now() + bound;
+        while self.unfinished_runs().await > 0 {
+            self.supervise();
+            if Instant::now() > end {
+                self.notes.push(format!("runs still unfinished after {} s", bound.as_secs()));
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn queue_depth(&self) -> u64 {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let names = [
+            A::ApproximateNumberOfMessages,
+            A::ApproximateNumberOfMessagesNotVisible,
+            A::ApproximateNumberOfMessagesDelayed,
+        ];
+        let mut request = self.queues.client.get_queue_attributes().queue_url(&self.queues.url);
+        for name in &names {
+            request = request.attribute_names(name.clone());
+        }
+        let attributes = request.send().await.unwrap().attributes.unwrap_or_default();
+        names.iter().map(|n| attributes.get(n).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)).sum()
+    }
+
+    /// Waits (bounded) until the queue is empty, runners still polling.
+    async fn until_drained(&self, bound: Duration) {
+        let end = Instant::now() + bound;
+        while self.queue_depth().await > 0 && Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Puts `bodies` on the queue straight away (in one batch call per 10).
+    async fn inject(&mut self, bodies: &[String]) {
+        for chunk in bodies.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, body)| {
+                    aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(body)
+                        .build()
+                        .unwrap()
+                })
+                .collect::<Vec<_>>();
+            let sent = self
+                .queues
+                .client
+                .send_message_batch()
+                .queue_url(&self.queues.url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .unwrap();
+            assert!(sent.failed.is_empty(), "injected messages failed: {:?}", sent.failed);
+        }
+        self.ledger.injected += bodies.len() as u64;
+    }
+
+    /// Waits for the runs, stops every runner (collecting counters), measures the queues,
+    /// checks the history, prints and appends the summary line, and asserts a clean history.
+    async fn finish(mut self) -> Finished {
+        self.until_finished(RUN_BOUND).await;
+        if self.scheduler_restarts > 0 {
+            self.notes.push(format!(
+                "the scheduler exited {} times (restarted as its schedule would)",
+                self.scheduler_restarts
+            ));
+        }
+        let mut unclean = Vec::new();
+        for (i, runner) in self.runners.iter_mut().enumerate() {
+            if runner.child.is_none() {
+                continue;
+            }
+            match runner.stop() {
+                Some(c) => self.ledger.runners.push(c),
+                None if Some(i) == self.scheduler => self.ledger.lost_schedulers += 1,
+                None => {
+                    self.ledger.killed_executors += 1;
+                    unclean.push(runner.name.clone());
+                }
+            }
+        }
+        if !unclean.is_empty() {
+            self.notes.push(format!("exited without counters: {}", unclean.join(", ")));
+        }
+        self.ledger.left_on_queue = self.queue_depth().await;
+        let dead_letters = self.queues.dead_letters().await;
+        self.ledger.on_dlq = dead_letters.len() as u64;
+        let report = history::check(&self.pool, &self.ledger).await.unwrap();
+        let secs = self.started.elapsed().as_secs_f64();
+        let line = format!(
+            "{:<36} workflows {:>3}  steps {:>4}  attempts {:>4}  faults {:>3}  duplicate outcomes {}  lost steps {}  messages unaccounted {}  (sent {} + injected {}, acknowledged {}, removed by test {}, left on queue {}, DLQ {}, balance {}{})  {:.1}s{}",
+            self.scenario,
+            self.workflows,
+            report.steps,
+            report.attempts,
+            self.faults,
+            report.duplicate_outcomes,
+            report.lost_steps,
+            report.messages_unaccounted,
+            report.counters.sent,
+            report.injected,
+            report.acknowledged,
+            report.removed_by_test,
+            report.left_on_queue,
+            report.on_dlq,
+            report.message_balance,
+            match (self.ledger.killed_executors > 0, self.ledger.lost_schedulers > 0) {
+                (true, _) => " = acknowledged by killed executors",
+                (false, true) => " = sent by the scheduler that died",
+                (false, false) => "",
+            },
+            secs,
+            if self.notes.is_empty() { String::new() } else { format!("  notes: {}", self.notes.join("; ")) },
+        );
+        println!("{line}");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(target_dir().join("fault-summary.txt"))
+            .expect("summary file");
+        writeln!(file, "{line}").expect("write summary");
+
+        assert!(
+            self.scheduler_restarts == 0,
+            "[{}] the scheduler died {} times",
+            self.scenario,
+            self.scheduler_restarts
+        );
+        assert!(unclean.is_empty(), "[{}] executors exited without counters: {unclean:?}", self.scenario);
+        let violations = report.check();
+        assert!(violations.is_empty(), "[{}] the history breaks the rules:\n{}", self.scenario, {
+            violations.iter().map(|v| format!("  {v}")).collect::<Vec<_>>().join("\n")
+        });
+        assert_eq!(report.lost_steps, 0);
+        assert_eq!(report.duplicate_outcomes, 0);
+        assert_eq!(report.messages_unaccounted, 0);
+        Finished { expected_attempts: self.expected_attempts, report, pool: self.pool, _db: self.db, dead_letters }
+    }
+}
+
+/// What a finished scenario hands back for its own assertions.
+struct Finished {
+    expected_attempts: u64,
+    report: Report,
+    pool: PgPool,
+    dead_letters: Vec<(String, Option<String>)>,
+    _db: ScratchDb,
+}
+
+impl Finished {
+    /// Without kills, pauses or database faults every step ran once per planned attempt.
+    fn assert_nothing_ran_twice(&self) {
+        assert_eq!(self.report.attempts, self.expected_attempts, "attempts made vs a fault-free run");
+    }
+
+    async fn outcomes_of(&self, worker: &str) -> Vec<(Uuid, i32, String)> {
+        sqlx::query_as("SELECT step_id, attempt, outcome::text FROM step_attempts WHERE leased_by = $1")
+            .bind(worker)
+            .fetch_all(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    async fn attempts_of(&self, step_id: Uuid) -> Vec<(i32, String, String)> {
+        sqlx::query_as(
+            "SELECT attempt, leased_by, outcome::text FROM step_attempts WHERE step_id = $1 ORDER BY attempt",
+        )
+        .bind(step_id)
+        .fetch_all(&self.pool)
+        .await
+        .unwrap()
+    }
+}
+
+/// 1. Executors SIGKILLed after they claimed steps and before recording: the steps are taken
+///    over or reaped once the lease expires and end with exactly one committed outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_executor_steps_are_taken_over_and_end_once() {
+    let mut s = Stack::new("1-sigkill-executor").await;
+    s.submit(20, Shape::Diamond).await;
+    s.spawn_scheduler();
+    let mut orphans = Vec::new();
+    for round in 0..3 {
+        let name = format!("victim-{round}");
+        let victim = s.spawn("executor", &name);
+        s.until_claimed(&name).await;
+        let pause = s.rng.random_range(100..600);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        s.kill(victim);
+        // Dead now: what is still open was claimed and never recorded.
+        orphans.extend(s.open_attempts(&name).await);
+    }
+    assert!(!orphans.is_empty(), "the kills hit claimed, unrecorded steps");
+    s.spawn("executor", "survivor-1");
+    s.spawn("executor", "survivor-2");
+    let done = s.finish().await;
+    for (step_id, attempt) in &orphans {
+        let attempts = done.attempts_of(*step_id).await;
+        let (_, _, outcome) = &attempts[(*attempt - 1) as usize];
+        assert_eq!(outcome, "lease_expired", "the killed holder's attempt of {step_id}: {attempts:?}");
+        assert!(attempts.len() > *attempt as usize, "someone ran {step_id} after the kill: {attempts:?}");
+    }
+    println!("[1-sigkill-executor] {} orphaned attempts taken over or reaped", orphans.len());
+}
+
+/// 2. An executor paused (SIGSTOP) past its lease, then resumed (SIGCONT): another executor
+///    completes its steps, and its late writes are rejected by the fence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_executor_late_writes_are_fenced_out() {
+    let mut s = Stack::new("2-sigstop-executor").await;
+    s.submit(20, Shape::Diamond).await;
+    s.spawn_scheduler();
+    let paused = s.spawn("executor", "paused");
+    s.until_claimed("paused").await;
+    s.spawn("executor", "steady");
+    s.runners[paused].signal("STOP");
+    s.ledger.pauses += 1;
+    s.faults += 1;
+    let stopped = Instant::now();
+    // What it holds now, stopped, was claimed and not recorded.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let held = s.open_attempts("paused").await;
+    assert!(!held.is_empty(), "paused while holding claimed steps");
+    // Stay paused until the steps it held were finished by someone else (bounded).
+    let end = Instant::now() + Duration::from_secs(40);
+    loop {
+        let mut finished = 0;
+        for (step_id, _) in &held {
+            let status: String = sqlx::query_scalar("SELECT status::text FROM steps WHERE id = $1")
+                .bind(step_id)
+                .fetch_one(&s.pool)
+                .await
+                .unwrap();
+            finished += usize::from(matches!(status.as_str(), "succeeded" | "failed"));
+        }
+        if finished == held.len() || Instant::now() > end {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(stopped.elapsed() > Duration::from_secs(LEASE_SECONDS), "paused past the lease");
+    s.runners[paused].signal("CONT");
+    let done = s.finish().await;
+    let counters = done.report.counters;
+    for (step_id, attempt) in &held {
+        let attempts = done.attempts_of(*step_id).await;
+        let (_, by, outcome) = &attempts[(*attempt - 1) as usize];
+        assert_eq!((by.as_str(), outcome.as_str()), ("paused", "lease_expired"), "{step_id}: {attempts:?}");
+        let successes: Vec<_> = attempts.iter().filter(|(_, _, o)| o == "succeeded").collect();
+        assert_eq!(successes.len(), 1, "exactly one success for {step_id}: {attempts:?}");
+        assert_eq!(successes[0].1, "steady", "the other executor completed {step_id}");
+    }
+    let paused_outcomes = done.outcomes_of("paused").await;
+    assert!(paused_outcomes.iter().all(|(_, _, o)| o != "running"));
+    // The resumed executor tried to heartbeat or record, and the fence said no.
+    assert!(counters.lease_lost >= held.len() as u64, "late writes rejected: {counters:?}");
+    println!(
+        "[2-sigstop-executor] {} steps held by the paused executor, lease_lost {}",
+        held.len(),
+        counters.lease_lost
+    );
+}
+
+/// 3. The same message delivered twice: at the same time (a duplicate sent as soon as the
+///    step is leased) and one after the other (every message sent again after the runs end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_deliveries_run_nothing_twice() {
+    let mut s = Stack::new("3-duplicate-messages").await;
+    s.submit(20, Shape::Diamond).await;
+    s.spawn_scheduler();
+    s.spawn("executor", "exec-a");
+    s.spawn("executor", "exec-b");
+    let mut seen: HashSet<(Uuid, Uuid)> = HashSet::new();
+    let end = Instant::now() + RUN_BOUND;
+    while s.unfinished_runs().await > 0 && Instant::now() < end {
+        let leased: Vec<(Uuid, Uuid)> = sqlx::query_as("SELECT id, lease_token FROM steps WHERE status = 'leased'")
+            .fetch_all(&s.pool)
+            .await
+            .unwrap();
+        let mut bodies = Vec::new();
+        for pair in leased {
+            if seen.insert(pair) {
+                let copies = s.rng.random_range(1..=2);
+                for _ in 0..copies {
+                    bodies.push(StepMessage::new(pair.0, pair.1).to_body());
+                }
+            }
+        }
+        if !bodies.is_empty() {
+            s.faults += bodies.len() as u64;
+            s.inject(&bodies).await;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    // One after the other: the runs are over, every message comes again.
+    let again: Vec<String> = seen.iter().map(|(step, token)| StepMessage::new(*step, *token).to_body()).collect();
+    s.faults += again.len() as u64;
+    s.inject(&again).await;
+    s.until_drained(Duration::from_secs(20)).await;
+    let done = s.finish().await;
+    done.assert_nothing_ran_twice();
+    assert!(done.report.counters.stale >= again.len() as u64, "{:?}", done.report.counters);
+}
+
+/// 4. Messages carrying an older lease token after the step was re-leased: the original
+///    messages are lost (the test deletes them), the reaper and the scheduler lease the steps
+///    again with new tokens, then the old messages arrive. They are stale and run nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_lease_tokens_are_stale_after_a_new_lease() {
+    let mut s = Stack::new("4-older-lease-token").await;
+    s.submit(20, Shape::Diamond).await;
+    s.spawn_scheduler();
+    // The scheduler leases the 20 roots; take their messages off the queue before any
+    // executor sees them.
+    let end = Instant::now() + Duration::from_secs(20);
+    let mut first: HashMap<Uuid, Uuid> = HashMap::new();
+    while first.len() < 20 {
+        assert!(Instant::now() < end, "only {} roots were leased and sent", first.len());
+        let received = s
+            .queues
+            .client
+            .receive_message()
+            .queue_url(&s.queues.url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap()
+            .messages
+            .unwrap_or_default();
+        for m in received {
+            let message = StepMessage::parse(m.body().unwrap()).unwrap();
+            first.insert(message.step_id, message.lease_token);
+            s.queues
+                .client
+                .delete_message()
+                .queue_url(&s.queues.url)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+            s.ledger.removed_by_test += 1;
+        }
+    }
+    // Wait for every one of them to be leased again under a new token (reaper, then lease).
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut releases = 0;
+        for (step, token) in &first {
+            let now: Option<Uuid> = sqlx::query_scalar("SELECT lease_token FROM steps WHERE id = $1")
+                .bind(step)
+                .fetch_one(&s.pool)
+                .await
+                .unwrap();
+            releases += usize::from(now.is_some_and(|now| now != *token));
+        }
+        if releases == first.len() {
+            break;
+        }
+        assert!(Instant::now() < end, "only {releases} of {} steps were leased again", first.len());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.spawn("executor", "exec-a");
+    s.spawn("executor", "exec-b");
+    let old: Vec<String> = first.iter().map(|(step, token)| StepMessage::new(*step, *token).to_body()).collect();
+    s.faults += old.len() as u64;
+    s.inject(&old).await;
+    let done = s.finish().await;
+    done.assert_nothing_ran_twice();
+    assert!(done.report.counters.stale >= old.len() as u64, "{:?}", done.report.counters);
+}
+
+/// 5. Postgres connections killed several times mid-run: no runner wedges or dies (the
+///    scheduler retries a pass that lost its connection), every step ends terminal, no
+///    duplicate outcome; afterwards both executors still make progress.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_database_connections_wedge_nothing() {
+    let mut s = Stack::new("5-pg-terminate-backend").await;
+    s.submit(20, Shape::Diamond).await;
+    s.spawn_scheduler();
+    let a = s.spawn("executor", "exec-a");
+    let b = s.spawn("executor", "exec-b");
+    let terminate = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                     WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    for _ in 0..6 {
+        let pause = s.rng.random_range(400..1200);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        let killed = s.scalar(terminate).await;
+        s.faults += 1;
+        println!("[5-pg-terminate-backend] terminated {killed} connections");
+        s.supervise();
+    }
+    // After the faults: new work, and both executors must take part in it (30 steps of
+    // 1.5 s: one executor holds at most a batch of 10 at a time).
+    let after: String = sqlx::query_scalar("SELECT clock_timestamp()::text").fetch_one(&s.pool).await.unwrap();
+    s.submit(30, Shape::Sleeper).await;
+    s.until_finished(RUN_BOUND).await;
+    assert!(s.runners[a].alive() && s.runners[b].alive(), "no executor exited");
+    let since: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT leased_by, count(*) FROM step_attempts WHERE started_at > $1::timestamptz GROUP BY leased_by",
+    )
+    .bind(after)
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    let since: HashMap<String, i64> = since.into_iter().collect();
+    assert!(since.contains_key("exec-a") && since.contains_key("exec-b"), "both make progress: {since:?}");
+    s.finish().await;
+}
+
+/// 7. Poison messages (malformed, unknown version, unknown step, a 200 KB body) all end on the
+///    DLQ with their reason, and no executor crashes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_messages_end_in_the_dlq_with_a_reason() {
+    let mut s = Stack::new("7-poison-messages").await;
+    s.submit(10, Shape::Diamond).await;
+    s.spawn_scheduler();
+    let a = s.spawn("executor", "exec-a");
+    let b = s.spawn("executor", "exec-b");
+    let mut poison = Vec::new();
+    for _ in 0..3 {
+        let (step, token) = (Uuid::new_v4(), Uuid::new_v4());
+        poison.push("{\"v\":1,\"step_id\":".to_owned());
+        poison.push(format!(r#"{{"v":2,"step_id":"{step}","lease_token":"{token}"}}"#));
+        poison.push(StepMessage::new(step, token).to_body());
+        poison.push(format!(
+            r#"{{"v":1,"step_id":"{step}","lease_token":"{token}","pad":"{}"}}"#,
+            "x".repeat(200 * 1024)
+        ));
+    }
+    s.faults += poison.len() as u64;
+    s.inject(&poison).await;
+    s.until_finished(RUN_BOUND).await;
+    s.until_drained(Duration::from_secs(10)).await;
+    assert!(s.runners[a].alive() && s.runners[b].alive(), "no executor crashed");
+    let done = s.finish().await;
+    done.assert_nothing_ran_twice();
+    let mut codes: HashMap<String, usize> = HashMap::new();
+    for (_, code) in &done.dead_letters {
+        *codes.entry(code.clone().unwrap_or_else(|| "<no reason>".into())).or_default() += 1;
+    }
+    let expected: HashMap<String, usize> =
+        ["MALFORMED_MESSAGE", "UNSUPPORTED_MESSAGE_VERSION", "UNKNOWN_STEP", "MESSAGE_TOO_LARGE"]
+            .into_iter()
+            .map(|c| (c.to_owned(), 3))
+            .collect();
+    assert_eq!(codes, expected, "every poison message on the DLQ with its reason");
+    assert_eq!(done.report.counters.dead_lettered, poison.len() as u64);
+}
+
+/// 8. A long transaction holds back vacuum (an open snapshot with a transaction id) while a
+///    run of 200 steps completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_transaction_does_not_stop_a_run() {
+    let mut s = Stack::new("8-long-transaction").await;
+    let mut long = s.pool.begin().await.unwrap();
+    let xid: i64 = sqlx::query_scalar("SELECT txid_current()").fetch_one(&mut *long).await.unwrap();
+    s.faults += 1;
+    s.submit(40, Shape::FanOut).await;
+    s.spawn_scheduler();
+    s.spawn("executor", "exec-a");
+    s.spawn("executor", "exec-b");
+    s.until_finished(RUN_BOUND).await;
+    // The transaction was open (holding the xmin horizon) for the whole run.
+    let still: i64 = sqlx::query_scalar("SELECT txid_current()").fetch_one(&mut *long).await.unwrap();
+    assert_eq!(still, xid, "the same transaction held on throughout");
+    let dead: i64 =
+        s.scalar("SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables WHERE relname = 'steps'").await;
+    s.notes.push(format!("transaction {xid} open throughout; steps n_dead_tup {dead}"));
+    long.rollback().await.unwrap();
+    let done = s.finish().await;
+    assert_eq!(done.report.steps, 200);
+    done.assert_nothing_ran_twice();
+}
+
+/// The checker can fail: a success written without the fence (a "test-only store", raw SQL),
+/// after another holder took the step over and succeeded, is a duplicate outcome; a fence
+/// that went backwards and a message nobody acknowledged are reported too.
+#[tokio::test]
+async fn the_checker_reports_a_success_written_without_the_fence() {
+    use rara_store::claim::{ClaimOutcome, ClaimRequest};
+    let db = ScratchDb::new();
+    assert!(db.rara(&["migrate"]).status.success());
+    let pool = PgPoolOptions::new().max_connections(2).connect(&db.url).await.unwrap();
+    let store = Store::new(pool.clone());
+    let plan = rara_domain::workflow::WorkflowDefinition::parse(
+        "name: one\nsteps:\n  - {name: a, operation: noop}\n",
+        rara_domain::workflow::Format::Yaml,
+    )
+    .unwrap()
+    .plan(&rara_domain::config::Config::from_lookup("test", |_| None).unwrap())
+    .unwrap();
+    store.submit(&plan).await.unwrap();
+    let lease = Duration::from_secs(60);
+    let leased = store.lease_due("scheduler", 10, lease).await.unwrap().remove(0);
+    let request = ClaimRequest { step_id: leased.step_id, lease_token: leased.lease_token };
+    let claim = |worker: &'static str| {
+        let store = store.clone();
+        async move {
+            match store.claim(worker, &[request], lease).await.unwrap().remove(0) {
+                ClaimOutcome::Claimed(step) => *step,
+                other => panic!("{worker} could not claim: {other:?}"),
+            }
+        }
+    };
+    let first = claim("holder-a").await;
+    sqlx::query("UPDATE steps SET lease_expires_at = now() - interval '1 second' WHERE id = $1")
+        .bind(leased.step_id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let second = claim("holder-b").await;
+    store.succeed(&[(second.holder.clone(), serde_json::json!({}))]).await.unwrap().remove(0).unwrap();
+    let clean = history::check(&pool, &Ledger::default()).await.unwrap();
+    assert!(clean.check().is_empty(), "a clean history: {:?}", clean.check());
+
+    // The broken store: holder-a's late success, without the fence condition.
+    sqlx::query("UPDATE step_attempts SET outcome = 'succeeded' WHERE step_id = $1 AND fence = $2")
+        .bind(leased.step_id)
+        .bind(first.holder.fence)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE steps SET status = 'succeeded', output = '{}' WHERE id = $1")
+        .bind(leased.step_id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let broken = history::check(&pool, &Ledger::default()).await.unwrap();
+    let rules: Vec<&str> = broken.check().iter().map(|v| v.rule).collect();
+    assert!(rules.contains(&"at most one committed outcome per step"), "{rules:?}");
+    assert_eq!(broken.duplicate_outcomes, 1);
+
+    // A fence that went backwards, and a message sent that nobody accounts for.
+    sqlx::query("UPDATE step_attempts SET fence = 0 WHERE step_id = $1 AND attempt = 2")
+        .bind(leased.step_id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let ledger = Ledger { runners: vec![Counters { leased: 1, sent: 1, ..Counters::default() }], ..Ledger::default() };
+    let broken = history::check(&pool, &ledger).await.unwrap();
+    let rules: Vec<&str> = broken.check().iter().map(|v| v.rule).collect();
+    assert!(rules.contains(&"fences strictly grow per step"), "{rules:?}");
+    assert!(rules.contains(&"every message is accounted for"), "{rules:?}");
+    assert_eq!(broken.messages_unaccounted, 1);
+    pool.close().await;
+}

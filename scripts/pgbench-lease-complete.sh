@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The baseline of `make bench`: a naive Postgres job queue driven by pgbench.
+#
+# One pgbench "transaction" (one run of the script below) is one job handled end to end:
+#   1. lease one due row: a CTE with FOR UPDATE SKIP LOCKED feeding an UPDATE ... RETURNING
+#      (its own transaction: autocommit);
+#   2. complete it: an UPDATE by id (its own transaction).
+# So steps/s = pgbench's tps, and Postgres commits/s = 2 × tps (commits per step = 2).
+#
+# Usage: scripts/pgbench-lease-complete.sh [--json]
+# Environment: DATABASE_URL (its server is used; default postgres://postgres@127.0.0.1:5432/postgres),
+#   PGBENCH_ROWS (default 1000000), PGBENCH_CLIENTS (16), PGBENCH_THREADS (2), PGBENCH_SECONDS (30).
+# Needs pgbench (Debian: postgresql-client; `apt-get update && apt-get install -y postgresql-client`).
+set -euo pipefail
+
+json=false
+[[ "${1:-}" == "--json" ]] && json=true
+
+rows=${PGBENCH_ROWS:-1000000}
+clients=${PGBENCH_CLIENTS:-16}
+threads=${PGBENCH_THREADS:-2}
+seconds=${PGBENCH_SECONDS:-30}
+url=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+
+pgbench_bin=$(command -v pgbench || ls /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | tail -1 || true)
+if [[ -z "$pgbench_bin" ]]; then
+    echo "pgbench is missing: apt-get update && apt-get install -y postgresql-client" >&2
+    exit 1
+fi
+
+# The server of DATABASE_URL, with the scratch database's name instead of the URL's.
+base=${url%%\?*}
+query=""
+[[ "$url" == *\?* ]] && query="?${url#*\?}"
+server=${base%/*}
+admin="$server/postgres$query"
+db="rara_pgbench_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+scratch="$server/$db$query"
+
+work=$(mktemp -d)
+cleanup() {
+    psql -q "$admin" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+psql -q "$admin" -c "CREATE DATABASE $db" >/dev/null
+psql -q "$scratch" >/dev/null <<SQL
+-- The naive queue: one row per job, a partial index on what is due.
+CREATE TABLE jobs (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    status      text NOT NULL DEFAULT 'available',
+    run_at      timestamptz NOT NULL DEFAULT now(),
+    attempt     integer NOT NULL DEFAULT 0,
+    locked_by   text,
+    locked_at   timestamptz,
+    finished_at timestamptz,
+    args        jsonb NOT NULL DEFAULT '{}'
+) WITH (fillfactor = 70);
+CREATE INDEX jobs_due ON jobs (run_at) WHERE status = 'available';
+INSERT INTO jobs (run_at) SELECT now() - interval '1 hour' + i * interval '1 microsecond'
+FROM generate_series(1, $rows) AS i;
+VACUUM ANALYZE jobs;
+SQL
+
+cat > "$work/lease-complete.sql" <<'SQL'
+WITH next AS (
+    SELECT id FROM jobs
+    WHERE status = 'available' AND run_at <= now()
+    ORDER BY run_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j SET status = 'running', attempt = j.attempt + 1, locked_by = 'pgbench', locked_at = now()
+FROM next WHERE j.id = next.id
+RETURNING j.id AS job_id \gset
+UPDATE jobs SET status = 'completed', finished_at = now(), locked_by = NULL WHERE id = :job_id;
+SQL
+
+load_before=$(cut -d' ' -f1 /proc/loadavg)
+"$pgbench_bin" -n -M prepared -c "$clients" -j "$threads" -T "$seconds" -f "$work/lease-complete.sql" "$scratch" \
+    > "$work/out.txt" 2> "$work/err.txt" || { cat "$work/err.txt" "$work/out.txt" >&2; exit 1; }
+load_after=$(cut -d' ' -f1 /proc/loadavg)
+
+tps=$(sed -nE 's/^tps = ([0-9.]+) .*/\1/p' "$work/out.txt" | tail -1)
+latency=$(sed -nE 's/^latency average = ([0-9.]+) ms/\1/p' "$work/out.txt")
+completed=$(psql -Atq "$scratch" -c "SELECT count(*) FROM jobs WHERE status = 'completed'")
+
+if $json; then
+    printf '{"tps":%s,"steps_per_s":%s,"commits_per_step":2,"clients":%s,"threads":%s,"seconds":%s,"rows":%s,"completed":%s,"latency_avg_ms":%s,"load_average_1m":[%s,%s]}\n' \
+        "$tps" "$tps" "$clients" "$threads" "$seconds" "$rows" "$completed" "${latency:-null}" "$load_before" "$load_after"
+else
+    echo "pgbench lease+complete: $clients clients, $threads threads, $seconds s, $rows rows"
+    echo "  tps (one lease + one complete) = steps/s: $tps"
+    echo "  Postgres commits/s: $(awk -v t="$tps" 'BEGIN { printf "%.0f", 2 * t }') (2 per step)"
+    echo "  jobs completed: $completed; average latency per step: ${latency} ms"
+    echo "  load average (1 m): $load_before before, $load_after after"
+fi

@@ -1,0 +1,274 @@
+//! A secret referenced by a step reaches the system the step calls, and nothing else: no
+//! log line, no SQS message (sent, dead-lettered or left on a queue), no database row, no
+//! trace context. Postgres + LocalStack's SQS, through the local scheduler and executor
+//! runners; the step is an `http.request` to a local server that echoes the secret back.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use common::*;
+use rara_domain::step_error::codes;
+use rara_queue::sqs::SqsQueue;
+use rara_queue::{Outgoing, Queue, Received, StepMessage};
+use rara_runtime::batch::BatchExecutor;
+use rara_runtime::runner::{RunnerOptions, run_executor};
+use rara_runtime::scheduler::Scheduler;
+use rara_runtime::secrets::{SecretError, SecretResolver};
+use rara_store::Store;
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+
+const SECRET: &str = "s3cr3t-value-7f9a";
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Every log line of this test binary (JSON, with span fields), from every thread.
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(move || Sink(sink.clone()))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        logs
+    })
+    .clone()
+}
+
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An in-memory secret store.
+struct Vault(HashMap<String, String>);
+
+#[async_trait::async_trait]
+impl SecretResolver for Vault {
+    async fn resolve(&self, name: &str) -> Result<String, SecretError> {
+        self.0.get(name).cloned().ok_or_else(|| SecretError::NotFound { name: name.to_owned() })
+    }
+}
+
+/// The SQS queue, keeping a copy of every message body and trace context that passes.
+struct Recording {
+    inner: Arc<SqsQueue>,
+    seen: Mutex<Vec<String>>,
+}
+
+impl Recording {
+    fn keep(&self, text: impl Into<String>) {
+        self.seen.lock().unwrap().push(text.into());
+    }
+}
+
+#[async_trait::async_trait]
+impl Queue for Recording {
+    async fn send(&self, messages: &[Outgoing]) -> Result<Vec<String>, rara_queue::Error> {
+        for m in messages {
+            self.keep(&m.body);
+            self.keep(m.traceparent.clone().unwrap_or_default());
+        }
+        self.inner.send(messages).await
+    }
+    async fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> Result<(), rara_queue::Error> {
+        self.inner.change_visibility(receipt_handle, timeout).await
+    }
+    async fn receive(&self, max: u32, wait: Duration) -> Result<Vec<Received>, rara_queue::Error> {
+        let received = self.inner.receive(max, wait).await?;
+        for m in &received {
+            self.keep(&m.body);
+        }
+        Ok(received)
+    }
+    async fn delete(&self, receipt_handles: &[String]) -> Result<Vec<String>, rara_queue::Error> {
+        self.inner.delete(receipt_handles).await
+    }
+    async fn dead_letter(&self, body: &str, reason_code: &str, reason: &str) -> Result<(), rara_queue::Error> {
+        self.keep(format!("{body} {reason_code} {reason}"));
+        self.inner.dead_letter(body, reason_code, reason).await
+    }
+}
+
+/// Answers `/echo` with the `authorization` header it received, as JSON.
+async fn echo_server(received: Arc<Mutex<Vec<String>>>) -> SocketAddr {
+    let app = axum::Router::new().route(
+        "/echo",
+        axum::routing::get(move |headers: axum::http::HeaderMap| {
+            let received = received.clone();
+            async move {
+                let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+                received.lock().unwrap().push(auth.clone());
+                axum::Json(serde_json::json!({ "you_sent": auth }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// Every row of every table of the public schema, as JSON text.
+async fn dump_database(pool: &PgPool) -> String {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert!(tables.iter().any(|t| t == "steps"), "{tables:?}");
+    let mut dump = String::new();
+    for table in tables {
+        // The names come from the catalogue, quoted.
+        let sql = format!("SELECT row_to_json(t)::text FROM \"{}\" t", table.replace('"', "\"\""));
+        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await.unwrap();
+        for row in rows {
+            dump.push_str(&table);
+            dump.push(' ');
+            dump.push_str(&row);
+            dump.push('\n');
+        }
+    }
+    dump
+}
+
+/// Receives whatever is left on a queue.
+async fn leftovers(queues: &Queues, url: &str) -> Vec<String> {
+    queues.drain(url).await.into_iter().map(|m| format!("{:?}", (m.body, m.message_attributes))).collect()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
+    let logs = captured_logs();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let addr = echo_server(received.clone()).await;
+
+    let store = Store::new(pool.clone());
+    let queues = Queues::new(30, 10).await;
+    let settings = Arc::new(settings(&queues, &[]));
+    let queue = Arc::new(Recording { inner: queues.queue(), seen: Mutex::new(Vec::new()) });
+    let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+    let vault = Vault([("api".to_owned(), SECRET.to_owned())].into());
+    let executor =
+        BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings).with_secrets(Arc::new(vault));
+
+    let run_id = submit(
+        &store,
+        &settings,
+        &format!(
+            "name: secret\nsteps:\n  - name: call\n    operation: http.request\n    input: {{url: 'http://{addr}/echo', headers: {{authorization: {{$secret: api}}}}}}\n  - name: missing\n    operation: http.request\n    input: {{url: 'http://{addr}/echo', headers: {{x-key: {{$secret: nope}}}}}}\n"
+        ),
+    )
+    .await;
+
+    // The scheduler and the executor runner, both on the recording queue.
+    let stop = CancellationToken::new();
+    let scheduler = Scheduler::new(store.clone(), queue.clone(), settings.clone());
+    let sched = tokio::spawn({
+        let stop = stop.clone();
+        async move { scheduler.run(None, stop).await }
+    });
+    let options = RunnerOptions {
+        batch_size: 10,
+        wait: Duration::from_secs(1),
+        batch_timeout: settings.core.function_timeout,
+        margin: settings.deadline_margin,
+        until_idle: None,
+    };
+    let exec = tokio::spawn({
+        let (stop, queue) = (stop.clone(), queue.clone() as Arc<dyn Queue>);
+        async move { run_executor(&executor, queue, &options, stop).await }
+    });
+    let started = tokio::time::Instant::now();
+    let status = loop {
+        let run = store.run(run_id).await.unwrap();
+        let done = run.steps.iter().all(|s| matches!(s.status.to_string().as_str(), "succeeded" | "failed"));
+        if done || started.elapsed() > LIMIT {
+            break run.steps.iter().map(|s| (s.name.clone(), s.status.to_string())).collect::<Vec<_>>();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    stop.cancel();
+    sched.await.unwrap().unwrap();
+    exec.await.unwrap().unwrap();
+    assert_eq!(status, [("call".to_owned(), "succeeded".to_owned()), ("missing".to_owned(), "failed".to_owned())]);
+
+    // The server received the real value.
+    assert_eq!(*received.lock().unwrap(), [SECRET]);
+
+    // The stored output carries the echo redacted; the unknown secret is named, not valued.
+    let run = store.run(run_id).await.unwrap();
+    let call = run.steps.iter().find(|s| s.name == "call").unwrap();
+    let output = call.output.as_ref().unwrap();
+    assert_eq!(output["body"], r#"{"you_sent":"***"}"#);
+    assert_eq!(output["json"], serde_json::json!({"you_sent": "***"}));
+    let missing = run.steps.iter().find(|s| s.name == "missing").unwrap();
+    let error = missing.error.as_ref().unwrap();
+    assert_eq!(error["code"], codes::SECRET_NOT_FOUND);
+    assert!(error["message"].as_str().unwrap().contains("\"nope\""), "{error}");
+    assert_eq!(missing.attempt, 1, "a missing secret is not retried");
+
+    // No database row.
+    let dump = dump_database(&pool).await;
+    assert!(dump.contains(r#"{"$secret": "api"}"#), "the input is stored as a reference:\n{dump}");
+    assert!(!dump.contains(SECRET), "the secret is in the database:\n{dump}");
+
+    // No SQS message: every body and trace context sent, received or dead-lettered, and
+    // whatever is left on the queue and the DLQ.
+    let seen = queue.seen.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "{seen:?}");
+    for text in &seen {
+        assert!(!text.contains(SECRET), "the secret is in a message: {text}");
+        if text.starts_with('{') {
+            // A step message carries ids only.
+            let message = StepMessage::parse(text).unwrap();
+            assert_eq!(text, &message.to_body());
+        } else if !text.is_empty() {
+            assert!(rara_runtime::trace_id(text).is_some(), "not a traceparent: {text}");
+        }
+    }
+    for url in [&queues.url, &queues.dlq_url] {
+        for left in leftovers(&queues, url).await {
+            assert!(!left.contains(SECRET), "the secret is left on a queue: {left}");
+        }
+    }
+
+    // No log line or trace span; the step's lines were captured (the capture works).
+    let logs = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let step_lines: Vec<&str> = logs.lines().filter(|l| l.contains(&call.id.to_string())).collect();
+    assert!(step_lines.iter().any(|l| l.contains("secret references resolved")), "{logs}");
+    assert!(!logs.contains(SECRET), "the secret is in the logs:\n{logs}");
+}
+
+#[tokio::test]
+async fn secrets_manager_resolves_by_prefixed_name_and_names_a_missing_secret() {
+    use rara_runtime::secrets::SecretsManagerResolver;
+    let client = secrets_client().await;
+    let prefix = format!("rara-test-{}/", uuid::Uuid::new_v4().simple());
+    client.create_secret().name(format!("{prefix}api")).secret_string(SECRET).send().await.unwrap();
+
+    let resolver = SecretsManagerResolver::new(client, prefix);
+    assert_eq!(resolver.resolve("api").await.unwrap(), SECRET);
+    let missing = resolver.resolve("nope").await.unwrap_err();
+    assert!(matches!(&missing, SecretError::NotFound { name } if name == "nope"), "{missing:?}");
+    let error = missing.to_step_error();
+    assert_eq!((error.code.as_str(), error.retryable), (codes::SECRET_NOT_FOUND, false));
+}
