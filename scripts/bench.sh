@@ -15,7 +15,7 @@ executors=${BENCH_EXECUTORS:-2}
 runs=${BENCH_RUNS:-2}
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 
-scripts/ensure-postgres.sh >/dev/null 2>&1 || true
+scripts/ensure-postgres.sh
 cargo build --release -p rara
 rara=target/release/rara
 

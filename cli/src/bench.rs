@@ -81,6 +81,9 @@ pub struct Options {
     pub poll: Duration,
     pub timeout: Duration,
     pub soak: Option<Duration>,
+    /// Submit the steps at this rate (steps/s, in runs every 50 ms) while the loops run,
+    /// instead of all before: due-to-claimed at a load below capacity.
+    pub rate: Option<u32>,
 }
 
 /// Counts every queue request (what SQS would bill) and, per executor, the time from a
@@ -178,6 +181,11 @@ pub struct Report {
     pub tuples_per_step: Tuples,
     /// Tuples read per step by relation (`pg_stat_user_tables` / `pg_stat_user_indexes`).
     pub reads_per_step: Vec<(String, f64)>,
+    /// Share of `steps` updates that were HOT (no new index entries).
+    pub steps_hot_update_ratio: f64,
+    /// `--rate`: the submission rate (steps/s); its submissions count in the commits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
     pub latency_ms: Latency,
     pub cpu: Cpu,
     pub peak_rss_mb: f64,
@@ -502,7 +510,8 @@ async fn drive(
     let setup_pool = pool(scratch, 2).await.context("cannot connect to the scratch database")?;
     let setup_store = Store::new(setup_pool.clone());
     setup_store.migrate().await?;
-    let total = if options.soak.is_some() { 0 } else { submit_all(&setup_store, &settings, &runs).await? };
+    let preloaded = options.soak.is_none() && options.rate.is_none();
+    let total = if preloaded { submit_all(&setup_store, &settings, &runs).await? } else { 0 };
     setup_pool.close().await;
 
     // One pool per "container": the scheduler's and one per executor loop.
@@ -511,7 +520,7 @@ async fn drive(
     for _ in 0..options.executors {
         executor_pools.push(pool(scratch, POOL_CONNECTIONS).await?);
     }
-    let soak_pool = if options.soak.is_some() { Some(pool(scratch, 1).await?) } else { None };
+    let soak_pool = if preloaded { None } else { Some(pool(scratch, 1).await?) };
     // Idle backends flush their statistics within a second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
@@ -572,7 +581,8 @@ async fn drive(
         executor_tasks.push(tokio::spawn(async move { run_executor(&executor, queue, &runner, stop).await }));
     }
 
-    // Soak: keep the queue topped up with runs of RUN_SIZE flat steps.
+    // Soak: keep the queue topped up with runs of RUN_SIZE flat steps. Rate: submit a run of
+    // rate/20 flat steps every 50 ms until `options.steps` are submitted.
     let submitted = Arc::new(AtomicU64::new(total));
     let soak_task = soak_pool.as_ref().map(|p| {
         let store = Store::new(p.clone());
@@ -580,8 +590,21 @@ async fn drive(
         let stats = stats.clone();
         let submitted = submitted.clone();
         let settings = settings.clone();
-        let run = workflows(RUN_SIZE, false);
+        let rate = options.rate;
+        let target = options.steps as u64;
         tokio::spawn(async move {
+            if let Some(rate) = rate {
+                let chunk = (rate as usize / 20).clamp(1, RUN_SIZE);
+                let run = workflows(chunk, false);
+                let mut tick = tokio::time::interval(Duration::from_millis(50));
+                while !stop.is_cancelled() && submitted.load(Ordering::Relaxed) < target {
+                    tick.tick().await;
+                    let n = submit_all(&store, &settings, &run).await?;
+                    submitted.fetch_add(n, Ordering::Relaxed);
+                }
+                return Ok(());
+            }
+            let run = workflows(RUN_SIZE, false);
             while !stop.is_cancelled() {
                 let done = stats.deleted.load(Ordering::Relaxed);
                 if submitted.load(Ordering::Relaxed).saturating_sub(done) < SOAK_BACKLOG {
@@ -596,9 +619,10 @@ async fn drive(
     });
 
     // Progress, and the end: every step's message deleted (or the soak time is over).
+    let target = if preloaded { total } else { options.steps as u64 };
     let bar = match options.soak {
         Some(_) => ProgressBar::new_spinner(),
-        None => ProgressBar::new(total),
+        None => ProgressBar::new(target),
     };
     bar.set_style(
         ProgressStyle::with_template("{elapsed:>4} [{bar:40}] {pos}/{len} steps {per_sec} {msg}")
@@ -621,16 +645,16 @@ async fn drive(
             if t0.elapsed() >= soak {
                 break t0.elapsed();
             }
-        } else if done >= total {
+        } else if done >= target && submitted.load(Ordering::Relaxed) >= target {
             break t0.elapsed();
         }
         if t0.elapsed() > options.timeout {
             stop.cancel();
-            bail!("the benchmark did not finish within {} s ({done}/{total} steps)", options.timeout.as_secs());
+            bail!("the benchmark did not finish within {} s ({done}/{target} steps)", options.timeout.as_secs());
         }
         if scheduler_task.is_finished() || executor_tasks.iter().any(|t| t.is_finished()) {
             stop.cancel();
-            bail!("a scheduler or executor loop stopped early ({done}/{total} steps)");
+            bail!("a scheduler or executor loop stopped early ({done}/{target} steps)");
         }
     };
     bar.finish_and_clear();
@@ -656,13 +680,18 @@ async fn drive(
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let db_after = db_stats(admin, name).await?;
 
-    let steps = if options.soak.is_some() { stats.deleted.load(Ordering::Relaxed) } else { total };
+    let steps =
+        if options.soak.is_some() { stats.deleted.load(Ordering::Relaxed) } else { submitted.load(Ordering::Relaxed) };
     let check = pool(scratch, 1).await?;
     let succeeded: i64 =
         sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = 'succeeded'").fetch_one(&check).await?;
-    if options.soak.is_none() && succeeded as u64 != total {
-        bail!("only {succeeded} of {total} steps succeeded");
+    if options.soak.is_none() && succeeded as u64 != steps {
+        bail!("only {succeeded} of {steps} steps succeeded");
     }
+    let (updates, hot_updates): (i64, i64) =
+        sqlx::query_as("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'steps'")
+            .fetch_one(&check)
+            .await?;
     let latency: Vec<Option<f64>> = sqlx::query_scalar(
         "SELECT unnest(percentile_cont(ARRAY[0.5, 0.95, 0.99, 1.0]) WITHIN GROUP (ORDER BY ms))
          FROM (SELECT extract(epoch FROM a.started_at - greatest(coalesce(dep.due, s.created_at), $1)) * 1000 AS ms
@@ -729,6 +758,8 @@ async fn drive(
     Ok(Report {
         mode: if options.soak.is_some() {
             "soak"
+        } else if options.rate.is_some() {
+            "rate"
         } else if options.dag {
             "dag"
         } else {
@@ -753,6 +784,8 @@ async fn drive(
             fetched: per_step(db_after.tup_fetched - db_before.tup_fetched),
         },
         reads_per_step,
+        steps_hot_update_ratio: hot_updates as f64 / updates.max(1) as f64,
+        rate: options.rate,
         latency_ms: Latency { p50: pct(0), p95: pct(1), p99: pct(2), max: pct(3) },
         cpu: Cpu {
             process_s,
@@ -793,6 +826,7 @@ fn print_report(r: &Report) {
     );
     let reads: Vec<String> = r.reads_per_step.iter().map(|(rel, n)| format!("{rel} {n}")).collect();
     println!("  reads per step      {}", reads.join(", "));
+    println!("  HOT updates (steps) {:.0} %", r.steps_hot_update_ratio * 100.0);
     let l = &r.latency_ms;
     println!("  due→claimed (ms)    p50 {:.1} p95 {:.1} p99 {:.1} max {:.1}", l.p50, l.p95, l.p99, l.max);
     println!(

@@ -152,6 +152,10 @@ enum Command {
         /// Soak: keep the queue topped up for this many minutes and print the steps of each minute.
         #[arg(long)]
         soak_minutes: Option<u64>,
+        /// Submit the flat steps at this rate (steps/s) while running, instead of all at the
+        /// start: due-to-claimed latency below capacity rather than behind a backlog.
+        #[arg(long)]
+        rate: Option<u32>,
     },
 }
 
@@ -244,7 +248,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             return runners::executor(idle, batch_size, json).await;
         }
         Command::Dev { queue_name } => return runners::dev(&queue_name).await,
-        Command::Bench { steps, batch, executors, dag, sqs, poll_ms, timeout_seconds, soak_minutes } => {
+        Command::Bench { steps, batch, executors, dag, sqs, poll_ms, timeout_seconds, soak_minutes, rate } => {
             init_cli_logging();
             let options = bench::Options {
                 steps,
@@ -255,6 +259,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 poll: std::time::Duration::from_millis(poll_ms),
                 timeout: std::time::Duration::from_secs(timeout_seconds),
                 soak: soak_minutes.map(|m| std::time::Duration::from_secs(m * 60)),
+                rate: rate.filter(|r| *r > 0),
             };
             return bench::bench(options, json).await;
         }
