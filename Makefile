@@ -66,3 +66,11 @@ deploy: ## sam build + sam deploy of infra/template.yaml (ENV=default|staging; n
 .PHONY: deploy-localstack
 deploy-localstack: ## Deploy queues, DLQ and roles into LocalStack and check them against the functions' settings
 	@scripts/deploy-localstack.sh
+
+.PHONY: bench
+bench: ## Benchmark: pgbench lease+complete baseline vs rara bench (release), twice, with the ratio
+	@scripts/bench.sh
+
+.PHONY: cold-start
+cold-start: ## Process start -> ready of the release Lambda bootstraps
+	@scripts/cold-start.sh

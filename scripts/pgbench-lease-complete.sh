@@ -78,21 +78,28 @@ UPDATE jobs SET status = 'completed', finished_at = now(), locked_by = NULL WHER
 SQL
 
 load_before=$(cut -d' ' -f1 /proc/loadavg)
+# Machine-wide busy CPU (all processes: pgbench, its backends, anything else running).
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
+busy_before=$(busy)
 "$pgbench_bin" -n -M prepared -c "$clients" -j "$threads" -T "$seconds" -f "$work/lease-complete.sql" "$scratch" \
     > "$work/out.txt" 2> "$work/err.txt" || { cat "$work/err.txt" "$work/out.txt" >&2; exit 1; }
 load_after=$(cut -d' ' -f1 /proc/loadavg)
+busy_after=$(busy)
 
 tps=$(sed -nE 's/^tps = ([0-9.]+) .*/\1/p' "$work/out.txt" | tail -1)
 latency=$(sed -nE 's/^latency average = ([0-9.]+) ms/\1/p' "$work/out.txt")
 completed=$(psql -Atq "$scratch" -c "SELECT count(*) FROM jobs WHERE status = 'completed'")
+# USER_HZ is 100 on Linux: jiffies / 100 = CPU seconds.
+cpu_per_1000=$(awk -v b="$busy_before" -v a="$busy_after" -v n="$completed" 'BEGIN { printf "%.3f", (a - b) / 100 / (n > 0 ? n : 1) * 1000 }')
 
 if $json; then
-    printf '{"tps":%s,"steps_per_s":%s,"commits_per_step":2,"clients":%s,"threads":%s,"seconds":%s,"rows":%s,"completed":%s,"latency_avg_ms":%s,"load_average_1m":[%s,%s]}\n' \
-        "$tps" "$tps" "$clients" "$threads" "$seconds" "$rows" "$completed" "${latency:-null}" "$load_before" "$load_after"
+    printf '{"tps":%s,"steps_per_s":%s,"commits_per_step":2,"clients":%s,"threads":%s,"seconds":%s,"rows":%s,"completed":%s,"latency_avg_ms":%s,"machine_cpu_per_1000_steps_s":%s,"load_average_1m":[%s,%s]}\n' \
+        "$tps" "$tps" "$clients" "$threads" "$seconds" "$rows" "$completed" "${latency:-null}" "$cpu_per_1000" "$load_before" "$load_after"
 else
     echo "pgbench lease+complete: $clients clients, $threads threads, $seconds s, $rows rows"
     echo "  tps (one lease + one complete) = steps/s: $tps"
     echo "  Postgres commits/s: $(awk -v t="$tps" 'BEGIN { printf "%.0f", 2 * t }') (2 per step)"
     echo "  jobs completed: $completed; average latency per step: ${latency} ms"
+    echo "  machine-wide CPU per 1000 steps (every process): $cpu_per_1000 s"
     echo "  load average (1 m): $load_before before, $load_after after"
 fi

@@ -639,7 +639,8 @@ async fn drive(
             if minute_start.0.elapsed() >= Duration::from_secs(60) {
                 let n = done - minute_start.1;
                 per_minute.push(n);
-                bar.println(format!("minute {:>3}: {n} steps, {:.0} steps/s", per_minute.len(), n as f64 / 60.0));
+                // Printed even when stderr is not a terminal (a hidden bar drops `println`).
+                bar.suspend(|| eprintln!("minute {:>3}: {n} steps, {:.0} steps/s", per_minute.len(), n as f64 / 60.0));
                 minute_start = (Instant::now(), done);
             }
             if t0.elapsed() >= soak {
@@ -852,4 +853,8 @@ fn print_report(r: &Report) {
         a.price_date
     );
     println!("  load average (1 m)  {:.2} before, {:.2} after", r.load_average_1m[0], r.load_average_1m[1]);
+    if !r.steps_per_minute.is_empty() {
+        let minutes: Vec<String> = r.steps_per_minute.iter().map(|n| format!("{:.0}", *n as f64 / 60.0)).collect();
+        println!("  steps/s per minute  {}", minutes.join(", "));
+    }
 }

@@ -5,7 +5,7 @@
 //!
 //! Every call is O(batch · log depth): visible messages wait in a FIFO, received ones in a
 //! min-heap by the moment they become visible again (entries made stale by a delete or a
-//! visibility change are skipped lazily, recognised by their receipt generation).
+//! visibility change are skipped lazily, recognised by their generation number).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
