@@ -75,6 +75,8 @@ const SCHEDULER_SECONDS_PER_MONTH: f64 = 50.0 * 60.0 * 24.0 * 30.0;
 pub struct Options {
     pub steps: usize,
     pub batch: u32,
+    /// Gathering time for batches above 10 messages (the event source's batching window).
+    pub batching_window: Duration,
     pub executors: u32,
     pub dag: bool,
     pub sqs: bool,
@@ -84,6 +86,10 @@ pub struct Options {
     /// Submit the steps at this rate (steps/s, in runs every 50 ms) while the loops run,
     /// instead of all before: due-to-claimed at a load below capacity.
     pub rate: Option<u32>,
+    /// Whether the scheduler wakes on `NOTIFY` (`false`: it only polls every `poll`).
+    pub listen: bool,
+    /// `--scale`: time the claim against finished history instead (see [`crate::scale`]).
+    pub scale: Option<crate::scale::Options>,
 }
 
 /// Counts every queue request (what SQS would bill) and, per executor, the time from a
@@ -106,13 +112,22 @@ struct Counted {
     inner: Arc<dyn Queue>,
     stats: Arc<QueueStats>,
     batch_started: std::sync::Mutex<Option<Instant>>,
+    /// When each step's message was first handed to the queue (the scheduler's side).
+    sent_at: Option<Arc<SentAt>>,
 }
 
 impl Counted {
     fn new(inner: Arc<dyn Queue>, stats: Arc<QueueStats>) -> Arc<Self> {
-        Arc::new(Counted { inner, stats, batch_started: std::sync::Mutex::new(None) })
+        Arc::new(Counted { inner, stats, batch_started: std::sync::Mutex::new(None), sent_at: None })
+    }
+
+    /// A queue that also records when each step's message was sent.
+    fn recording(inner: Arc<dyn Queue>, stats: Arc<QueueStats>, sent_at: Arc<SentAt>) -> Arc<Self> {
+        Arc::new(Counted { inner, stats, batch_started: std::sync::Mutex::new(None), sent_at: Some(sent_at) })
     }
 }
+
+type SentAt = std::sync::Mutex<HashMap<uuid::Uuid, Instant>>;
 
 fn requests(n: usize) -> u64 {
     n.div_ceil(10) as u64
@@ -123,6 +138,16 @@ impl Queue for Counted {
     async fn send(&self, messages: &[Outgoing]) -> Result<Vec<String>, rara_queue::Error> {
         self.stats.send_requests.fetch_add(requests(messages.len()), Ordering::Relaxed);
         self.stats.sent.fetch_add(messages.len() as u64, Ordering::Relaxed);
+        if let Some(sent_at) = &self.sent_at {
+            let now = Instant::now();
+            if let Ok(mut map) = sent_at.lock() {
+                for m in messages {
+                    if let Ok(message) = rara_queue::StepMessage::parse(&m.body) {
+                        map.entry(message.step_id).or_insert(now);
+                    }
+                }
+            }
+        }
         self.inner.send(messages).await
     }
 
@@ -176,8 +201,13 @@ pub struct Report {
     /// Every statement on this path runs in its own autocommit transaction, so statements
     /// = transactions (pg_stat_statements is not needed).
     pub statements_per_step: f64,
-    /// Counted in the scheduler loop: 2 reaper statements per pass + one lease statement per round.
+    /// Counted in the scheduler loop: 2 per reaper run (every `RARA_REAP_INTERVAL_MS`) + one
+    /// lease statement per round.
     pub scheduler_statements: u64,
+    /// Whether the scheduler woke on `NOTIFY` (else it polled every `--poll-ms`).
+    pub listen: bool,
+    /// Scheduler waits ended early by a `NOTIFY`.
+    pub scheduler_wakeups: u64,
     pub tuples_per_step: Tuples,
     /// Tuples read per step by relation (`pg_stat_user_tables` / `pg_stat_user_indexes`).
     pub reads_per_step: Vec<(String, f64)>,
@@ -187,12 +217,16 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<u32>,
     pub latency_ms: Latency,
+    /// `--rate`: from the start of a step's submission to its message being sent (due to
+    /// enqueued; includes the submission statement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_to_enqueued_ms: Option<Latency>,
     pub cpu: Cpu,
     pub peak_rss_mb: f64,
     pub queue_requests_per_step: QueueRequests,
     pub aws_estimate: AwsEstimate,
     pub load_average_1m: [f64; 2],
-    /// Soak mode: steps finished in each minute.
+    /// Soak mode: steps finished in each minute (the last one scaled to 60 s if it was cut short).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps_per_minute: Vec<u64>,
 }
@@ -282,7 +316,7 @@ fn cost(stats: &QueueStats, steps: u64) -> AwsEstimate {
     }
 }
 
-fn load_average() -> f64 {
+pub(crate) fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
@@ -394,12 +428,24 @@ fn workflows(steps: usize, dag: bool) -> Vec<WorkflowDefinition> {
     runs
 }
 
-async fn submit_all(store: &Store, settings: &Settings, runs: &[WorkflowDefinition]) -> anyhow::Result<u64> {
+/// Submits `runs`; with `due_at`, records for each run the instant before its submission
+/// started (its steps are due from the commit, a little later: the latency measured from
+/// this instant includes the submission itself).
+async fn submit_all(
+    store: &Store,
+    settings: &Settings,
+    runs: &[WorkflowDefinition],
+    due_at: Option<&SentAt>,
+) -> anyhow::Result<u64> {
     let mut total = 0;
     for run in runs {
         let plan = run.plan(&settings.core)?;
         total += plan.steps.len() as u64;
-        store.submit(&plan).await?;
+        let before = Instant::now();
+        let submitted = store.submit(&plan).await?;
+        if let Some(Ok(mut map)) = due_at.map(|m| m.lock()) {
+            map.insert(submitted.run_id, before);
+        }
     }
     Ok(total)
 }
@@ -428,19 +474,36 @@ pub async fn bench(options: Options, json: bool) -> Result<(), Failure> {
         .await
         .context("cannot create the scratch database")?;
     let scratch = base.clone().database(&name);
-    let outcome = run(&options, &admin, &name, &scratch).await;
+    let outcome = match options.scale {
+        Some(scale) => run_scale(scale, &scratch).await.map(Output::Scale),
+        None => run(&options, &admin, &name, &scratch).await.map(Output::Throughput),
+    };
     if let Err(e) =
         sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&admin).await
     {
         eprintln!("warning: could not drop the scratch database {name}: {e}");
     }
-    let report = outcome?;
-    if json {
-        println!("{}", serde_json::to_string(&report).unwrap_or_default());
-    } else {
-        print_report(&report);
+    match (outcome?, json) {
+        (Output::Throughput(report), true) => println!("{}", serde_json::to_string(&report).unwrap_or_default()),
+        (Output::Throughput(report), false) => print_report(&report),
+        (Output::Scale(report), true) => println!("{}", serde_json::to_string(&report).unwrap_or_default()),
+        (Output::Scale(report), false) => crate::scale::print_report(&report),
     }
     Ok(())
+}
+
+enum Output {
+    Throughput(Report),
+    Scale(crate::scale::Report),
+}
+
+async fn run_scale(options: crate::scale::Options, scratch: &PgConnectOptions) -> anyhow::Result<crate::scale::Report> {
+    let pool = pool(scratch, 1).await.context("cannot connect to the scratch database")?;
+    let store = Store::new(pool.clone());
+    store.migrate().await?;
+    let report = crate::scale::run(options, &pool, &store).await;
+    pool.close().await;
+    report
 }
 
 /// The queue under test: in memory, or a fresh SQS queue pair (`--sqs`).
@@ -503,7 +566,10 @@ async fn drive(
     scratch: &PgConnectOptions,
     setup: &QueueSetup,
 ) -> anyhow::Result<Report> {
-    let settings = Arc::new(settings("bench-scheduler", &setup.url, setup.dlq_url.as_deref())?);
+    let mut settings = settings("bench-scheduler", &setup.url, setup.dlq_url.as_deref())?;
+    settings.scheduler_poll = options.poll;
+    settings.scheduler_listen = options.listen;
+    let settings = Arc::new(settings);
 
     // Schema and the steps, before the measurement.
     let runs = workflows(options.steps, options.dag);
@@ -511,7 +577,7 @@ async fn drive(
     let setup_store = Store::new(setup_pool.clone());
     setup_store.migrate().await?;
     let preloaded = options.soak.is_none() && options.rate.is_none();
-    let total = if preloaded { submit_all(&setup_store, &settings, &runs).await? } else { 0 };
+    let total = if preloaded { submit_all(&setup_store, &settings, &runs, None).await? } else { 0 };
     setup_pool.close().await;
 
     // One pool per "container": the scheduler's and one per executor loop.
@@ -527,7 +593,6 @@ async fn drive(
     let stats = Arc::new(QueueStats::default());
     let registry = Arc::new(rara_runtime::wiring::standard_registry(&settings).await?);
     let stop = CancellationToken::new();
-    let scheduler_statements = Arc::new(AtomicU64::new(0));
 
     let load_before = load_average();
     let db_before = db_stats(admin, name).await?;
@@ -536,34 +601,23 @@ async fn drive(
     let t0_db: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT clock_timestamp()").fetch_one(admin).await?;
     let t0 = Instant::now();
 
-    // The scheduler: a pass, then a pause when nothing was due.
-    let scheduler = Scheduler::new(
-        Store::new(scheduler_pool.clone()),
-        Counted::new(setup.queue.clone(), stats.clone()),
-        settings.clone(),
-    );
+    // The scheduler: its continuous loop (passes, waiting for NOTIFY or the poll between).
+    let sent_at = Arc::new(SentAt::default());
+    let run_due_at = Arc::new(SentAt::default());
+    let scheduler_queue = if options.rate.is_some() {
+        Counted::recording(setup.queue.clone(), stats.clone(), sent_at.clone())
+    } else {
+        Counted::new(setup.queue.clone(), stats.clone())
+    };
+    let scheduler = Scheduler::new(Store::new(scheduler_pool.clone()), scheduler_queue, settings.clone());
     let scheduler_task = {
         let stop = stop.clone();
-        let poll = options.poll;
-        let statements = scheduler_statements.clone();
-        let lease_batch = u64::from(settings.lease_batch);
-        tokio::spawn(async move {
-            while !stop.is_cancelled() {
-                let counters = scheduler.pass().await?;
-                statements.fetch_add(2 + counters.leased / lease_batch + 1, Ordering::Relaxed);
-                if counters.leased == 0 {
-                    tokio::select! {
-                        _ = tokio::time::sleep(poll) => {}
-                        _ = stop.cancelled() => {}
-                    }
-                }
-            }
-            Ok::<(), rara_runtime::scheduler::Error>(())
-        })
+        tokio::spawn(async move { scheduler.run(None, stop).await })
     };
 
     let runner = RunnerOptions {
         batch_size: options.batch,
+        batching_window: if options.batch > 10 { options.batching_window } else { Duration::ZERO },
         // SQS long-polls in whole seconds; the in-memory queue wakes on arrival.
         wait: if options.sqs { Duration::from_secs(1) } else { Duration::from_millis(200) },
         batch_timeout: settings.core.function_timeout,
@@ -592,6 +646,7 @@ async fn drive(
         let settings = settings.clone();
         let rate = options.rate;
         let target = options.steps as u64;
+        let due_at = run_due_at.clone();
         tokio::spawn(async move {
             if let Some(rate) = rate {
                 let chunk = (rate as usize / 20).clamp(1, RUN_SIZE);
@@ -599,7 +654,7 @@ async fn drive(
                 let mut tick = tokio::time::interval(Duration::from_millis(50));
                 while !stop.is_cancelled() && submitted.load(Ordering::Relaxed) < target {
                     tick.tick().await;
-                    let n = submit_all(&store, &settings, &run).await?;
+                    let n = submit_all(&store, &settings, &run, Some(&due_at)).await?;
                     submitted.fetch_add(n, Ordering::Relaxed);
                 }
                 return Ok(());
@@ -608,7 +663,7 @@ async fn drive(
             while !stop.is_cancelled() {
                 let done = stats.deleted.load(Ordering::Relaxed);
                 if submitted.load(Ordering::Relaxed).saturating_sub(done) < SOAK_BACKLOG {
-                    let n = submit_all(&store, &settings, &run).await?;
+                    let n = submit_all(&store, &settings, &run, None).await?;
                     submitted.fetch_add(n, Ordering::Relaxed);
                 } else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -636,20 +691,23 @@ async fn drive(
         let done = stats.deleted.load(Ordering::Relaxed);
         bar.set_position(done);
         if let Some(soak) = options.soak {
-            if minute_start.0.elapsed() >= Duration::from_secs(60) {
-                let n = done - minute_start.1;
+            let over = t0.elapsed() >= soak;
+            let seconds = minute_start.0.elapsed().as_secs_f64();
+            // Every full minute, and the last one when the soak ends a little short of it.
+            if seconds >= 60.0 || (over && seconds >= 30.0) {
+                let n = ((done - minute_start.1) as f64 * 60.0 / seconds).round() as u64;
                 per_minute.push(n);
                 // Printed even when stderr is not a terminal (a hidden bar drops `println`).
                 bar.suspend(|| eprintln!("minute {:>3}: {n} steps, {:.0} steps/s", per_minute.len(), n as f64 / 60.0));
                 minute_start = (Instant::now(), done);
             }
-            if t0.elapsed() >= soak {
+            if over {
                 break t0.elapsed();
             }
         } else if done >= target && submitted.load(Ordering::Relaxed) >= target {
             break t0.elapsed();
         }
-        if t0.elapsed() > options.timeout {
+        if options.soak.is_none() && t0.elapsed() > options.timeout {
             stop.cancel();
             bail!("the benchmark did not finish within {} s ({done}/{target} steps)", options.timeout.as_secs());
         }
@@ -663,7 +721,7 @@ async fn drive(
     let load_after = load_average();
     let backends_after = backend_cpu(admin, name).await?;
     stop.cancel();
-    scheduler_task.await.context("the scheduler loop panicked")??;
+    let scheduler_counters = scheduler_task.await.context("the scheduler loop panicked")??;
     for task in executor_tasks {
         task.await.context("an executor loop panicked")??;
     }
@@ -716,6 +774,19 @@ async fn drive(
     )
     .fetch_all(&check)
     .await?;
+    let enqueued = if options.rate.is_some() {
+        let steps_of_runs: Vec<(uuid::Uuid, uuid::Uuid)> =
+            sqlx::query_as("SELECT id, run_id FROM steps").fetch_all(&check).await?;
+        let sent_at = sent_at.lock().map_err(|_| anyhow::anyhow!("the send log was poisoned"))?;
+        let due_at = run_due_at.lock().map_err(|_| anyhow::anyhow!("the submission log was poisoned"))?;
+        let ms: Vec<f64> = steps_of_runs
+            .iter()
+            .filter_map(|(step, run)| Some(sent_at.get(step)?.duration_since(*due_at.get(run)?).as_secs_f64() * 1000.0))
+            .collect();
+        Some(percentiles(ms))
+    } else {
+        None
+    };
     check.close().await;
     let reads_per_step = reads
         .into_iter()
@@ -776,7 +847,9 @@ async fn drive(
         rollbacks,
         commits_per_step: commits as f64 / steps.max(1) as f64,
         statements_per_step: (commits + rollbacks) as f64 / steps.max(1) as f64,
-        scheduler_statements: scheduler_statements.load(Ordering::Relaxed),
+        scheduler_statements: scheduler_counters.lease_rounds + 2 * scheduler_counters.reaper_runs,
+        listen: options.listen,
+        scheduler_wakeups: scheduler_counters.wakeups,
         tuples_per_step: Tuples {
             inserted: per_step(db_after.tup_inserted - db_before.tup_inserted),
             updated: per_step(db_after.tup_updated - db_before.tup_updated),
@@ -788,6 +861,7 @@ async fn drive(
         steps_hot_update_ratio: hot_updates as f64 / updates.max(1) as f64,
         rate: options.rate,
         latency_ms: Latency { p50: pct(0), p95: pct(1), p99: pct(2), max: pct(3) },
+        due_to_enqueued_ms: enqueued,
         cpu: Cpu {
             process_s,
             postgres_backends_s: postgres_s,
@@ -800,6 +874,19 @@ async fn drive(
         load_average_1m: [load_before, load_after],
         steps_per_minute: per_minute,
     })
+}
+
+/// p50, p95, p99 and max of `values` (nearest rank).
+pub(crate) fn percentiles(mut values: Vec<f64>) -> Latency {
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if values.is_empty() {
+            f64::NAN
+        } else {
+            values[((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1]
+        }
+    };
+    Latency { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: at(1.0) }
 }
 
 /// The scheduler's settings with the worker identity of executor `i`.
@@ -830,6 +917,17 @@ fn print_report(r: &Report) {
     println!("  HOT updates (steps) {:.0} %", r.steps_hot_update_ratio * 100.0);
     let l = &r.latency_ms;
     println!("  due→claimed (ms)    p50 {:.1} p95 {:.1} p99 {:.1} max {:.1}", l.p50, l.p95, l.p99, l.max);
+    if let Some(l) = &r.due_to_enqueued_ms {
+        println!(
+            "  due→enqueued (ms)   p50 {:.1} p95 {:.1} p99 {:.1} max {:.1} (scheduler {}, {} wake-ups)",
+            l.p50,
+            l.p95,
+            l.p99,
+            l.max,
+            if r.listen { "listening" } else { "polling only" },
+            r.scheduler_wakeups
+        );
+    }
     println!(
         "  CPU per 1000 steps  rara {:.3} s, Postgres backends {} s",
         r.cpu.process_per_1000_steps_s,

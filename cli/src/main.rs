@@ -20,6 +20,7 @@ mod bench;
 mod commands;
 mod queues;
 mod runners;
+mod scale;
 mod table;
 mod watch;
 
@@ -113,9 +114,14 @@ enum Command {
         until_idle: bool,
         #[arg(long, default_value_t = 5)]
         idle_seconds: u64,
-        /// Messages per batch (1-10), like the event source's batch size.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10))]
+        /// Messages per batch, like the event source's BatchSize (above 10, gathered from
+        /// several receives within --batching-window-ms).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         batch_size: u32,
+        /// How long to keep gathering a batch after its first message, like the event
+        /// source's MaximumBatchingWindowInSeconds.
+        #[arg(long, default_value_t = 0)]
+        batching_window_ms: u64,
     },
     /// Keep a local stack running: migrate, create the queues, run the scheduler and the
     /// executor in this process until Ctrl-C.
@@ -131,9 +137,13 @@ enum Command {
         /// How many noop steps to run.
         #[arg(long, default_value_t = 20_000)]
         steps: usize,
-        /// Messages per executor batch (1-10), like the event source's batch size.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10))]
+        /// Messages per executor batch, like the event source's BatchSize (above 10,
+        /// gathered from several receives within --batching-window-ms).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         batch: u32,
+        /// How long an executor keeps gathering a batch after its first message.
+        #[arg(long, default_value_t = 20)]
+        batching_window_ms: u64,
         /// Concurrent executor loops (Lambda containers), each with its own 2-connection pool.
         #[arg(long, default_value_t = 2)]
         executors: u32,
@@ -156,6 +166,19 @@ enum Command {
         /// start: due-to-claimed latency below capacity rather than behind a backlog.
         #[arg(long)]
         rate: Option<u32>,
+        /// The scheduler only polls (every --poll-ms) instead of also waking on NOTIFY.
+        #[arg(long)]
+        no_listen: bool,
+        /// Scale mode: time lease, claim and success of fresh steps with --history-small
+        /// finished steps in the tables, then again with --history.
+        #[arg(long)]
+        scale: bool,
+        /// Scale mode: finished steps in the tables for the second measurement.
+        #[arg(long, default_value_t = 10_000_000)]
+        history: u64,
+        /// Scale mode: finished steps in the tables for the first measurement.
+        #[arg(long, default_value_t = 10_000)]
+        history_small: u64,
     },
 }
 
@@ -243,16 +266,33 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let json = cli.json;
     match cli.command {
         Command::Scheduler { once } => return runners::scheduler(once, json).await,
-        Command::Executor { until_idle, idle_seconds, batch_size } => {
+        Command::Executor { until_idle, idle_seconds, batch_size, batching_window_ms } => {
             let idle = until_idle.then(|| std::time::Duration::from_secs(idle_seconds));
-            return runners::executor(idle, batch_size, json).await;
+            let window = std::time::Duration::from_millis(batching_window_ms);
+            return runners::executor(idle, batch_size, window, json).await;
         }
         Command::Dev { queue_name } => return runners::dev(&queue_name).await,
-        Command::Bench { steps, batch, executors, dag, sqs, poll_ms, timeout_seconds, soak_minutes, rate } => {
+        Command::Bench {
+            steps,
+            batch,
+            batching_window_ms,
+            executors,
+            dag,
+            sqs,
+            poll_ms,
+            timeout_seconds,
+            soak_minutes,
+            rate,
+            no_listen,
+            scale,
+            history,
+            history_small,
+        } => {
             init_cli_logging();
             let options = bench::Options {
                 steps,
                 batch,
+                batching_window: std::time::Duration::from_millis(batching_window_ms),
                 executors: executors.max(1),
                 dag,
                 sqs,
@@ -260,6 +300,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 timeout: std::time::Duration::from_secs(timeout_seconds),
                 soak: soak_minutes.map(|m| std::time::Duration::from_secs(m * 60)),
                 rate: rate.filter(|r| *r > 0),
+                listen: !no_listen,
+                scale: scale.then_some(scale::Options { small: history_small, large: history.max(history_small) }),
             };
             return bench::bench(options, json).await;
         }

@@ -73,13 +73,19 @@ pub async fn scheduler(once: bool, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-pub async fn executor(until_idle: Option<Duration>, batch_size: u32, json: bool) -> Result<(), Failure> {
+pub async fn executor(
+    until_idle: Option<Duration>,
+    batch_size: u32,
+    batching_window: Duration,
+    json: bool,
+) -> Result<(), Failure> {
     rara_runtime::wiring::init_logging();
     let wiring = Wiring::from_env("executor").await?;
     wiring.settings.require_dlq()?;
     let executor = wiring.batch_executor().await?;
     let options = RunnerOptions {
         batch_size,
+        batching_window,
         wait: Duration::from_secs(if until_idle.is_some() { 1 } else { 10 }),
         batch_timeout: wiring.settings.core.function_timeout,
         margin: wiring.settings.deadline_margin,
@@ -112,6 +118,7 @@ pub async fn dev(queue_name: &str) -> Result<(), Failure> {
     let executor = wiring.batch_executor().await?;
     let options = RunnerOptions {
         batch_size: 10,
+        batching_window: Duration::ZERO,
         wait: Duration::from_secs(1),
         batch_timeout: wiring.settings.core.function_timeout,
         margin: wiring.settings.deadline_margin,

@@ -204,6 +204,7 @@ impl Stack {
             ("RARA_VISIBILITY_TIMEOUT_SECONDS", "30".into()),
             ("RARA_FUNCTION_TIMEOUT_SECONDS", "20".into()),
             ("RARA_SCHEDULER_POLL_MS", "100".into()),
+            ("RARA_REAP_INTERVAL_MS", "500".into()),
             ("RARA_PROGRESS_INTERVAL_MS", "500".into()),
             ("RARA_LOG", "warn".into()),
         ]

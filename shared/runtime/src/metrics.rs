@@ -1,10 +1,10 @@
 //! Counters of one invocation, printed as one CloudWatch embedded-metric-format log line
 //! (CloudWatch turns it into metrics; locally it is just a JSON line on stdout).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What one scheduler or executor invocation did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     pub received: u64,
     pub leased: u64,
@@ -20,6 +20,12 @@ pub struct Counters {
     pub lease_lost: u64,
     pub dead_lettered: u64,
     pub returned: u64,
+    /// Scheduler: lease statements run (including the one that found nothing due).
+    pub lease_rounds: u64,
+    /// Scheduler: reaper passes run (every `RARA_REAP_INTERVAL_MS`).
+    pub reaper_runs: u64,
+    /// Scheduler: waits ended early by a `NOTIFY` that steps became due.
+    pub wakeups: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -38,6 +44,9 @@ impl std::ops::AddAssign for Counters {
         self.lease_lost += c.lease_lost;
         self.dead_lettered += c.dead_lettered;
         self.returned += c.returned;
+        self.lease_rounds += c.lease_rounds;
+        self.reaper_runs += c.reaper_runs;
+        self.wakeups += c.wakeups;
     }
 }
 
@@ -59,6 +68,9 @@ impl Counters {
             ("LeaseLost", self.lease_lost),
             ("DeadLettered", self.dead_lettered),
             ("Returned", self.returned),
+            ("LeaseRounds", self.lease_rounds),
+            ("ReaperRuns", self.reaper_runs),
+            ("Wakeups", self.wakeups),
         ];
         let mut doc = serde_json::json!({
             "_aws": {
@@ -90,6 +102,6 @@ mod tests {
         assert_eq!(doc["DeadLettered"], 1);
         assert_eq!(doc["Function"], "executor");
         let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().unwrap();
-        assert_eq!(declared.len(), 14);
+        assert_eq!(declared.len(), 17);
     }
 }

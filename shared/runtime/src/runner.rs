@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rara_queue::Queue;
+use rara_queue::{Queue, Received};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -14,12 +14,18 @@ use crate::metrics::Counters;
 
 /// The pause after a failed receive before the next one.
 const RECEIVE_RETRY_PAUSE: Duration = Duration::from_secs(1);
+/// What one receive may return (SQS's limit).
+const RECEIVE_MAX: u32 = 10;
 
 /// How the runner polls.
 #[derive(Debug, Clone)]
 pub struct RunnerOptions {
-    /// Messages per batch (1–10).
+    /// Messages per batch. Above 10 (one receive's limit) a batch is gathered from several
+    /// receives within `batching_window`, like the event source's `BatchSize` and
+    /// `MaximumBatchingWindowInSeconds`.
     pub batch_size: u32,
+    /// How long to keep gathering a batch after its first message (zero: one receive).
+    pub batching_window: Duration,
     /// Long-poll wait per receive.
     pub wait: Duration,
     /// The time one batch may take, like a function timeout (minus `margin`).
@@ -42,7 +48,7 @@ pub async fn run_executor(
     while !stop.is_cancelled() {
         // A receive is never abandoned midway: messages it got would stay invisible for
         // the visibility timeout. It ends within `wait`, and what it got is processed.
-        let received = match queue.receive(options.batch_size, options.wait).await {
+        let received = match receive_batch(queue.as_ref(), options).await {
             Ok(received) => received,
             Err(e) => {
                 tracing::warn!(error = %e, "receive failed; trying again shortly");
@@ -84,4 +90,75 @@ pub async fn run_executor(
         idle_since = Instant::now();
     }
     Ok(total)
+}
+
+/// One batch: a receive (waiting up to `wait` for the first message), then more receives
+/// until `batch_size` messages or the end of the batching window. A failed later receive
+/// ends the gathering; what was received is processed, never dropped.
+async fn receive_batch(queue: &dyn Queue, options: &RunnerOptions) -> Result<Vec<Received>, rara_queue::Error> {
+    let mut got = queue.receive(options.batch_size.min(RECEIVE_MAX), options.wait).await?;
+    if got.is_empty() || options.batching_window.is_zero() {
+        return Ok(got);
+    }
+    let end = Instant::now() + options.batching_window;
+    while (got.len() as u32) < options.batch_size {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match queue.receive((options.batch_size - got.len() as u32).min(RECEIVE_MAX), left).await {
+            Ok(more) if more.is_empty() => break,
+            Ok(more) => got.extend(more),
+            Err(e) => {
+                tracing::warn!(error = %e, "a receive while gathering a batch failed; processing what arrived");
+                break;
+            }
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use rara_queue::{MemoryQueue, Outgoing};
+
+    fn options(batch_size: u32, batching_window: Duration) -> RunnerOptions {
+        RunnerOptions {
+            batch_size,
+            batching_window,
+            wait: Duration::from_millis(100),
+            batch_timeout: Duration::from_secs(10),
+            margin: Duration::from_secs(1),
+            until_idle: None,
+        }
+    }
+
+    async fn queue_with(n: usize) -> MemoryQueue {
+        let queue = MemoryQueue::new(Duration::from_secs(30), 5);
+        let messages: Vec<Outgoing> =
+            (0..n).map(|i| Outgoing { id: i.to_string(), body: format!("m{i}"), traceparent: None }).collect();
+        for chunk in messages.chunks(10) {
+            assert!(queue.send(chunk).await.unwrap().is_empty());
+        }
+        queue
+    }
+
+    #[tokio::test]
+    async fn a_batch_above_ten_is_gathered_from_several_receives_within_the_window() {
+        let queue = queue_with(25).await;
+        let batch = receive_batch(&queue, &options(100, Duration::from_millis(200))).await.unwrap();
+        assert_eq!(batch.len(), 25, "everything queued, gathered into one batch");
+        let queue = queue_with(25).await;
+        assert_eq!(receive_batch(&queue, &options(20, Duration::from_millis(200))).await.unwrap().len(), 20);
+    }
+
+    #[tokio::test]
+    async fn without_a_window_a_batch_is_one_receive() {
+        let queue = queue_with(25).await;
+        assert_eq!(receive_batch(&queue, &options(100, Duration::ZERO)).await.unwrap().len(), 10);
+        let empty = queue_with(0).await;
+        assert!(receive_batch(&empty, &options(100, Duration::from_millis(50))).await.unwrap().is_empty());
+    }
 }

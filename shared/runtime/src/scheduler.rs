@@ -1,12 +1,16 @@
-//! The scheduler: reap expired leases, then lease due steps in batches and send one
-//! message per step (identifiers only). Entries that fail to send have their lease
-//! released at once, so the step is due again instead of waiting for the reaper.
+//! The scheduler: reap expired leases (every `RARA_REAP_INTERVAL_MS`), then lease due
+//! steps in batches and send one message per step (identifiers only). Entries that fail to
+//! send have their lease released at once, so the step is due again instead of waiting
+//! for the reaper. Between passes it waits for a `NOTIFY` on [`rara_store::DUE_CHANNEL`]
+//! or the poll interval, whichever comes first.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rara_queue::{Outgoing, Queue, StepMessage};
 use rara_store::Store;
+use sqlx::postgres::{PgListener, PgPoolOptions};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +40,8 @@ pub struct Scheduler {
     store: Store,
     queue: Arc<dyn Queue>,
     settings: Arc<Settings>,
+    /// When the reaper last ran (`None`: never, so the next pass reaps).
+    last_reap: Arc<Mutex<Option<Instant>>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -46,21 +52,25 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     pub fn new(store: Store, queue: Arc<dyn Queue>, settings: Arc<Settings>) -> Self {
-        Scheduler { store, queue, settings }
+        Scheduler { store, queue, settings, last_reap: Arc::new(Mutex::new(None)) }
     }
 
-    /// One pass: reap, then lease and send until nothing is due.
+    /// Whether the reaper is due: never ran, or ran `reap_interval` ago. Marks it as run.
+    fn reap_due(&self) -> bool {
+        let Ok(mut last) = self.last_reap.lock() else { return true };
+        let due = last.is_none_or(|t| t.elapsed() >= self.settings.reap_interval);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
+    }
+
+    /// One pass: reap (when the reap interval has passed), then lease and send until
+    /// nothing is due.
     pub async fn pass(&self) -> Result<Counters, Error> {
         let mut counters = Counters::default();
-        let reaped = self.store.reap_expired(self.settings.reap_batch).await?;
-        counters.reaped = reaped.total();
-        if reaped.total() > 0 {
-            tracing::info!(
-                released_leased = reaped.released_leased,
-                released_running = reaped.released_running,
-                failed = reaped.failed,
-                "reaped expired leases"
-            );
+        if self.reap_due() {
+            self.reap(&mut counters).await?;
         }
         loop {
             let round = self.lease_round().await?;
@@ -72,12 +82,45 @@ impl Scheduler {
         }
     }
 
-    /// Passes until `budget` is spent (polling every `scheduler_poll` while nothing is
-    /// due) or `stop` fires. `budget = None` runs until `stop`. A pass that fails for a
-    /// passing reason (a dropped connection, a restarting database) is logged and tried
-    /// again at the next poll; any other error ends the run.
+    async fn reap(&self, counters: &mut Counters) -> Result<(), Error> {
+        let reaped = self.store.reap_expired(self.settings.reap_batch).await.inspect_err(|_| {
+            // Try again at the next pass rather than after a whole interval.
+            if let Ok(mut last) = self.last_reap.lock() {
+                *last = None;
+            }
+        })?;
+        counters.reaper_runs += 1;
+        counters.reaped = reaped.total();
+        if reaped.total() > 0 {
+            tracing::info!(
+                released_leased = reaped.released_leased,
+                released_running = reaped.released_running,
+                failed = reaped.failed,
+                "reaped expired leases"
+            );
+        }
+        Ok(())
+    }
+
+    /// Passes until `budget` is spent or `stop` fires (`budget = None`: until `stop`).
+    /// Between passes it waits up to `scheduler_poll`, and less when a `NOTIFY` on
+    /// [`rara_store::DUE_CHANNEL`] says steps became due (`RARA_SCHEDULER_LISTEN`). A pass
+    /// that fails for a passing reason (a dropped connection, a restarting database) is
+    /// logged and tried again at the next wake-up; any other error ends the run.
     pub async fn run(&self, budget: Option<Duration>, stop: CancellationToken) -> Result<Counters, Error> {
         let end = budget.map(|b| Instant::now() + b);
+        let woken = Arc::new(Notify::new());
+        let listening = stop.child_token();
+        let listener = self.settings.scheduler_listen.then(|| self.spawn_listener(woken.clone(), listening.clone()));
+        let result = self.passes(end, &woken, &stop).await;
+        listening.cancel();
+        if let Some(task) = listener {
+            let _ = task.await;
+        }
+        result
+    }
+
+    async fn passes(&self, end: Option<Instant>, woken: &Notify, stop: &CancellationToken) -> Result<Counters, Error> {
         let mut total = Counters::default();
         loop {
             match self.pass().await {
@@ -85,22 +128,64 @@ impl Scheduler {
                 Err(e) if e.is_retryable() => tracing::warn!(error = %e, "scheduler pass failed; trying again"),
                 Err(e) => return Err(e),
             }
-            let pause = self.settings.scheduler_poll;
-            if end.is_some_and(|end| Instant::now() + pause >= end) {
+            let now = Instant::now();
+            if end.is_some_and(|end| now >= end) {
                 return Ok(total);
             }
+            let wake =
+                end.map_or(now + self.settings.scheduler_poll, |end| end.min(now + self.settings.scheduler_poll));
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
+                _ = tokio::time::sleep_until(wake) => {}
+                _ = woken.notified() => total.wakeups += 1,
                 _ = stop.cancelled() => return Ok(total),
             }
         }
+    }
+
+    /// Listens on [`rara_store::DUE_CHANNEL`] on a connection of its own (the passes keep
+    /// the pool) and wakes the loop on every notification. Notifications that arrive during
+    /// a pass leave one wake-up pending, so none is missed and a burst costs one extra pass.
+    /// While listening fails the loop still polls; the listener tries again every poll
+    /// interval and wakes the loop once it is back (notifications may have been missed).
+    fn spawn_listener(&self, woken: Arc<Notify>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let options = self.store.pool().connect_options().as_ref().clone();
+        let retry = self.settings.scheduler_poll.max(Duration::from_millis(100));
+        tokio::spawn(async move {
+            let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
+            let mut listener: Option<PgListener> = None;
+            let mut failing = false;
+            loop {
+                tokio::select! {
+                    result = next_notification(&pool, &mut listener) => match result {
+                        Ok(()) => {
+                            failing = false;
+                            woken.notify_one();
+                        }
+                        Err(e) => {
+                            if !failing {
+                                tracing::warn!(error = %e, "cannot listen for due steps; polling until it can");
+                            }
+                            failing = true;
+                            listener = None;
+                            tokio::select! {
+                                _ = tokio::time::sleep(retry) => {}
+                                _ = stop.cancelled() => break,
+                            }
+                        }
+                    },
+                    _ = stop.cancelled() => break,
+                }
+            }
+            drop(listener);
+            pool.close().await;
+        })
     }
 
     async fn lease_round(&self) -> Result<Counters, Error> {
         let core = &self.settings.core;
         let leased = self.store.lease_due(&core.worker_id, self.settings.lease_batch, core.lease_duration).await?;
         if leased.is_empty() {
-            return Ok(Counters::default());
+            return Ok(Counters { lease_rounds: 1, ..Counters::default() });
         }
         let messages: Vec<Outgoing> = leased
             .iter()
@@ -128,10 +213,25 @@ impl Scheduler {
             tracing::debug!(run_id = %l.run_id, step_id = %l.step_id, "leased");
         }
         Ok(Counters {
+            lease_rounds: 1,
             leased: leased.len() as u64,
             sent: (leased.len() - unsent.len()) as u64,
             released,
             ..Counters::default()
         })
+    }
+}
+
+/// Waits for the next notification, (re)connecting and listening first when needed. A
+/// fresh connection counts as a notification: anything sent while there was none is lost.
+async fn next_notification(pool: &sqlx::PgPool, listener: &mut Option<PgListener>) -> Result<(), sqlx::Error> {
+    match listener {
+        Some(l) => l.recv().await.map(drop),
+        None => {
+            let mut l = PgListener::connect_with(pool).await?;
+            l.listen(rara_store::DUE_CHANNEL).await?;
+            *listener = Some(l);
+            Ok(())
+        }
     }
 }

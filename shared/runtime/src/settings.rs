@@ -9,6 +9,7 @@ pub const DEFAULT_LEASE_BATCH: u32 = 100;
 pub const DEFAULT_REAP_BATCH: u32 = 1000;
 pub const DEFAULT_SCHEDULER_BUDGET_SECONDS: u64 = 50;
 pub const DEFAULT_SCHEDULER_POLL_MS: u64 = 1000;
+pub const DEFAULT_REAP_INTERVAL_MS: u64 = 5000;
 pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2000;
 pub const DEFAULT_PROGRESS_INTERVAL_MS: u64 = 1000;
 
@@ -26,8 +27,14 @@ pub struct Settings {
     pub reap_batch: u32,
     /// `RARA_SCHEDULER_BUDGET_SECONDS`: how long one scheduler invocation keeps polling.
     pub scheduler_budget: Duration,
-    /// `RARA_SCHEDULER_POLL_MS`: the pause between scheduler rounds that found nothing due.
+    /// `RARA_SCHEDULER_POLL_MS`: the longest pause between scheduler passes; a `NOTIFY` on
+    /// [`rara_store::DUE_CHANNEL`] (a submission, a released dependent) ends it at once.
     pub scheduler_poll: Duration,
+    /// `RARA_SCHEDULER_LISTEN`: `true` (default) to wake on `NOTIFY`, `false` to only poll.
+    pub scheduler_listen: bool,
+    /// `RARA_REAP_INTERVAL_MS`: how often a running scheduler looks for expired leases (its
+    /// first pass always does). Expired leases are minutes old by nature; leasing is not.
+    pub reap_interval: Duration,
     /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes.
     pub deadline_margin: Duration,
     /// `RARA_PROGRESS_INTERVAL_MS`: progress is written at most this often per step.
@@ -63,6 +70,8 @@ impl Settings {
                 "a number of seconds",
             )?),
             scheduler_poll: vars.millis("RARA_SCHEDULER_POLL_MS", DEFAULT_SCHEDULER_POLL_MS)?,
+            scheduler_listen: vars.parse("RARA_SCHEDULER_LISTEN", true, "`true` or `false`")?,
+            reap_interval: vars.millis("RARA_REAP_INTERVAL_MS", DEFAULT_REAP_INTERVAL_MS)?,
             deadline_margin: vars.millis("RARA_DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS)?,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
             remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),

@@ -206,3 +206,46 @@ async fn entries_that_fail_to_send_have_their_lease_released(pool: PgPool) {
             .unwrap();
     assert_eq!(failed, vec!["x".to_string()]);
 }
+
+/// With a poll interval of a minute, a submitted step is still enqueued at once: the
+/// submission's NOTIFY wakes the waiting scheduler. Without listening it waits for the poll.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_waiting_scheduler_wakes_on_notify_instead_of_its_poll(pool: PgPool) {
+    let (store, queues, stack) =
+        Stack::fresh(pool, &[("RARA_SCHEDULER_POLL_MS", "60000"), ("RARA_REAP_INTERVAL_MS", "60000")]).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let scheduler = stack.scheduler();
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { scheduler.run(None, stop).await }
+    });
+    // Its first pass finds nothing; it waits (up to a minute) for a notification.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = tokio::time::Instant::now();
+    submit(&store, &stack.settings, "name: wake\nsteps:\n  - {name: a, operation: noop}\n").await;
+    let received = queues.queue().receive(1, Duration::from_secs(20)).await.unwrap();
+    assert_eq!(received.len(), 1, "the step was enqueued long before the minute's poll");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    stop.cancel();
+    let counters = task.await.unwrap().unwrap();
+    assert_eq!(counters.sent, 1);
+    assert!(counters.wakeups >= 1, "woken by NOTIFY: {counters:?}");
+    assert_eq!(counters.reaper_runs, 1, "the reaper ran on the first pass only");
+
+    // A scheduler that does not listen leaves the next step for its poll.
+    let mut settings = (*stack.settings).clone();
+    settings.scheduler_listen = false;
+    let quiet =
+        rara_runtime::scheduler::Scheduler::new(store.clone(), stack.queue.clone(), std::sync::Arc::new(settings));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { quiet.run(None, stop).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    submit(&store, &stack.settings, "name: no-wake\nsteps:\n  - {name: a, operation: noop}\n").await;
+    assert!(queues.queue().receive(1, Duration::from_secs(3)).await.unwrap().is_empty(), "no listener, no wake-up");
+    stop.cancel();
+    let counters = task.await.unwrap().unwrap();
+    assert_eq!((counters.sent, counters.wakeups), (0, 0));
+}

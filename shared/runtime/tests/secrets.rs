@@ -188,6 +188,7 @@ async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
     });
     let options = RunnerOptions {
         batch_size: 10,
+        batching_window: Duration::ZERO,
         wait: Duration::from_secs(1),
         batch_timeout: settings.core.function_timeout,
         margin: settings.deadline_margin,

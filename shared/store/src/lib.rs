@@ -29,6 +29,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 pub use error::Error;
 
+/// The channel a `NOTIFY` goes to whenever steps become due now (a submission, dependents
+/// released by a success, a retry by hand), so a listening scheduler leases them within
+/// milliseconds instead of at its next poll. The payload is empty: the notification only
+/// says "look"; the lease statement decides what is due.
+pub const DUE_CHANNEL: &str = "rara_due";
+
 /// The migrations of `migrations/`, embedded at build time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
@@ -76,6 +82,12 @@ impl Store {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Tells listening schedulers that steps are due (see [`DUE_CHANNEL`]).
+    pub async fn notify_due(&self) -> Result<(), Error> {
+        sqlx::query("SELECT pg_notify($1, '')").bind(DUE_CHANNEL).execute(&self.pool).await?;
+        Ok(())
     }
 
     /// Applies pending migrations; applying them twice changes nothing.

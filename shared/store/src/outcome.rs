@@ -108,6 +108,11 @@ released AS (
           FROM step_dependencies dep JOIN done d ON dep.depends_on = d.id
           GROUP BY dep.step_id) r
     WHERE s.id = r.step_id
+    RETURNING s.status, s.pending_deps
+),
+-- A dependent that became due wakes the listening schedulers (delivered at commit).
+woke AS (
+    SELECT pg_notify('rara_due', '') FROM released WHERE status = 'pending' AND pending_deps = 0 LIMIT 1
 ),
 runs AS (
     UPDATE workflow_runs w
@@ -122,7 +127,7 @@ runs AS (
     FROM (SELECT run_id, count(*)::int AS n FROM done GROUP BY run_id) f
     WHERE w.id = f.run_id
 )
-SELECT id FROM done";
+SELECT d.id FROM done d CROSS JOIN (SELECT count(*) FROM woke) w";
 
 const RETRY: &str = "
 WITH input AS (
@@ -329,6 +334,9 @@ impl Store {
         let revived: i64 = sqlx::query_scalar(RETRY_STEP).bind(step_id).fetch_one(&self.pool).await?;
         if revived == 0 && !self.step_exists(step_id).await? {
             return Err(Error::StepNotFound(step_id));
+        }
+        if revived > 0 {
+            self.notify_due().await?;
         }
         Ok(revived as u64)
     }

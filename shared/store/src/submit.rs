@@ -15,7 +15,8 @@ pub struct Submitted {
 }
 
 impl Store {
-    /// Stores a validated plan. Steps without dependencies are due at once.
+    /// Stores a validated plan. Steps without dependencies are due at once; listening
+    /// schedulers are notified on [`DUE_CHANNEL`](crate::DUE_CHANNEL) when it commits.
     pub async fn submit(&self, plan: &Plan) -> Result<Submitted, Error> {
         let mut tx = self.pool.begin().await?;
         let run_id = Uuid::now_v7();
@@ -82,6 +83,8 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        // Delivered at commit, and only if it commits.
+        sqlx::query("SELECT pg_notify($1, '')").bind(crate::DUE_CHANNEL).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(Submitted { run_id, created: true })
     }

@@ -493,3 +493,39 @@ async fn retrying_a_failed_step_revives_it_and_its_skipped_dependents(pool: PgPo
     assert_eq!(listed.len(), 1);
     assert_eq!((listed[0].steps_total, listed[0].steps_finished), (3, 3));
 }
+
+/// The next notification on the due channel, or `None` within `wait`.
+async fn due_notification(listener: &mut sqlx::postgres::PgListener, wait: Duration) -> Option<()> {
+    tokio::time::timeout(wait, listener.recv()).await.ok().map(|n| assert_eq!(n.unwrap().channel(), "rara_due"))
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn steps_that_become_due_notify_listening_schedulers(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await.unwrap();
+    listener.listen(rara_store::DUE_CHANNEL).await.unwrap();
+    let quiet = Duration::from_millis(300);
+
+    let run = store.submit(&plan(CHAIN)).await.unwrap();
+    assert!(due_notification(&mut listener, Duration::from_secs(5)).await.is_some(), "a submission notifies");
+
+    // Leasing and claiming make nothing due: silence.
+    let a = store.lease_due("scheduler", 10, LEASE).await.unwrap().remove(0);
+    let a = claim_one(&store, "exec-1", &a).await;
+    assert!(due_notification(&mut listener, quiet).await.is_none(), "lease and claim do not notify");
+
+    // a's success makes b due.
+    store.succeed(&[(a.holder, serde_json::json!({}))]).await.unwrap().remove(0).unwrap();
+    assert!(due_notification(&mut listener, Duration::from_secs(5)).await.is_some(), "a released dependent notifies");
+
+    // b failing makes nothing due (c is skipped): silence.
+    let b = lease_named(&store, &pool, run.run_id, "b").await;
+    let b = claim_one(&store, "exec-1", &b).await;
+    store.fail(&[(b.holder, StepError::permanent("BOOM", "b failed"))]).await.unwrap().remove(0).unwrap();
+    assert!(due_notification(&mut listener, quiet).await.is_none(), "a failure makes nothing due");
+
+    // Retrying b by hand makes it due again.
+    let b_id = step_id(&pool, run.run_id, "b").await;
+    assert_eq!(store.retry_step(b_id).await.unwrap(), 2, "b and its skipped dependent c come back");
+    assert!(due_notification(&mut listener, Duration::from_secs(5)).await.is_some(), "a retry by hand notifies");
+}

@@ -102,24 +102,7 @@ impl Report {
 /// `None` when there is none or a counter is missing.
 pub fn parse_counters(stdout: &str) -> Option<Counters> {
     let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'))?;
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    let get = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
-    Some(Counters {
-        received: get("received")?,
-        leased: get("leased")?,
-        sent: get("sent")?,
-        released: get("released")?,
-        reaped: get("reaped")?,
-        claimed: get("claimed")?,
-        stale: get("stale")?,
-        held: get("held")?,
-        succeeded: get("succeeded")?,
-        retried: get("retried")?,
-        failed: get("failed")?,
-        lease_lost: get("lease_lost")?,
-        dead_lettered: get("dead_lettered")?,
-        returned: get("returned")?,
-    })
+    serde_json::from_str(line).ok()
 }
 
 #[derive(sqlx::FromRow)]

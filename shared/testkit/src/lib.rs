@@ -138,6 +138,7 @@ pub fn settings(queues: &Queues, extra: &[(&str, &str)]) -> Settings {
         ("RARA_VISIBILITY_TIMEOUT_SECONDS", "30"),
         ("RARA_FUNCTION_TIMEOUT_SECONDS", "20"),
         ("RARA_SCHEDULER_POLL_MS", "100"),
+        ("RARA_REAP_INTERVAL_MS", "500"),
         ("RARA_PROGRESS_INTERVAL_MS", "100"),
     ]
     .into_iter()

@@ -49,6 +49,7 @@ impl Stack {
     pub fn runner_options(&self, until_idle: Option<Duration>) -> RunnerOptions {
         RunnerOptions {
             batch_size: 10,
+            batching_window: Duration::ZERO,
             wait: Duration::from_secs(1),
             batch_timeout: self.settings.core.function_timeout,
             margin: self.settings.deadline_margin,
