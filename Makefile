@@ -71,6 +71,24 @@ deploy-localstack: ## Deploy queues, DLQ and roles into LocalStack and check the
 bench: ## Benchmark: pgbench lease+complete baseline vs rara bench (release), twice, with the ratio
 	@scripts/bench.sh
 
+BENCH_DB ?= postgres://postgres@127.0.0.1:5432/postgres
+
+.PHONY: bench-wakeup
+bench-wakeup: ## Newly due step -> enqueued, scheduler listening (NOTIFY) vs polling every second
+	@cargo build --release -q -p rara
+	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --steps 10000 --rate 500 --poll-ms 1000
+	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --steps 10000 --rate 500 --poll-ms 1000 --no-listen
+
+.PHONY: bench-scale
+bench-scale: ## Claim latency with 10 thousand and with 10 million finished steps (about 5 minutes, ~6 GB)
+	@cargo build --release -q -p rara
+	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --scale
+
+.PHONY: bench-soak
+bench-soak: ## 10 minutes of steady submit + execute, steps/s per minute
+	@cargo build --release -q -p rara
+	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --soak-minutes 10
+
 .PHONY: cold-start
-cold-start: ## Process start -> ready of the release Lambda bootstraps
+cold-start: ## Process start -> ready of the release Lambda bootstraps, and their idle RSS
 	@scripts/cold-start.sh

@@ -10,7 +10,12 @@
 # Needs Postgres (DATABASE_URL, default the local `rara` database, migrated) and builds
 # `scheduler` and `executor` in release for the host (not arm64: see BENCHMARKS.md). No
 # SQS call is made during init, so LocalStack is not needed. Not measured: Lambda's own
-# sandbox start and the download of the code package.
+# sandbox start and the download of the code package. Also prints the resident memory
+# (VmRSS) of each process once ready, idle before its first event.
+#
+# The Postgres connection in the init phase dominates: DATABASE_URL's sslmode decides
+# whether a TLS handshake is part of it (the local server has ssl = on, so the default
+# `prefer` negotiates TLS, as RDS requires).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
@@ -50,13 +55,18 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 api = f"127.0.0.1:{server.server_address[1]}"
 
 for function in ("scheduler", "executor"):
-    times = []
+    times, rss = [], []
     for _ in range(runs):
         Api.ready = threading.Event()
         env = dict(os.environ, AWS_LAMBDA_RUNTIME_API=api)
         start = time.perf_counter()
         proc = subprocess.Popen([f"target/release/{function}"], env=env, stderr=subprocess.PIPE)
         ok = Api.ready.wait(20)
+        if ok:
+            # Resident memory once ready and idle, waiting for its first event.
+            time.sleep(0.2)
+            with open(f"/proc/{proc.pid}/status") as status:
+                rss.append(next(int(l.split()[1]) for l in status if l.startswith("VmRSS:")) / 1024)
         proc.kill()
         _, err = proc.communicate()
         if not ok:
@@ -64,5 +74,6 @@ for function in ("scheduler", "executor"):
         times.append((Api.ready.stamp - start) * 1000)
     size = os.path.getsize(f"target/release/{function}") / 2**20
     print(f"{function:9} start -> ready: median {statistics.median(times):.1f} ms, "
-          f"min {min(times):.1f} ms, max {max(times):.1f} ms over {runs} runs; binary {size:.1f} MiB")
+          f"min {min(times):.1f} ms, max {max(times):.1f} ms over {runs} runs; "
+          f"idle RSS {statistics.median(rss):.1f} MiB; binary {size:.1f} MiB")
 PY

@@ -36,8 +36,8 @@ use rara_runtime::scheduler::Scheduler;
 use rara_runtime::settings::Settings;
 use rara_store::Store;
 use serde::Serialize;
-use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, PgPool};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -380,7 +380,9 @@ async fn pool(options: &PgConnectOptions, connections: u32) -> Result<PgPool, sq
         .max_connections(connections)
         .min_connections(connections)
         .acquire_timeout(Duration::from_secs(30))
-        .connect_with(options.clone())
+        // The measurement's own queries (the history fill, the latency percentiles) are slow
+        // by design: no warnings for them.
+        .connect_with(options.clone().log_slow_statements(log::LevelFilter::Off, Duration::ZERO))
         .await
 }
 
@@ -469,7 +471,7 @@ pub async fn bench(options: Options, json: bool) -> Result<(), Failure> {
     let admin = pool(&base.clone().database("postgres"), 1).await.context("cannot reach Postgres")?;
     let name = format!("rara_bench_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     // The name is ours: a fixed prefix and hex digits.
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+    sqlx::query(&format!("CREATE DATABASE {name}"))
         .execute(&admin)
         .await
         .context("cannot create the scratch database")?;
@@ -478,9 +480,7 @@ pub async fn bench(options: Options, json: bool) -> Result<(), Failure> {
         Some(scale) => run_scale(scale, &scratch).await.map(Output::Scale),
         None => run(&options, &admin, &name, &scratch).await.map(Output::Throughput),
     };
-    if let Err(e) =
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&admin).await
-    {
+    if let Err(e) = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&admin).await {
         eprintln!("warning: could not drop the scratch database {name}: {e}");
     }
     match (outcome?, json) {

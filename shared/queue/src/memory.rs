@@ -68,6 +68,19 @@ impl State {
         }
     }
 
+    /// Drops the heap entries of messages deleted (or received again) since, once they
+    /// outnumber the live ones: otherwise a busy queue keeps one entry per deleted message
+    /// for a whole visibility timeout. Amortized O(1) per delete.
+    fn prune_invisible(&mut self) {
+        if self.invisible.len() <= 2 * self.messages.len() + 1024 {
+            return;
+        }
+        let messages = &self.messages;
+        self.invisible.retain(|Reverse((_, seq, generation))| {
+            messages.get(seq).is_some_and(|m| m.in_flight && m.heap_generation == *generation)
+        });
+    }
+
     /// When the earliest invisible message returns (possibly a stale entry: a spurious wake-up).
     fn next_return(&self) -> Option<Instant> {
         self.invisible.peek().map(|Reverse((at, _, _))| *at)
@@ -251,6 +264,7 @@ impl Queue for MemoryQueue {
                 None => failed.push(handle.clone()),
             }
         }
+        state.prune_invisible();
         Ok(failed)
     }
 
@@ -261,5 +275,28 @@ impl Queue for MemoryQueue {
             reason: Some(reason.to_owned()),
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn deleted_messages_do_not_pile_up_until_their_visibility_would_end() {
+        let queue = MemoryQueue::new(Duration::from_secs(360), 5);
+        for round in 0..500 {
+            let batch: Vec<Outgoing> = (0..10)
+                .map(|i| Outgoing { id: i.to_string(), body: format!("{round}-{i}"), traceparent: None })
+                .collect();
+            queue.send(&batch).await.unwrap();
+            let received = queue.receive(10, Duration::ZERO).await.unwrap();
+            let handles: Vec<String> = received.into_iter().map(|m| m.receipt_handle).collect();
+            assert!(queue.delete(&handles).await.unwrap().is_empty());
+        }
+        let state = queue.state();
+        assert!(state.messages.is_empty());
+        assert!(state.invisible.len() <= 1024 + 10, "{} stale heap entries kept", state.invisible.len());
     }
 }

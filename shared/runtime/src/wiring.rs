@@ -87,9 +87,16 @@ impl Wiring {
     /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
     /// client built from the SDK environment.
     pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
+        // The SQS client is built while the Postgres connection (a TLS handshake on RDS) is
+        // made: init time is the longer of the two, not their sum.
+        let client = tokio::spawn(SqsQueue::client_from_env());
         let options = database.connect_options_from_env().await?;
         let store = Store::connect_with(options.into_inner(), POOL_CONNECTIONS).await?;
-        let client = SqsQueue::client_from_env().await;
+        let client = match client.await {
+            Ok(client) => client,
+            // Only a panic while building it: build it here and let that surface.
+            Err(_) => SqsQueue::client_from_env().await,
+        };
         let queue = Arc::new(SqsQueue::new(client, settings.queue_url.clone(), settings.dlq_url.clone()));
         tracing::info!(worker = %settings.core.worker_id, "wired");
         Ok(Wiring { settings: Arc::new(settings), store, queue })

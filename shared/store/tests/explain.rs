@@ -23,7 +23,7 @@ async fn lease_statement_uses_the_partial_due_index(pool: PgPool) {
         .unwrap();
     sqlx::query("ANALYZE steps").execute(&pool).await.unwrap();
 
-    let plan: serde_json::Value = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {LEASE_DUE}")))
+    let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (FORMAT JSON) {LEASE_DUE}"))
         .bind(10_i64)
         .bind("scheduler")
         .bind(60_000_i64)

@@ -338,7 +338,7 @@ fn the_store_follows_the_state_machine_model() {
     let name = format!("rara_model_{}", Uuid::new_v4().simple());
     let (admin, pool) = runtime.block_on(async {
         let admin = PgPoolOptions::new().max_connections(1).connect(&format!("{server}/postgres")).await.unwrap();
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&admin).await.unwrap();
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.unwrap();
         let pool = PgPoolOptions::new().max_connections(2).connect(&format!("{server}/{name}")).await.unwrap();
         rara_store::MIGRATOR.run(&pool).await.unwrap();
         (admin, pool)
@@ -350,9 +350,7 @@ fn the_store_follows_the_state_machine_model() {
     });
     runtime.block_on(async {
         pool.close().await;
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-            .execute(&admin)
-            .await;
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&admin).await;
     });
     if let Err(e) = result {
         panic!("{e}");
