@@ -85,9 +85,9 @@ bench-scale: ## Claim latency with 10 thousand and with 10 million finished step
 	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --scale
 
 .PHONY: bench-soak
-bench-soak: ## 10 minutes of steady submit + execute, steps/s per minute
+bench-soak: ## 10 minutes of steady submit (3,000 steps/s) + execute, steps/s and latency per minute
 	@cargo build --release -q -p rara
-	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --soak-minutes 10
+	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --soak-minutes 10 --rate 3000
 
 .PHONY: cold-start
 cold-start: ## Process start -> ready of the release Lambda bootstraps, and their idle RSS

@@ -15,8 +15,9 @@
 //! of the measurement for steps without dependencies, the last dependency's `finished_at`
 //! otherwise); CPU seconds per 1000 steps of this process (`/proc/self/stat`) and of the
 //! scratch database's Postgres backends (`/proc/<pid>/stat`, when the server is local);
-//! peak RSS (`VmHWM`). `--soak-minutes` keeps the queue topped up instead and prints the
-//! throughput of every minute.
+//! peak RSS (`VmHWM`). `--soak-minutes` keeps the queue topped up instead (or, with
+//! `--rate`, submits at that steady rate) and prints the throughput of every minute, then
+//! the due-to-claimed latency of every minute.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -229,6 +230,18 @@ pub struct Report {
     /// Soak mode: steps finished in each minute (the last one scaled to 60 s if it was cut short).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps_per_minute: Vec<u64>,
+    /// Soak: due-to-claimed of the steps claimed in each minute.
+    pub latency_per_minute_ms: Vec<MinuteLatency>,
+}
+
+/// Due-to-claimed of the steps whose first attempt started in one minute of a soak.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct MinuteLatency {
+    /// 1 = the first minute after the loops started.
+    pub minute: i32,
+    pub claimed: i64,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -492,6 +505,7 @@ pub async fn bench(options: Options, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+#[allow(clippy::large_enum_variant, reason = "one value per process, printed and dropped")]
 enum Output {
     Throughput(Report),
     Scale(crate::scale::Report),
@@ -604,7 +618,8 @@ async fn drive(
     // The scheduler: its continuous loop (passes, waiting for NOTIFY or the poll between).
     let sent_at = Arc::new(SentAt::default());
     let run_due_at = Arc::new(SentAt::default());
-    let scheduler_queue = if options.rate.is_some() {
+    // Due-to-enqueued is recorded per step in memory: for the bounded `--rate` runs only.
+    let scheduler_queue = if options.rate.is_some() && options.soak.is_none() {
         Counted::recording(setup.queue.clone(), stats.clone(), sent_at.clone())
     } else {
         Counted::new(setup.queue.clone(), stats.clone())
@@ -645,7 +660,8 @@ async fn drive(
         let submitted = submitted.clone();
         let settings = settings.clone();
         let rate = options.rate;
-        let target = options.steps as u64;
+        // A soak at a steady rate submits until the time is over.
+        let target = if options.soak.is_some() { u64::MAX } else { options.steps as u64 };
         let due_at = run_due_at.clone();
         tokio::spawn(async move {
             if let Some(rate) = rate {
@@ -774,7 +790,26 @@ async fn drive(
     )
     .fetch_all(&check)
     .await?;
-    let enqueued = if options.rate.is_some() {
+    // Soak: the latency of each minute, so that drift shows as latency too (at a steady
+    // rate below capacity the throughput follows the submissions until the system falls behind).
+    let mut latency_per_minute: Vec<MinuteLatency> = if options.soak.is_some() {
+        sqlx::query_as(
+            "SELECT floor(extract(epoch FROM started_at - $1) / 60)::int + 1 AS minute, count(*) AS claimed,
+                    percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
+                    percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
+             FROM (SELECT a.started_at, extract(epoch FROM a.started_at - greatest(s.created_at, $1)) * 1000 AS ms
+                   FROM steps s JOIN step_attempts a ON a.step_id = s.id AND a.attempt = 1) x
+             GROUP BY 1 ORDER BY 1",
+        )
+        .bind(t0_db)
+        .fetch_all(&check)
+        .await?
+    } else {
+        Vec::new()
+    };
+    // The few claims after the last full minute (the steps submitted as the soak ended).
+    latency_per_minute.retain(|m| m.minute as usize <= per_minute.len());
+    let enqueued = if options.rate.is_some() && options.soak.is_none() {
         let steps_of_runs: Vec<(uuid::Uuid, uuid::Uuid)> =
             sqlx::query_as("SELECT id, run_id FROM steps").fetch_all(&check).await?;
         let sent_at = sent_at.lock().map_err(|_| anyhow::anyhow!("the send log was poisoned"))?;
@@ -847,7 +882,10 @@ async fn drive(
         rollbacks,
         commits_per_step: commits as f64 / steps.max(1) as f64,
         statements_per_step: (commits + rollbacks) as f64 / steps.max(1) as f64,
-        scheduler_statements: scheduler_counters.lease_rounds + 2 * scheduler_counters.reaper_runs,
+        // Per reaper run: two reaper statements and the statistics check; plus each ANALYZE.
+        scheduler_statements: scheduler_counters.lease_rounds
+            + 3 * scheduler_counters.reaper_runs
+            + scheduler_counters.statistics_refreshes,
         listen: options.listen,
         scheduler_wakeups: scheduler_counters.wakeups,
         tuples_per_step: Tuples {
@@ -873,6 +911,7 @@ async fn drive(
         aws_estimate: cost(&stats, steps),
         load_average_1m: [load_before, load_after],
         steps_per_minute: per_minute,
+        latency_per_minute_ms: latency_per_minute,
     })
 }
 
@@ -954,5 +993,18 @@ fn print_report(r: &Report) {
     if !r.steps_per_minute.is_empty() {
         let minutes: Vec<String> = r.steps_per_minute.iter().map(|n| format!("{:.0}", *n as f64 / 60.0)).collect();
         println!("  steps/s per minute  {}", minutes.join(", "));
+        if let (Some(first), Some(last)) = (r.steps_per_minute.first(), r.steps_per_minute.last()) {
+            println!("  last / first minute {:.2}", *last as f64 / (*first).max(1) as f64);
+        }
+    }
+    for m in &r.latency_per_minute_ms {
+        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
+        println!(
+            "  minute {:>3}          {} claimed, due→claimed p50 {} p99 {} ms",
+            m.minute,
+            m.claimed,
+            ms(m.p50),
+            ms(m.p99)
+        );
     }
 }

@@ -159,7 +159,8 @@ enum Command {
         /// Give up after this long.
         #[arg(long, default_value_t = 600)]
         timeout_seconds: u64,
-        /// Soak: keep the queue topped up for this many minutes and print the steps of each minute.
+        /// Soak: run for this many minutes, keeping the queue topped up (or, with --rate,
+        /// submitting at that steady rate), and print the steps and latency of each minute.
         #[arg(long)]
         soak_minutes: Option<u64>,
         /// Submit the flat steps at this rate (steps/s) while running, instead of all at the

@@ -26,6 +26,8 @@ pub struct Counters {
     pub reaper_runs: u64,
     /// Scheduler: waits ended early by a `NOTIFY` that steps became due.
     pub wakeups: u64,
+    /// Scheduler: tables analyzed because they outgrew their planner statistics.
+    pub statistics_refreshes: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -47,6 +49,7 @@ impl std::ops::AddAssign for Counters {
         self.lease_rounds += c.lease_rounds;
         self.reaper_runs += c.reaper_runs;
         self.wakeups += c.wakeups;
+        self.statistics_refreshes += c.statistics_refreshes;
     }
 }
 
@@ -71,6 +74,7 @@ impl Counters {
             ("LeaseRounds", self.lease_rounds),
             ("ReaperRuns", self.reaper_runs),
             ("Wakeups", self.wakeups),
+            ("StatisticsRefreshes", self.statistics_refreshes),
         ];
         let mut doc = serde_json::json!({
             "_aws": {
@@ -102,6 +106,6 @@ mod tests {
         assert_eq!(doc["DeadLettered"], 1);
         assert_eq!(doc["Function"], "executor");
         let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().unwrap();
-        assert_eq!(declared.len(), 17);
+        assert_eq!(declared.len(), 18);
     }
 }

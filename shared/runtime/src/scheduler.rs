@@ -1,4 +1,5 @@
-//! The scheduler: reap expired leases (every `RARA_REAP_INTERVAL_MS`), then lease due
+//! The scheduler: reap expired leases and refresh the statistics of hot tables that grew
+//! past them (every `RARA_REAP_INTERVAL_MS`, see [`rara_store::statistics`]), then lease due
 //! steps in batches and send one message per step (identifiers only). Entries that fail to
 //! send have their lease released at once, so the step is due again instead of waiting
 //! for the reaper. Between passes it waits for a `NOTIFY` on [`rara_store::DUE_CHANNEL`]
@@ -98,6 +99,15 @@ impl Scheduler {
                 failed = reaped.failed,
                 "reaped expired leases"
             );
+        }
+        // Stale statistics only slow things down: a failure here is logged, not fatal.
+        match self.store.refresh_grown_statistics().await {
+            Ok(tables) if !tables.is_empty() => {
+                counters.statistics_refreshes += tables.len() as u64;
+                tracing::info!(tables = tables.join(","), "analyzed tables that outgrew their planner statistics");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not refresh planner statistics"),
         }
         Ok(())
     }

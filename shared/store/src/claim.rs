@@ -70,7 +70,8 @@ pub enum ClaimOutcome {
     UnknownStep,
 }
 
-const CLAIM: &str = "
+/// Public for the plan tests (`tests/explain.rs`).
+pub const CLAIM: &str = "
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
 ),
@@ -80,8 +81,11 @@ claimed AS (
         lease_expires_at = now() + $4 * interval '1 millisecond', progress = NULL, updated_at = now()
     FROM input i
     WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND s.attempt < s.max_attempts
-      AND ((s.status = 'leased' AND s.next_run_at <= now() AND s.lease_expires_at > now())
-        OR (s.status = 'running' AND s.lease_expires_at <= now()))
+      AND CASE s.status
+              WHEN 'leased' THEN s.next_run_at <= now() AND s.lease_expires_at > now()
+              WHEN 'running' THEN s.lease_expires_at <= now()
+              ELSE false
+          END
     RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
               s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
               s.lease_expires_at, s.lease_token

@@ -52,11 +52,12 @@ FROM due
 WHERE s.id = due.id
 RETURNING s.id AS step_id, s.run_id, s.lease_token";
 
-const RELEASE: &str = "
+/// Public for the plan tests (`tests/explain.rs`).
+pub const RELEASE: &str = "
 UPDATE steps s
 SET status = 'pending', leased_by = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
 FROM unnest($1::uuid[], $2::uuid[]) AS t(step_id, lease_token)
-WHERE s.id = t.step_id AND s.lease_token = t.lease_token AND s.status = 'leased'";
+WHERE s.id = t.step_id AND s.lease_token = t.lease_token AND (s.status = 'leased') IS TRUE";
 
 const REAP_RELEASE: &str = "
 WITH expired AS (

@@ -86,7 +86,8 @@ pub(crate) fn finish_statement(targets: &str) -> String {
     format!("WITH RECURSIVE targets AS ({targets}),{FINISH_TAIL}")
 }
 
-const SUCCEED: &str = "
+/// Public for the plan tests (`tests/explain.rs`).
+pub const SUCCEED: &str = "
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::jsonb[]) AS t(step_id, worker, fence, output)
 ),
@@ -95,7 +96,7 @@ done AS (
     SET status = 'succeeded', output = i.output, error = NULL, leased_by = NULL, lease_token = NULL,
         lease_expires_at = NULL, finished_at = now(), updated_at = now()
     FROM input i
-    WHERE s.id = i.step_id AND s.leased_by = i.worker AND s.fence = i.fence AND s.status = 'running'
+    WHERE s.id = i.step_id AND s.leased_by = i.worker AND s.fence = i.fence AND (s.status = 'running') IS TRUE
     RETURNING s.id, s.run_id, s.attempt
 ),
 closed AS (
@@ -129,7 +130,8 @@ runs AS (
 )
 SELECT d.id FROM done d CROSS JOIN (SELECT count(*) FROM woke) w";
 
-const RETRY: &str = "
+/// Public for the plan tests (`tests/explain.rs`).
+pub const RETRY: &str = "
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::jsonb[], $5::bigint[])
         AS t(step_id, worker, fence, error, delay_ms)
@@ -144,7 +146,7 @@ retried AS (
         leased_by = CASE WHEN $6::bigint IS NULL THEN NULL ELSE s.leased_by END,
         error = i.error, progress = NULL, updated_at = now()
     FROM input i
-    WHERE s.id = i.step_id AND s.leased_by = i.worker AND s.fence = i.fence AND s.status = 'running'
+    WHERE s.id = i.step_id AND s.leased_by = i.worker AND s.fence = i.fence AND (s.status = 'running') IS TRUE
       AND s.attempt < s.max_attempts
     RETURNING s.id, s.attempt, s.next_run_at, i.error
 ),
@@ -160,7 +162,7 @@ const FAIL_TARGETS: &str = "
     FROM steps s
     JOIN unnest($1::uuid[], $2::text[], $3::bigint[], $4::jsonb[]) AS i(step_id, worker, fence, error)
       ON s.id = i.step_id
-    WHERE s.leased_by = i.worker AND s.fence = i.fence AND s.status = 'running'
+    WHERE s.leased_by = i.worker AND s.fence = i.fence AND (s.status = 'running') IS TRUE
     FOR UPDATE OF s";
 
 /// Cancels one step (`$1`) that has not finished. `$2`: the error.
@@ -177,7 +179,8 @@ const CANCEL_RUN_TARGETS: &str = "
     FROM steps WHERE run_id = $1 AND status IN ('pending', 'leased', 'running')
     FOR UPDATE";
 
-static FAIL: LazyLock<String> = LazyLock::new(|| finish_statement(FAIL_TARGETS));
+/// Public for the plan tests (`tests/explain.rs`).
+pub static FAIL: LazyLock<String> = LazyLock::new(|| finish_statement(FAIL_TARGETS));
 static CANCEL_STEP: LazyLock<String> = LazyLock::new(|| finish_statement(CANCEL_STEP_TARGETS));
 static CANCEL_RUN: LazyLock<String> = LazyLock::new(|| finish_statement(CANCEL_RUN_TARGETS));
 
