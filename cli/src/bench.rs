@@ -231,6 +231,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps_per_minute: Vec<u64>,
     /// Soak: due-to-claimed of the steps claimed in each minute.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub latency_per_minute_ms: Vec<MinuteLatency>,
 }
 

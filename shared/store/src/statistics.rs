@@ -20,13 +20,14 @@ const TABLES: [&str; 3] = ["steps", "step_attempts", "workflow_runs"];
 /// Changes a table must see before it is analyzed at all.
 pub const MIN_CHANGES: i64 = 1000;
 
-/// The tables of [`TABLES`] that changed at least as much as their size since their last
-/// analyze (`reltuples` is -1 before the first) and that this role may analyze (owns).
+/// The tables of `$2` (names) that changed at least as much as their size since their last
+/// analyze (`reltuples` is -1 before the first), at least `$1` times, and that this role
+/// may analyze (owns).
 const GROWN: &str = "
 SELECT c.relname::text
 FROM pg_class c
 JOIN pg_stat_user_tables t ON t.relid = c.oid
-WHERE c.oid = ANY(ARRAY['steps'::regclass, 'step_attempts'::regclass, 'workflow_runs'::regclass])
+WHERE c.oid = ANY($2::text[]::regclass[])
   AND t.n_mod_since_analyze >= greatest($1, c.reltuples::bigint)
   AND pg_has_role(c.relowner, 'USAGE')
 ORDER BY c.relname";
@@ -36,7 +37,7 @@ impl Store {
     /// returns their names. `ANALYZE (SKIP_LOCKED)`: a table autovacuum is busy with is left
     /// to it.
     pub async fn refresh_grown_statistics(&self) -> Result<Vec<String>, Error> {
-        let grown: Vec<String> = sqlx::query_scalar(GROWN).bind(MIN_CHANGES).fetch_all(&self.pool).await?;
+        let grown: Vec<String> = sqlx::query_scalar(GROWN).bind(MIN_CHANGES).bind(TABLES).fetch_all(&self.pool).await?;
         let mut analyzed = Vec::new();
         // Only names of TABLES reach the statement text.
         for table in TABLES.iter().filter(|t| grown.iter().any(|g| g == *t)) {

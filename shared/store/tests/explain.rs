@@ -10,17 +10,23 @@ use rara_store::Store;
 use rara_store::lease::LEASE_DUE;
 use sqlx::PgPool;
 
-#[sqlx::test(migrator = "rara_store::MIGRATOR")]
-async fn lease_statement_uses_the_partial_due_index(pool: PgPool) {
+/// 20,000 steps in 4 runs, all finished but the first `unfinished` of each run (due).
+async fn mostly_finished(pool: &PgPool, unfinished: i32) -> Store {
     let store = Store::new(pool.clone());
     for _ in 0..4 {
         store.submit(&flat_plan(5000)).await.unwrap();
     }
-    // Most of the history is finished; a few steps are due.
-    sqlx::query("UPDATE steps SET status = 'succeeded', finished_at = now() WHERE position >= 20")
-        .execute(&pool)
+    sqlx::query("UPDATE steps SET status = 'succeeded', finished_at = now() WHERE position >= $1")
+        .bind(unfinished)
+        .execute(pool)
         .await
         .unwrap();
+    store
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn lease_statement_uses_the_partial_due_index(pool: PgPool) {
+    let store = mostly_finished(&pool, 20).await;
     sqlx::query("ANALYZE steps").execute(&pool).await.unwrap();
 
     let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (FORMAT JSON) {LEASE_DUE}"))
@@ -41,14 +47,7 @@ async fn lease_statement_uses_the_partial_due_index(pool: PgPool) {
 /// statistics say almost no step is held: the partial index of held steps is the reaper's.
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool: PgPool) {
-    let store = Store::new(pool.clone());
-    for _ in 0..4 {
-        store.submit(&flat_plan(5000)).await.unwrap();
-    }
-    sqlx::query("UPDATE steps SET status = 'succeeded', finished_at = now() WHERE position >= 5")
-        .execute(&pool)
-        .await
-        .unwrap();
+    let store = mostly_finished(&pool, 5).await;
     store.lease_due("scheduler", 10, LEASE).await.unwrap();
     sqlx::query("VACUUM ANALYZE steps").execute(&pool).await.unwrap();
 
