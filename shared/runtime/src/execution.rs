@@ -18,6 +18,7 @@ use rara_store::claim::ClaimedStep;
 use rara_store::{Holder, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::reporter::StoreReporter;
 use crate::secrets::{self, RedactingReporter, SecretResolver};
@@ -94,7 +95,9 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         reporter,
     };
 
-    let heartbeat = tokio::spawn(heartbeat(
+    // Both side tasks are aborted when this future ends or unwinds: no heartbeat outlives
+    // its execution, and no executor keeps running for a step nobody records.
+    let _heartbeat = AbortOnDropHandle::new(tokio::spawn(heartbeat(
         env.store.clone(),
         env.queue.clone(),
         step.holder.clone(),
@@ -102,8 +105,8 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         env.lease,
         env.heartbeat_interval,
         lost.clone(),
-    ));
-    let mut task = tokio::spawn(async move { executor.execute(ctx, input).await });
+    )));
+    let mut task = AbortOnDropHandle::new(tokio::spawn(async move { executor.execute(ctx, input).await }));
 
     let execution = tokio::select! {
         joined = &mut task => match joined {
@@ -134,7 +137,6 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
             Execution::LeaseLost
         }
     };
-    heartbeat.abort();
     execution
 }
 

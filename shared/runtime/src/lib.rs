@@ -8,6 +8,8 @@
 //!   the leases whose messages could not be sent.
 //! - [`batch`]: the executor's batch: parse, claim in one statement, run concurrently,
 //!   record outcomes in micro-batches, decide each message's fate.
+//! - [`fate`]: a message's fate as a value: the batch report lists what was acknowledged
+//!   (everything else comes back), and the pure planning of outcomes.
 //! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics.
 //! - [`secrets`]: `{"$secret": "name"}` references resolved just before a step runs
 //!   (environment, files or Secrets Manager), and the redaction of what the step returns.
@@ -23,6 +25,7 @@
 pub mod batch;
 pub mod database;
 pub mod execution;
+pub mod fate;
 pub mod metrics;
 pub mod reporter;
 pub mod runner;

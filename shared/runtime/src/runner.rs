@@ -1,6 +1,6 @@
 //! The local executor runner: polls SQS and drives [`BatchExecutor`] exactly as Lambda's
-//! SQS event source does: receive a batch, process it, delete the messages that did not
-//! come back, leave the rest to return after their visibility.
+//! SQS event source does: receive a batch, process it, delete the messages it acknowledged,
+//! leave the rest to return after their visibility.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,8 +75,9 @@ pub async fn run_executor(
             .collect();
         let deadline = Instant::now() + options.batch_timeout.saturating_sub(options.margin);
         let report = executor.process(records, deadline).await;
+        // Only what the batch acknowledged is deleted; everything else comes back.
         let done: Vec<String> =
-            receipts.into_iter().filter(|(id, _)| !report.returned.contains(id)).map(|(_, receipt)| receipt).collect();
+            receipts.into_iter().filter(|(id, _)| report.is_acknowledged(id)).map(|(_, receipt)| receipt).collect();
         if !done.is_empty() {
             let undeleted = queue.delete(&done).await?;
             if !undeleted.is_empty() {
