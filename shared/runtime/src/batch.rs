@@ -29,6 +29,7 @@ use rara_store::outcome::RetryVia;
 use rara_store::{Holder, Store};
 use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::execution::{self, Environment, Execution};
@@ -53,6 +54,7 @@ pub struct BatchExecutor {
     env: Environment,
     worker: Arc<str>,
     non_retryable_codes: Arc<[String]>,
+    shutdown_grace: Duration,
 }
 
 impl std::fmt::Debug for BatchExecutor {
@@ -91,9 +93,11 @@ impl BatchExecutor {
                 heartbeat_interval: core.heartbeat_interval,
                 progress_interval: settings.progress_interval,
                 secrets: Arc::new(EnvSecretResolver::from_env()),
+                interrupt: CancellationToken::new(),
             },
             worker: core.worker_id.as_str().into(),
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),
+            shutdown_grace: settings.timeouts.shutdown_grace,
         }
     }
 
@@ -102,6 +106,18 @@ impl BatchExecutor {
     pub fn with_secrets(mut self, secrets: Arc<dyn SecretResolver>) -> Self {
         self.env.secrets = secrets;
         self
+    }
+
+    /// When `interrupt` fires (a stopping runner's grace is over), executions still running
+    /// stop and their steps are given back, fenced; calls to SQS after it get a short bound.
+    pub fn with_interrupt(mut self, interrupt: CancellationToken) -> Self {
+        self.env.interrupt = interrupt;
+        self
+    }
+
+    /// `RARA_SHUTDOWN_GRACE_SECONDS`: how long a stopping runner lets held executions go on.
+    pub fn shutdown_grace(&self) -> Duration {
+        self.shutdown_grace
     }
 
     pub fn worker(&self) -> &str {
@@ -240,6 +256,7 @@ impl BatchExecutor {
         let mut failures = Vec::new();
         let mut via_postgres = Vec::new();
         let mut via_message = Vec::new();
+        let mut released = Vec::new();
         for Finished { record, holder, plan } in finished {
             match plan {
                 Plan::Succeed(output) => successes.push((record, (holder, output))),
@@ -249,6 +266,7 @@ impl BatchExecutor {
                 }
                 Plan::RetryByPostgres { error, delay } => via_postgres.push((record, (holder, error, delay))),
                 Plan::RetryByMessage { error, delay } => via_message.push((record, (holder, error, delay))),
+                Plan::Release => released.push((record, holder)),
                 Plan::Nothing => {
                     report.counters.lease_lost += 1;
                     tracing::info!(step_id = %holder.step_id, "lease lost; nothing recorded");
@@ -279,6 +297,19 @@ impl BatchExecutor {
                 report.counters.retried += 1;
                 report.counters.deferred += 1;
                 report.acknowledge(record.message_id, Ack::RetryInPostgres);
+            }
+        }
+        if !released.is_empty() {
+            let (records, holders) = unzip(released);
+            let error = StepError::retryable(
+                codes::EXECUTOR_SHUTDOWN,
+                "the runner stopped before the step finished; the step was given back",
+            );
+            let results = self.env.store.release_running(&holders, &error).await;
+            for (record, holder) in self.settle(records, holders, results, report) {
+                report.counters.released += 1;
+                tracing::info!(step_id = %holder.step_id, "step given back; another executor runs it");
+                report.acknowledge(record.message_id, Ack::Released);
             }
         }
         if !via_message.is_empty() {
@@ -328,8 +359,15 @@ impl BatchExecutor {
     /// comes back after the queue's visibility timeout and the claim tells it to wait again).
     /// It is not acknowledged.
     async fn come_back(&self, record: &Record, wait: Duration) {
-        if let Err(e) = self.env.queue.change_visibility(&record.receipt_handle, wait).await {
-            tracing::warn!(error = %e, "could not set the message's visibility; it returns after the queue's timeout");
+        let change = self.env.queue.change_visibility(&record.receipt_handle, wait);
+        match after_interrupt(&self.env.interrupt, change).await {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "could not set the message's visibility; it returns after the queue's timeout")
+            }
+            None => tracing::warn!(
+                "gave up setting the message's visibility (stopping); it returns after the queue's timeout"
+            ),
         }
     }
 
@@ -365,6 +403,22 @@ fn panicked(join: &JoinError) -> Execution {
         codes::EXECUTOR_PANICKED,
         if join.is_panic() { "the step's execution panicked" } else { "the step's execution was aborted" },
     ))
+}
+
+/// How long a call to the queue may still take once a stopping runner's grace is over.
+pub const LAST_CALL_BOUND: Duration = Duration::from_secs(2);
+
+/// Runs `call`; once `interrupt` has fired, for at most [`LAST_CALL_BOUND`] more (`None`:
+/// given up).
+pub async fn after_interrupt<T>(interrupt: &CancellationToken, call: impl Future<Output = T>) -> Option<T> {
+    let cut = async {
+        interrupt.cancelled().await;
+        tokio::time::sleep(LAST_CALL_BOUND).await;
+    };
+    tokio::select! {
+        out = call => Some(out),
+        _ = cut => None,
+    }
 }
 
 /// Splits `(record, item)` pairs into the records and the store's items.

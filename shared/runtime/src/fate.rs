@@ -35,6 +35,9 @@ pub enum Ack {
     /// The lease was lost while the step ran (cancelled, reaped, taken over): someone else
     /// owns the step now and nothing was written.
     LeaseLost,
+    /// The runner stopped before the step finished and gave it back (its token cleared, so
+    /// this message is stale): the step is due again for another executor.
+    Released,
     /// The message could not be processed and is on the DLQ with this reason code.
     DeadLettered { code: String },
 }
@@ -100,6 +103,8 @@ pub enum Plan {
     },
     /// The lease was lost: write nothing.
     Nothing,
+    /// The runner is stopping: give the step back, the attempt not counted.
+    Release,
 }
 
 /// Decides what to record for an execution of attempt `attempt` under `policy`. Pure: the
@@ -108,6 +113,7 @@ pub fn plan(execution: Execution, attempt: u32, policy: &RetryPolicy, rng: &mut 
     match execution {
         Execution::Succeeded(output) => Plan::Succeed(output),
         Execution::LeaseLost => Plan::Nothing,
+        Execution::Interrupted => Plan::Release,
         Execution::Failed(error) => match policy.decide(attempt, &error, rng) {
             RetryDecision::RetryAfter(delay) if delay <= MAX_VISIBILITY_DELAY => Plan::RetryByMessage { error, delay },
             RetryDecision::RetryAfter(delay) => Plan::RetryByPostgres { error, delay },
@@ -182,6 +188,7 @@ mod tests {
         let output = serde_json::json!({"ok": true});
         assert_eq!(planned(Execution::Succeeded(output.clone()), 1, &p), Plan::Succeed(output));
         assert_eq!(planned(Execution::LeaseLost, 1, &p), Plan::Nothing);
+        assert_eq!(planned(Execution::Interrupted, 3, &p), Plan::Release, "even on the last attempt");
     }
 
     #[test]

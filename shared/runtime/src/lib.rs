@@ -4,6 +4,8 @@
 //! # Layout
 //!
 //! - [`settings`]: the typed settings of the scheduler and the executor (`RARA_*`).
+//! - [`timeouts`]: deadlines on every outside call (SQS, Secrets Manager, Postgres) and
+//!   the grace a stopping runner gives what it holds.
 //! - [`scheduler`]: reap expired leases, lease due steps, send their messages, release
 //!   the leases whose messages could not be sent.
 //! - [`batch`]: the executor's batch: parse, claim in one statement, run concurrently,
@@ -32,6 +34,7 @@ pub mod runner;
 pub mod scheduler;
 pub mod secrets;
 pub mod settings;
+pub mod timeouts;
 pub mod wiring;
 
 /// A W3C `traceparent` for a new trace (version 00, sampled).

@@ -9,6 +9,7 @@
 //! - [`running`]: fenced writes while a step runs: heartbeat, progress, artifacts.
 //! - [`outcome`]: fenced outcomes: success, retryable failure, permanent failure; and
 //!   cancellation. Finishing steps releases or skips dependents and finishes the run.
+//! - [`interrupt`]: a stopping runner gives back the running steps it still holds (fenced).
 //! - [`read`]: a run with its steps, attempts and artifacts.
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
 //! - [`error`]: the store's [`Error`], with the typed [`Error::LeaseLost`].
@@ -29,6 +30,7 @@
 
 pub mod claim;
 pub mod error;
+pub mod interrupt;
 pub mod lease;
 pub mod outcome;
 pub mod read;
