@@ -14,6 +14,7 @@ PINS=(
   grpcio-tools==1.85.1
   grpcio-health-checking==1.85.1
   protobuf==7.36.2
+  semver==3.1.1
   pytest==9.2.0
   pytest-asyncio==1.5.0
   mypy==2.4.1

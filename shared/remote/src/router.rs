@@ -10,7 +10,8 @@
 //! - An endpoint that cannot be reached during discovery is logged and keeps what it offered
 //!   before; the other endpoints still route. One that has never answered is *unknown*.
 //! - Routing: the operation name and, when the step pins one, the exact version; otherwise
-//!   the highest version ([`crate::version::compare`]). Ties go to the endpoint listed first.
+//!   the highest SemVer version ([`crate::version::compare`]; an invalid version ranks below
+//!   every valid one). Ties go to the endpoint listed first.
 //! - Not found: when every endpoint is known, nothing offers it (`Ok(None)`, the registry's
 //!   permanent `UNKNOWN_OPERATION`). While an endpoint is unknown it might offer it: it is
 //!   asked again (at once, concurrent misses share one ask; the step's retry policy paces the
@@ -378,6 +379,12 @@ impl RemoteExecutors {
             if capability.name.is_empty() || duplicate {
                 tracing::warn!(endpoint = %remote.url, name = %capability.name, "skipping a blank or repeated capability");
                 continue;
+            }
+            if version::parse(&capability.version).is_none() {
+                tracing::warn!(
+                    endpoint = %remote.url, name = %capability.name, version = %capability.version,
+                    "capability version is not a semantic version: it ranks below every valid one"
+                );
             }
             let executor =
                 RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version);
