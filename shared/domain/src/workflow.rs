@@ -461,16 +461,7 @@ mod tests {
     }
 
     proptest! {
-        /// Arbitrary text never panics the parser or the planner: it is a plan or an error.
-        #[test]
-        fn arbitrary_text_never_panics(text in ".{0,400}") {
-            for format in [Format::Json, Format::Yaml] {
-                if let Ok(def) = WorkflowDefinition::parse(&text, format) {
-                    let _ = def.plan(&config());
-                }
-            }
-        }
-
+        // Generated definitions that reach the planner: tests/workflow_planner.rs.
         /// Random DAG edges (only to earlier steps) always plan; adding a back edge is a cycle.
         #[test]
         fn forward_edges_plan_and_back_edges_cycle(edges in proptest::collection::vec((1usize..12, 0usize..12), 0..30)) {
