@@ -42,7 +42,7 @@ eval "$(scripts/localstack.sh env)"
 
 step "the Python executor"
 python=$(scripts/python-env.sh | tail -n 1)
-"$python" -m rara_worker --host 127.0.0.1 --port 0 --artifacts-dir .demo/artifacts >.demo/python.out 2>.demo/python.log &
+"$python" -m rara_worker --host 127.0.0.1 --port 0 --artifacts-dir .demo/artifacts --data-dir .demo/data >.demo/python.out 2>.demo/python.log &
 pids+=($!)
 for _ in $(seq 1 100); do grep -q '^listening on' .demo/python.out 2>/dev/null && break; sleep 0.1; done
 endpoint="http://$(sed -n 's/^listening on //p' .demo/python.out | head -n1)"

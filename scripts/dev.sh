@@ -28,7 +28,7 @@ rara="${CARGO_TARGET_DIR:-target}/debug/rara"
 if ! scripts/localstack.sh status >/dev/null 2>&1; then scripts/localstack.sh start; started_localstack=1; fi
 eval "$(scripts/localstack.sh env)"
 python=$(scripts/python-env.sh | tail -n 1)
-"$python" -m rara_worker --host 127.0.0.1 --port "$port" --artifacts-dir .dev/artifacts >.dev/python.out 2>.dev/python.log &
+"$python" -m rara_worker --host 127.0.0.1 --port "$port" --artifacts-dir .dev/artifacts --data-dir .dev/data >.dev/python.out 2>.dev/python.log &
 pids+=($!)
 export RARA_REMOTE_EXECUTORS=http://127.0.0.1:$port
 "$rara" migrate
