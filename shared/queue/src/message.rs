@@ -122,17 +122,53 @@ mod tests {
         assert_eq!(StepMessage::parse(&"x".repeat(MAX_BODY_BYTES + 1)), Err(Error::TooLarge(MAX_BODY_BYTES + 1)));
     }
 
+    /// A generated field: mostly a valid UUID (in any spelling `Uuid` reads), else junk.
+    fn uuid_field() -> impl Strategy<Value = (String, Option<Uuid>)> {
+        let valid = any::<u128>().prop_map(Uuid::from_u128);
+        prop_oneof![
+            6 => valid.clone().prop_map(|u| (u.to_string(), Some(u))),
+            1 => valid.prop_map(|u| (u.simple().to_string(), Some(u))),
+            2 => "[a-z0-9-]{0,40}".prop_map(|s| {
+                let parsed = Uuid::try_parse(&s).ok();
+                (s, parsed)
+            }),
+        ]
+    }
+
     proptest! {
         #[test]
         fn arbitrary_bodies_never_panic(body in ".{0,300}") {
             let _ = StepMessage::parse(&body);
         }
 
+        /// A body is a message exactly when `v` is 1 and both ids are UUIDs, and then it
+        /// carries those ids; otherwise the error says which rule it broke.
         #[test]
-        fn arbitrary_json_objects_never_panic(v in any::<i64>(), a in "[a-z0-9-]{0,40}", b in "[a-z0-9-]{0,40}") {
-            let body = format!(r#"{{"v":{v},"step_id":"{a}","lease_token":"{b}"}}"#);
+        fn a_body_is_a_message_exactly_when_version_and_ids_are_valid(
+            v in prop_oneof![3 => Just(1i64), 1 => any::<i64>()],
+            (step_text, step_id) in uuid_field(),
+            (token_text, lease_token) in uuid_field(),
+            lease_token_first in any::<bool>(),
+        ) {
+            let fields = [format!(r#""step_id":"{step_text}""#), format!(r#""lease_token":"{token_text}""#)];
+            let [a, b] = if lease_token_first { [&fields[1], &fields[0]] } else { [&fields[0], &fields[1]] };
+            let body = format!(r#"{{"v":{v},{a},{b}}}"#);
             let parsed = StepMessage::parse(&body);
-            prop_assert!(parsed.is_err() || v == 1);
+            match (v, step_id, lease_token) {
+                (1, Some(step_id), Some(lease_token)) => {
+                    prop_assert_eq!(parsed, Ok(StepMessage { v: 1, step_id, lease_token }));
+                }
+                (1, _, _) => prop_assert_eq!(parsed.map_err(|e| e.code()), Err("MALFORMED_MESSAGE")),
+                _ => prop_assert_eq!(parsed.map_err(|e| e.code()), Err("UNSUPPORTED_MESSAGE_VERSION")),
+            }
+        }
+
+        #[test]
+        fn every_message_round_trips_through_its_body(step_id in any::<u128>(), lease_token in any::<u128>()) {
+            let m = StepMessage::new(Uuid::from_u128(step_id), Uuid::from_u128(lease_token));
+            let body = m.to_body();
+            prop_assert!(body.len() < 200, "{} bytes", body.len());
+            prop_assert_eq!(StepMessage::parse(&body), Ok(m));
         }
     }
 }

@@ -10,7 +10,8 @@
 //! - An endpoint that cannot be reached during discovery is logged and keeps what it offered
 //!   before; the other endpoints still route. One that has never answered is *unknown*.
 //! - Routing: the operation name and, when the step pins one, the exact version; otherwise
-//!   the highest version ([`crate::version::compare`]). Ties go to the endpoint listed first.
+//!   the highest SemVer version ([`crate::version::compare`]; an invalid version ranks below
+//!   every valid one). Ties go to the endpoint listed first.
 //! - Not found: when every endpoint is known, nothing offers it (`Ok(None)`, the registry's
 //!   permanent `UNKNOWN_OPERATION`). While an endpoint is unknown it might offer it: it is
 //!   asked again (at once, concurrent misses share one ask; the step's retry policy paces the
@@ -48,7 +49,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub enum Error {
     #[error("RARA_REMOTE_EXECUTORS lists no endpoint; expected comma-separated http://host:port or https://host:port")]
     NoEndpoints,
-    #[error("remote executor endpoint {url:?} is not a valid URL: {source}")]
+    #[error("remote executor endpoint {url:?} is not a valid URL")]
     InvalidUrl {
         url: String,
         #[source]
@@ -65,7 +66,7 @@ pub enum Error {
     Credentials { position: usize },
     #[error("remote executor endpoint {url:?} is listed twice")]
     Duplicate { url: String },
-    #[error("remote executor endpoint {url:?}: {source}")]
+    #[error("remote executor endpoint {url:?} cannot be used as a gRPC endpoint")]
     Channel {
         url: String,
         #[source]
@@ -379,6 +380,12 @@ impl RemoteExecutors {
                 tracing::warn!(endpoint = %remote.url, name = %capability.name, "skipping a blank or repeated capability");
                 continue;
             }
+            if version::parse(&capability.version).is_none() {
+                tracing::warn!(
+                    endpoint = %remote.url, name = %capability.name, version = %capability.version,
+                    "capability version is not a semantic version: it ranks below every valid one"
+                );
+            }
             let executor =
                 RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version);
             offers.push(Offer {
@@ -443,5 +450,13 @@ mod tests {
         assert_eq!(err.to_string(), "remote executor endpoint \"localhost:2\" must start with http:// or https://");
         let err = RemoteExecutors::from_config_value("http://a:1,http://a:1/").unwrap_err();
         assert!(matches!(err, Error::Duplicate { ref url } if url == "http://a:1"), "{err}");
+    }
+
+    #[test]
+    fn an_error_with_a_source_says_its_own_part_once() {
+        let err = origin("http://a b", 1).unwrap_err();
+        let source = std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default();
+        assert_eq!(err.to_string(), "remote executor endpoint \"http://a b\" is not a valid URL");
+        assert!(!source.is_empty() && !err.to_string().contains(&source), "{err} / {source}");
     }
 }
