@@ -43,6 +43,31 @@ pub const DEFAULT_MISS_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long opening a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often an HTTP/2 ping checks that a remote executor's connection is alive.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a ping may go unanswered before the connection is closed (and every stream on
+/// it ends as a retryable `EXECUTOR_UNAVAILABLE`).
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The deadlines of the connections to remote executors: a peer that accepts and never
+/// answers is found out by the connect timeout or, on an open connection, by an unanswered
+/// keep-alive ping (also while a long step's stream is quiet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transport {
+    pub connect_timeout: Duration,
+    pub keepalive_interval: Duration,
+    pub keepalive_timeout: Duration,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport {
+            connect_timeout: CONNECT_TIMEOUT,
+            keepalive_interval: KEEPALIVE_INTERVAL,
+            keepalive_timeout: KEEPALIVE_TIMEOUT,
+        }
+    }
+}
 
 /// A bad `RARA_REMOTE_EXECUTORS` value or endpoint.
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +152,7 @@ struct Offer {
 /// with TLS (webpki roots) for `https`. Must be called inside a Tokio runtime.
 pub fn lazy_channel(url: &str) -> Result<Channel, Error> {
     let origin = origin(url, 1)?;
-    connect_lazy(&origin)
+    connect_lazy(&origin, &Transport::default())
 }
 
 /// Checks one configured endpoint and returns it as `scheme://authority`.
@@ -153,10 +178,15 @@ fn origin(raw: &str, position: usize) -> Result<String, Error> {
     Ok(format!("{scheme}://{authority}"))
 }
 
-fn connect_lazy(origin: &str) -> Result<Channel, Error> {
+fn connect_lazy(origin: &str, transport: &Transport) -> Result<Channel, Error> {
     let channel_error = |source| Error::Channel { url: origin.to_owned(), source };
-    let mut endpoint =
-        Endpoint::from_shared(origin.to_owned()).map_err(channel_error)?.connect_timeout(CONNECT_TIMEOUT);
+    let mut endpoint = Endpoint::from_shared(origin.to_owned())
+        .map_err(channel_error)?
+        .connect_timeout(transport.connect_timeout)
+        .tcp_keepalive(Some(transport.keepalive_interval))
+        .http2_keep_alive_interval(transport.keepalive_interval)
+        .keep_alive_timeout(transport.keepalive_timeout)
+        .keep_alive_while_idle(true);
     if origin.starts_with("https://") {
         endpoint = endpoint.tls_config(ClientTlsConfig::new().with_webpki_roots()).map_err(channel_error)?;
     }
@@ -168,12 +198,26 @@ impl RemoteExecutors {
     /// `https://host:port` (blank entries are skipped). Creates one lazily connected channel
     /// per endpoint, so it must be called inside a Tokio runtime; nothing is dialled yet.
     pub fn from_config_value(value: &str) -> Result<Self, Error> {
-        Self::new(value.split(',').map(str::trim).filter(|entry| !entry.is_empty()))
+        Self::from_config_value_with(value, Transport::default())
+    }
+
+    /// [`from_config_value`](Self::from_config_value) with the connections' deadlines.
+    pub fn from_config_value_with(value: &str, transport: Transport) -> Result<Self, Error> {
+        Self::with_transport(value.split(',').map(str::trim).filter(|entry| !entry.is_empty()), transport)
     }
 
     /// The router for `endpoints`, in priority order (ties between equal versions go to the
     /// endpoint listed first).
     pub fn new<I, S>(endpoints: I) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Self::with_transport(endpoints, Transport::default())
+    }
+
+    /// [`new`](Self::new) with the connections' deadlines.
+    pub fn with_transport<I, S>(endpoints: I, transport: Transport) -> Result<Self, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -184,7 +228,7 @@ impl RemoteExecutors {
             if remotes.iter().any(|r| *r.url == *url) {
                 return Err(Error::Duplicate { url });
             }
-            let channel = connect_lazy(&url)?;
+            let channel = connect_lazy(&url, &transport)?;
             remotes.push(Remote { url: url.into(), channel });
         }
         if remotes.is_empty() {

@@ -17,6 +17,9 @@ pub const DEFAULT_DB_CONNECT_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_DB_STATEMENT_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_SHUTDOWN_GRACE_SECONDS: u64 = 10;
+pub const DEFAULT_GRPC_CONNECT_TIMEOUT_MS: u64 = 3_000;
+pub const DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS: u64 = 10_000;
+pub const DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS: u64 = 5_000;
 
 /// The deadlines of one function or runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +42,11 @@ pub struct Timeouts {
     /// `RARA_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS`: `idle_in_transaction_session_timeout` of
     /// rara's own sessions.
     pub db_idle_in_transaction: Duration,
+    /// `RARA_GRPC_CONNECT_TIMEOUT_MS`, `RARA_GRPC_KEEPALIVE_INTERVAL_MS`,
+    /// `RARA_GRPC_KEEPALIVE_TIMEOUT_MS`: the connections to remote executors (a ping
+    /// unanswered for the timeout closes the connection: its streams end as a retryable
+    /// `EXECUTOR_UNAVAILABLE`).
+    pub grpc: rara_remote::Transport,
     /// `RARA_SHUTDOWN_GRACE_SECONDS`: after SIGTERM / Ctrl-C, how long held work may go on
     /// before the runner releases what it still holds and exits.
     pub shutdown_grace: Duration,
@@ -55,6 +63,11 @@ impl Default for Timeouts {
             db_statement: Duration::from_millis(DEFAULT_DB_STATEMENT_TIMEOUT_MS),
             db_idle_in_transaction: Duration::from_millis(DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS),
             shutdown_grace: Duration::from_secs(DEFAULT_SHUTDOWN_GRACE_SECONDS),
+            grpc: rara_remote::Transport {
+                connect_timeout: Duration::from_millis(DEFAULT_GRPC_CONNECT_TIMEOUT_MS),
+                keepalive_interval: Duration::from_millis(DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS),
+                keepalive_timeout: Duration::from_millis(DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS),
+            },
         }
     }
 }
@@ -75,6 +88,12 @@ impl Timeouts {
                 DEFAULT_SHUTDOWN_GRACE_SECONDS,
                 "a whole number of seconds",
             )?),
+            grpc: rara_remote::Transport {
+                connect_timeout: vars.millis("RARA_GRPC_CONNECT_TIMEOUT_MS", DEFAULT_GRPC_CONNECT_TIMEOUT_MS)?,
+                keepalive_interval: vars
+                    .millis("RARA_GRPC_KEEPALIVE_INTERVAL_MS", DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS)?,
+                keepalive_timeout: vars.millis("RARA_GRPC_KEEPALIVE_TIMEOUT_MS", DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS)?,
+            },
         };
         let positive = [
             ("RARA_SQS_CONNECT_TIMEOUT_MS", timeouts.aws_connect),
@@ -83,6 +102,9 @@ impl Timeouts {
             ("RARA_DB_CONNECT_TIMEOUT_MS", timeouts.db_connect),
             ("RARA_DB_STATEMENT_TIMEOUT_MS", timeouts.db_statement),
             ("RARA_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", timeouts.db_idle_in_transaction),
+            ("RARA_GRPC_CONNECT_TIMEOUT_MS", timeouts.grpc.connect_timeout),
+            ("RARA_GRPC_KEEPALIVE_INTERVAL_MS", timeouts.grpc.keepalive_interval),
+            ("RARA_GRPC_KEEPALIVE_TIMEOUT_MS", timeouts.grpc.keepalive_timeout),
         ];
         if let Some((var, _)) = positive.iter().find(|(_, d)| d.is_zero()) {
             return Err(Error::Invalid { var, value: "0".into(), reason: "must be at least 1 ms".into() });

@@ -139,7 +139,7 @@ pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
     let mut registry = Registry::new();
     rara_builtins::register_builtins(&mut registry, &BuiltinsConfig::default())?;
     if let Some(endpoints) = &settings.remote_executors {
-        let remote = Arc::new(RemoteExecutors::from_config_value(endpoints)?);
+        let remote = Arc::new(RemoteExecutors::from_config_value_with(endpoints, settings.timeouts.grpc)?);
         remote.refresh().await;
         registry.with_remote(remote);
     }

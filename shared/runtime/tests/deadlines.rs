@@ -168,3 +168,54 @@ async fn an_executor_runner_stopped_while_sqs_is_silent_gives_its_running_step_b
     .unwrap();
     assert_eq!(closed, ("retrying".to_owned(), "EXECUTOR_SHUTDOWN".to_owned()));
 }
+
+/// Drops every report (the stream under test is the point, not what it reports).
+struct NoReports;
+
+#[async_trait::async_trait]
+impl rara_domain::executor::Reporter for NoReports {
+    async fn progress(&self, _: f64, _: &str) -> Result<(), rara_domain::executor::ReportError> {
+        Ok(())
+    }
+    async fn artifact(&self, _: rara_domain::executor::Artifact) -> Result<(), rara_domain::executor::ReportError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_within_its_keepalive() {
+    use rara_domain::registry::RemoteRouter;
+    let server = PythonServer::start();
+    let upstream: std::net::SocketAddr = server.url().trim_start_matches("http://").parse().unwrap();
+    let peer = SilentPeer::start(upstream, false).await;
+    let transport = rara_remote::Transport {
+        connect_timeout: Duration::from_secs(1),
+        keepalive_interval: Duration::from_millis(500),
+        keepalive_timeout: Duration::from_millis(500),
+    };
+    let remote = rara_remote::RemoteExecutors::with_transport([peer.url()], transport).unwrap();
+    remote.refresh().await;
+    let executor = remote.route("sleep", None).await.unwrap().expect("the Python executor offers sleep");
+    let ctx = rara_domain::executor::ExecutionContext {
+        run_id: Uuid::new_v4(),
+        step_id: Uuid::new_v4(),
+        operation: "sleep".into(),
+        version: None,
+        attempt: 1,
+        fence: 1,
+        deadline: Instant::now() + Duration::from_secs(60),
+        cancel: CancellationToken::new(),
+        reporter: Arc::new(NoReports),
+    };
+    let task = tokio::spawn(async move { executor.execute(ctx, serde_json::json!({"seconds": 30})).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    peer.set_silent(true);
+    let silent = Instant::now();
+    let error = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the silent peer is found out long before the step's deadline")
+        .unwrap()
+        .expect_err("the step cannot succeed through a silent peer");
+    eprintln!("found out {:?} after the peer went silent: {}", silent.elapsed(), error.message);
+    assert_eq!((error.code.as_str(), error.retryable), ("EXECUTOR_UNAVAILABLE", true), "{error:?}");
+}
