@@ -13,9 +13,12 @@ pub enum Error {
     RunNotFound(Uuid),
     #[error("step {0} not found")]
     StepNotFound(Uuid),
-    #[error("database error: {0}")]
+    /// sqlx's own message says what failed ("error returned from database: …", "pool timed
+    /// out …"); `transparent` prints it once and hands on its source, so a printed chain
+    /// names each cause once.
+    #[error(transparent)]
     Database(#[from] sqlx::Error),
-    #[error("migration failed: {0}")]
+    #[error(transparent)]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 

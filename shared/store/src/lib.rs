@@ -6,21 +6,27 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps, release a lease, reap expired leases.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
+//! - [`fence`]: the fence rule, written once: the [`Holder`], the predicate every fenced
+//!   write composes (one holder, a batch), and zero rows as [`Error::LeaseLost`].
 //! - [`running`]: fenced writes while a step runs: heartbeat, progress, artifacts.
 //! - [`outcome`]: fenced outcomes: success, retryable failure, permanent failure; and
 //!   cancellation. Finishing steps releases or skips dependents and finishes the run.
-//! - [`read`]: a run with its steps, attempts and artifacts.
+//! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
 //! - [`error`]: the store's [`Error`], with the typed [`Error::LeaseLost`].
+//! - [`sql`]: the catalogue of every statement (the files of `sql/`, composed where they
+//!   are composed), with its parameter types; `tests/catalogue.rs` prepares each one.
 //!
-//! Time always comes from the database (`now()`); durations travel as milliseconds.
+//! Time always comes from the database (`now()`); durations travel as milliseconds. Error
+//! codes and the notification channel are bound as parameters, never written into SQL.
 //!
 //! # Batches find their rows by primary key
 //!
 //! A statement that takes a batch of step ids (`unnest(...)`) must reach each step through
 //! `steps_pkey`, whatever the table's statistics. Its status condition is therefore written
 //! so that the planner cannot infer the predicate of the reaper's partial index
-//! `steps_held_lease_expiry` from it: `(s.status = 'running') IS TRUE`, or a `CASE` on the
+//! `steps_held_lease_expiry` from it: `(s.status = 'running') IS TRUE` (the batch form of
+//! the fence predicate, [`fence`]), `(s.status = 'leased') IS TRUE`, or a `CASE` on the
 //! status. With a plain `s.status = 'running'`, a table whose statistics show almost no held
 //! steps (the normal case: a large history, a few steps in flight) gets a cached generic
 //! plan that scans that whole index, live and dead entries, for every batch: measured at
@@ -29,19 +35,22 @@
 
 pub mod claim;
 pub mod error;
+pub mod fence;
 pub mod lease;
 pub mod outcome;
 pub mod read;
 pub mod running;
+pub mod sql;
 pub mod statistics;
 pub mod submit;
 
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
 pub use error::Error;
+pub use fence::Holder;
 
 /// The channel a `NOTIFY` goes to whenever steps become due now (a submission, dependents
 /// released by a success, a retry by hand), so a listening scheduler leases them within
@@ -51,16 +60,6 @@ pub const DUE_CHANNEL: &str = "rara_due";
 
 /// The migrations of `migrations/`, embedded at build time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
-
-/// Who holds a running step: the triple every write after the claim is conditional on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Holder {
-    pub step_id: uuid::Uuid,
-    /// The worker identity that claimed the step (`leased_by`).
-    pub worker: String,
-    /// The fence issued at the claim.
-    pub fence: i64,
-}
 
 /// The Postgres store. Cheap to clone: it holds a pool.
 #[derive(Debug, Clone)]
@@ -100,8 +99,20 @@ impl Store {
 
     /// Tells listening schedulers that steps are due (see [`DUE_CHANNEL`]).
     pub async fn notify_due(&self) -> Result<(), Error> {
-        sqlx::query("SELECT pg_notify($1, '')").bind(DUE_CHANNEL).execute(&self.pool).await?;
+        sqlx::query_file!("sql/notify_due.sql", DUE_CHANNEL).execute(&self.pool).await?;
         Ok(())
+    }
+
+    /// Listens on [`DUE_CHANNEL`] on a connection of its own, opened with the store's
+    /// connection options: the listener never holds one of the pool's connections. Each
+    /// `recv()` is one wake-up ("look"); a listener whose connection broke reconnects on the
+    /// next `recv()`, and notifications sent meanwhile are lost.
+    pub async fn listen_due(&self) -> Result<PgListener, Error> {
+        let options = self.pool.connect_options().as_ref().clone();
+        let own = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
+        let mut listener = PgListener::connect_with(&own).await?;
+        listener.listen(DUE_CHANNEL).await?;
+        Ok(listener)
     }
 
     /// Applies pending migrations; applying them twice changes nothing.
