@@ -6,6 +6,7 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps, release a lease, reap expired leases.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
+//! - [`due`]: the due channel: `NOTIFY` when steps become due, a scheduler's listener.
 //! - [`fence`]: the fence rule, written once: the [`Holder`], the predicate every fenced
 //!   write composes (one holder, a batch), and zero rows as [`Error::LeaseLost`].
 //! - [`running`]: fenced writes while a step runs: heartbeat, progress, artifacts.
@@ -34,6 +35,7 @@
 //! off. The proof is `tests/explain.rs`.
 
 pub mod claim;
+pub mod due;
 pub mod error;
 pub mod fence;
 pub mod lease;
@@ -47,16 +49,11 @@ pub mod submit;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
+pub use due::{DUE_CHANNEL, DueListener};
 pub use error::Error;
 pub use fence::Holder;
-
-/// The channel a `NOTIFY` goes to whenever steps become due now (a submission, dependents
-/// released by a success, a retry by hand), so a listening scheduler leases them within
-/// milliseconds instead of at its next poll. The payload is empty: the notification only
-/// says "look"; the lease statement decides what is due.
-pub const DUE_CHANNEL: &str = "rara_due";
 
 /// The migrations of `migrations/`, embedded at build time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -95,24 +92,6 @@ impl Store {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
-    }
-
-    /// Tells listening schedulers that steps are due (see [`DUE_CHANNEL`]).
-    pub async fn notify_due(&self) -> Result<(), Error> {
-        sqlx::query_file!("sql/notify_due.sql", DUE_CHANNEL).execute(&self.pool).await?;
-        Ok(())
-    }
-
-    /// Listens on [`DUE_CHANNEL`] on a connection of its own, opened with the store's
-    /// connection options: the listener never holds one of the pool's connections. Each
-    /// `recv()` is one wake-up ("look"); a listener whose connection broke reconnects on the
-    /// next `recv()`, and notifications sent meanwhile are lost.
-    pub async fn listen_due(&self) -> Result<PgListener, Error> {
-        let options = self.pool.connect_options().as_ref().clone();
-        let own = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
-        let mut listener = PgListener::connect_with(&own).await?;
-        listener.listen(DUE_CHANNEL).await?;
-        Ok(listener)
     }
 
     /// Applies pending migrations; applying them twice changes nothing.

@@ -495,15 +495,14 @@ async fn retrying_a_failed_step_revives_it_and_its_skipped_dependents(pool: PgPo
 }
 
 /// The next notification on the due channel, or `None` within `wait`.
-async fn due_notification(listener: &mut sqlx::postgres::PgListener, wait: Duration) -> Option<()> {
-    tokio::time::timeout(wait, listener.recv()).await.ok().map(|n| assert_eq!(n.unwrap().channel(), "rara_due"))
+async fn due_notification(listener: &mut rara_store::DueListener, wait: Duration) -> Option<()> {
+    tokio::time::timeout(wait, listener.recv()).await.ok().map(|n| n.unwrap())
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn steps_that_become_due_notify_listening_schedulers(pool: PgPool) {
     let store = Store::new(pool.clone());
-    let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await.unwrap();
-    listener.listen(rara_store::DUE_CHANNEL).await.unwrap();
+    let mut listener = store.listen_due().await.unwrap();
     let quiet = Duration::from_millis(300);
 
     let run = store.submit(&plan(CHAIN)).await.unwrap();
@@ -528,4 +527,5 @@ async fn steps_that_become_due_notify_listening_schedulers(pool: PgPool) {
     let b_id = step_id(&pool, run.run_id, "b").await;
     assert_eq!(store.retry_step(b_id).await.unwrap(), 2, "b and its skipped dependent c come back");
     assert!(due_notification(&mut listener, Duration::from_secs(5)).await.is_some(), "a retry by hand notifies");
+    listener.close().await;
 }
