@@ -51,8 +51,10 @@ pub(crate) fn batch(template: &str) -> String {
     compose(template, "{holders}", BATCH)
 }
 
+/// A template without its marker would be a write without its fence: refuse to build it
+/// (at the first use of the statement, and in `tests/catalogue.rs`, which composes them all).
 fn compose(template: &str, marker: &str, predicate: &str) -> String {
-    debug_assert_eq!(template.matches(marker).count(), 1, "a fenced statement states its holder once");
+    assert_eq!(template.matches(marker).count(), 1, "a fenced statement names its holder once:\n{template}");
     template.replace(marker, predicate)
 }
 

@@ -13,7 +13,8 @@
 //! - `ANALYZE` of each hot table ([`statistics`](crate::statistics)).
 //!
 //! `tests/catalogue.rs` prepares every statement of the catalogue against the migrated
-//! schema and checks its parameter types.
+//! schema and checks its parameter types. `cargo run -q -p rara-store --example sql -- NAME`
+//! prints one as it runs (composed), `--example sql` alone lists them.
 
 use std::sync::LazyLock;
 
