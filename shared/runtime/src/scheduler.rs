@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rara_queue::{Outgoing, Queue, StepMessage};
-use rara_store::Store;
-use sqlx::postgres::{PgListener, PgPoolOptions};
+use rara_store::{DueListener, Store};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -201,15 +200,14 @@ impl Scheduler {
     /// While listening fails the loop still polls; the listener tries again every poll
     /// interval and wakes the loop once it is back (notifications may have been missed).
     fn spawn_listener(&self, woken: Arc<Notify>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
-        let options = self.store.pool().connect_options().as_ref().clone();
+        let store = self.store.clone();
         let retry = self.settings.scheduler_poll.max(Duration::from_millis(100));
         tokio::spawn(async move {
-            let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
-            let mut listener: Option<PgListener> = None;
+            let mut listener: Option<DueListener> = None;
             let mut failing = false;
             loop {
                 tokio::select! {
-                    result = next_notification(&pool, &mut listener) => match result {
+                    result = next_notification(&store, &mut listener) => match result {
                         Ok(()) => {
                             failing = false;
                             woken.notify_one();
@@ -229,8 +227,9 @@ impl Scheduler {
                     _ = stop.cancelled() => break,
                 }
             }
-            drop(listener);
-            pool.close().await;
+            if let Some(listener) = listener {
+                listener.close().await;
+            }
         })
     }
 
@@ -285,15 +284,13 @@ impl Scheduler {
     }
 }
 
-/// Waits for the next notification, (re)connecting and listening first when needed. A
-/// fresh connection counts as a notification: anything sent while there was none is lost.
-async fn next_notification(pool: &sqlx::PgPool, listener: &mut Option<PgListener>) -> Result<(), sqlx::Error> {
+/// Waits for the next notification, listening first when needed ([`Store::listen_due`]). A
+/// fresh listener counts as a notification: anything sent while there was none is lost.
+async fn next_notification(store: &Store, listener: &mut Option<DueListener>) -> Result<(), rara_store::Error> {
     match listener {
-        Some(l) => l.recv().await.map(drop),
+        Some(l) => l.recv().await,
         None => {
-            let mut l = PgListener::connect_with(pool).await?;
-            l.listen(rara_store::DUE_CHANNEL).await?;
-            *listener = Some(l);
+            *listener = Some(store.listen_due().await?);
             Ok(())
         }
     }

@@ -68,7 +68,7 @@ async fn retryable_failures_succeed_on_attempt_3_after_the_configured_delays(poo
         // ...and not much later: visibility was set to the same delay (rounded up to a second).
         let late = (a[n + 1].started_at - retry_at).as_seconds_f64();
         assert!(late < 3.0, "attempt {} started {late} s after it was due", n + 2);
-        assert_eq!(a[n].error.as_ref().unwrap()["code"], "INJECTED_FAILURE");
+        assert_eq!(a[n].error.as_ref().unwrap().code, "INJECTED_FAILURE");
     }
 }
 
@@ -90,7 +90,7 @@ async fn a_permanent_failure_fails_the_run_and_stops_its_dependents(pool: PgPool
     let bad = &run.steps[0];
     assert_eq!(bad.attempt, 1, "a permanent failure is not retried");
     let ghost = &run.steps[2];
-    assert_eq!(ghost.error.as_ref().unwrap()["code"], "UNKNOWN_OPERATION");
+    assert_eq!(ghost.error.as_ref().unwrap().code, "UNKNOWN_OPERATION");
     assert_eq!(ghost.attempt, 1);
 }
 
