@@ -55,6 +55,7 @@ pub(crate) fn context_with(
         fence: 1,
         deadline: tokio::time::Instant::now() + time_left,
         cancel: CancellationToken::new(),
+        stop_reason: Default::default(),
         reporter: reporter.clone(),
     };
     (ctx, reporter)

@@ -78,6 +78,7 @@ fn context(time_left: Duration) -> ExecutionContext {
         fence: 1,
         deadline: Instant::now() + time_left,
         cancel: CancellationToken::new(),
+        stop_reason: Default::default(),
         reporter: Arc::new(DiscardReporter),
     }
 }

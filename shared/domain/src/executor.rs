@@ -40,6 +40,9 @@ pub struct ExecutionContext {
     pub deadline: Instant,
     /// Fires when the step is cancelled or its lease is lost.
     pub cancel: CancellationToken,
+    /// Why `cancel` fired, set before it fires (an operator's cancel with its reason, the
+    /// run cancelled, the lease lost, the deadline): what a remote executor is told.
+    pub stop_reason: StopReason,
     pub reporter: Arc<dyn Reporter>,
 }
 
@@ -52,6 +55,22 @@ impl std::fmt::Debug for ExecutionContext {
             .field("attempt", &self.attempt)
             .field("fence", &self.fence)
             .finish_non_exhaustive()
+    }
+}
+
+/// Why an execution was told to stop. Whoever fires the cancellation sets it first; the
+/// first reason set wins.
+#[derive(Debug, Clone, Default)]
+pub struct StopReason(Arc<std::sync::OnceLock<String>>);
+
+impl StopReason {
+    /// Records `reason` unless one was recorded already.
+    pub fn set(&self, reason: impl Into<String>) {
+        let _ = self.0.set(reason.into());
+    }
+
+    pub fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
     }
 }
 

@@ -14,12 +14,15 @@
 //! | the server does not implement `rara.v1` (`UNIMPLEMENTED`) | `EXECUTOR_UNAVAILABLE` | no |
 //! | events out of order, bad sequence numbers, output that is not JSON | `PROTOCOL_VIOLATION` | no |
 //!
-//! On cancellation, lease loss and deadline the client also sends `Cancel` (best effort,
-//! bounded by a short timeout) and drops the stream. Inputs and outputs are never logged: only
+//! On cancellation, lease loss and deadline the client sends `Cancel` (best effort, bounded
+//! by a short timeout) with the real reason (`ctx.stop_reason`: the operator's, the run
+//! cancelled, the lease lost, the deadline) *while the call is still open*, then reads the
+//! stream (bounded) so the executor can answer `cancelled`, and only then lets go. Inputs and outputs are never logged: only
 //! operation, step id, attempt, fence and endpoint.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use rara_domain::StepError;
@@ -136,7 +139,9 @@ impl RemoteExecutor {
         if remaining.is_zero() {
             return Err(self.stopped(Stop::Deadline));
         }
-        let stream = self.stream(ctx, self.request(ctx, &input, remaining));
+        // One `Cancel` per attempt, by whichever path finds out first.
+        let cancel_sent = AtomicBool::new(false);
+        let stream = self.stream(ctx, self.request(ctx, &input, remaining), &cancel_sent);
         drop(input);
         tokio::pin!(stream);
         let stop = tokio::select! {
@@ -146,11 +151,43 @@ impl RemoteExecutor {
             outcome = &mut stream => match outcome {
                 Ok(output) => return Ok(output),
                 Err(Interrupted::Failed(err)) => return Err(err),
-                Err(Interrupted::LeaseLost) => Stop::LeaseLost,
+                // The stream sent `Cancel` itself, before it let go of the call.
+                Err(Interrupted::LeaseLost) => return Err(self.stopped(Stop::LeaseLost)),
             },
         };
-        self.send_cancel(ctx, stop.reason()).await;
+        // `Cancel` first, while the call is still open; then let the stream run (bounded)
+        // so the executor can answer with its `cancelled` event.
+        if !cancel_sent.swap(true, Ordering::SeqCst) {
+            self.send_cancel(ctx, ctx.stop_reason.get().unwrap_or(stop.reason())).await;
+        }
+        if tokio::time::timeout(self.cancel_timeout, &mut stream).await.is_err() {
+            tracing::warn!(step_id = %ctx.step_id, endpoint = %self.endpoint, "no cancelled event after Cancel");
+        }
         Err(self.stopped(stop))
+    }
+
+    /// A report found the lease gone: send `Cancel` while the call is still open (unless it
+    /// was sent already), then read the stream (bounded) until the executor's terminal
+    /// event, so it can answer `cancelled`.
+    async fn cancel_then_drain(
+        &self,
+        ctx: &ExecutionContext,
+        events: &mut tonic::Streaming<pb::ExecuteResponse>,
+        cancel_sent: &AtomicBool,
+    ) {
+        if !cancel_sent.swap(true, Ordering::SeqCst) {
+            self.send_cancel(ctx, ctx.stop_reason.get().unwrap_or(Stop::LeaseLost.reason())).await;
+        }
+        let drain = async {
+            while let Ok(Some(event)) = events.message().await {
+                if matches!(event.event, Some(Event::Succeeded(_) | Event::Failed(_) | Event::Cancelled(_))) {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(self.cancel_timeout, drain).await.is_err() {
+            tracing::warn!(step_id = %ctx.step_id, endpoint = %self.endpoint, "no terminal event after Cancel");
+        }
     }
 
     /// Runs the call to its terminal event (and the end of the stream after it).
@@ -158,6 +195,7 @@ impl RemoteExecutor {
         &self,
         ctx: &ExecutionContext,
         request: pb::ExecuteRequest,
+        cancel_sent: &AtomicBool,
     ) -> Result<serde_json::Value, Interrupted> {
         let mut client = self.client.clone();
         let mut events = client
@@ -201,9 +239,18 @@ impl RemoteExecutor {
             match event.event {
                 Some(Event::Accepted(_) | Event::Running(_)) | None => {}
                 Some(Event::Progress(progress)) => {
-                    report(ctx.reporter.progress(fraction(progress.fraction), &progress.message).await)?;
+                    let reported = ctx.reporter.progress(fraction(progress.fraction), &progress.message).await;
+                    if let Err(lost) = report(reported) {
+                        self.cancel_then_drain(ctx, &mut events, cancel_sent).await;
+                        return Err(lost);
+                    }
                 }
-                Some(Event::Artifact(artifact)) => report(ctx.reporter.artifact(artifact_of(artifact)).await)?,
+                Some(Event::Artifact(artifact)) => {
+                    if let Err(lost) = report(ctx.reporter.artifact(artifact_of(artifact)).await) {
+                        self.cancel_then_drain(ctx, &mut events, cancel_sent).await;
+                        return Err(lost);
+                    }
+                }
                 Some(Event::Succeeded(succeeded)) => outcome = Some(self.output(&succeeded.output_json)),
                 Some(Event::Failed(failed)) => outcome = Some(Err(self.remote_error(failed.error))),
                 Some(Event::Cancelled(cancelled)) => {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rara_domain::StepError;
-use rara_domain::executor::ExecutionContext;
+use rara_domain::executor::{ExecutionContext, StopReason};
 use rara_domain::registry::Registry;
 use rara_domain::step_error::codes;
 use rara_queue::Queue;
@@ -79,13 +79,14 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         tracing::info!("secret references resolved");
     }
     let lost = CancellationToken::new();
+    let stop_reason = StopReason::default();
     let reporter = Arc::new(RedactingReporter {
         redactor: redactor.clone(),
         inner: Arc::new(StoreReporter::new(
             env.store.clone(),
             step.holder.clone(),
             env.progress_interval,
-            lost.clone(),
+            Loss { lost: lost.clone(), reason: stop_reason.clone() },
         )),
     });
     let ctx = ExecutionContext {
@@ -97,6 +98,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         fence: step.holder.fence,
         deadline: step_deadline,
         cancel: lost.clone(),
+        stop_reason: stop_reason.clone(),
         reporter,
     };
 
@@ -109,7 +111,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         receipt_handle.to_owned(),
         env.lease,
         env.heartbeat_interval,
-        lost.clone(),
+        Loss { lost: lost.clone(), reason: stop_reason.clone() },
     )));
     let mut task = AbortOnDropHandle::new(tokio::spawn(async move { executor.execute(ctx, input).await }));
 
@@ -127,12 +129,18 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
             )),
         },
         _ = tokio::time::sleep_until(step_deadline) => {
+            let message = format!(
+                "the step ran past its deadline ({} step timeout, or the invocation's end)",
+                rara_domain::human::duration(step.timeout)
+            );
+            stop_reason.set(message.clone());
             lost.cancel();
-            task.abort();
-            Execution::Failed(StepError::retryable(
-                codes::DEADLINE_EXCEEDED,
-                format!("the step ran past its deadline ({} s step timeout, or the invocation's end)", step.timeout.as_secs()),
-            ))
+            // A short moment for a remote executor's client to send `Cancel`: the margin
+            // after the deadline is for recording the outcome.
+            if tokio::time::timeout(DEADLINE_STOP_GRACE, &mut task).await.is_err() {
+                task.abort();
+            }
+            Execution::Failed(StepError::retryable(codes::DEADLINE_EXCEEDED, message))
         }
         _ = lost.cancelled() => {
             stop(&mut task).await;
@@ -140,6 +148,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         }
         _ = env.interrupt.cancelled() => {
             tracing::warn!("the runner is stopping and its grace is over; giving the step back");
+            stop_reason.set("the executor is shutting down; the step will run again on another executor");
             lost.cancel();
             stop(&mut task).await;
             Execution::Interrupted
@@ -158,6 +167,27 @@ async fn stop<T>(task: &mut AbortOnDropHandle<T>) {
 
 /// How long a cancelled executor may take to stop on its own.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// The same at the deadline, where the margin left is for recording the outcome.
+const DEADLINE_STOP_GRACE: Duration = Duration::from_millis(500);
+
+/// How an execution is told that its lease is gone: the reason first (read from the store:
+/// cancelled by an operator, the run cancelled, taken over, reaped), then the token.
+#[derive(Debug, Clone)]
+pub struct Loss {
+    pub lost: CancellationToken,
+    pub reason: StopReason,
+}
+
+impl Loss {
+    /// Records why `holder` lost its step, then fires the token.
+    pub async fn lose(&self, store: &Store, holder: &Holder) {
+        if !self.lost.is_cancelled() {
+            let reason = store.why_lost(holder).await.unwrap_or_else(|_| "rara lost the step's lease".into());
+            self.reason.set(reason);
+        }
+        self.lost.cancel();
+    }
+}
 
 /// Extends the lease and the message's visibility together every `interval`. A heartbeat
 /// that finds the lease gone fires `lost`, which stops the execution.
@@ -168,13 +198,13 @@ async fn heartbeat(
     receipt_handle: String,
     lease: Duration,
     interval: Duration,
-    lost: CancellationToken,
+    loss: Loss,
 ) {
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = lost.cancelled() => return,
+            _ = loss.lost.cancelled() => return,
         }
         match store.heartbeat(&holder, lease).await {
             Ok(_) => {
@@ -183,8 +213,11 @@ async fn heartbeat(
                 }
             }
             Err(rara_store::Error::LeaseLost { .. }) => {
-                tracing::warn!("heartbeat found the lease gone; stopping the execution");
-                lost.cancel();
+                loss.lose(&store, &holder).await;
+                tracing::warn!(
+                    reason = loss.reason.get().unwrap_or(""),
+                    "heartbeat found the lease gone; stopping the execution"
+                );
                 return;
             }
             Err(e) => tracing::warn!(error = %e, "heartbeat failed; retrying at the next interval"),

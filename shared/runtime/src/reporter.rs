@@ -8,14 +8,15 @@ use std::time::Duration;
 use rara_domain::executor::{Artifact, ReportError, Reporter};
 use rara_store::{Holder, Store};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+
+use crate::execution::Loss;
 
 pub struct StoreReporter {
     store: Store,
     holder: Holder,
     interval: Duration,
-    /// Fired when a write finds the lease gone: the execution must stop.
-    lost: CancellationToken,
+    /// Fired (with its reason) when a write finds the lease gone: the execution must stop.
+    loss: Loss,
     last_write: Mutex<Option<Instant>>,
 }
 
@@ -26,14 +27,14 @@ impl std::fmt::Debug for StoreReporter {
 }
 
 impl StoreReporter {
-    pub fn new(store: Store, holder: Holder, interval: Duration, lost: CancellationToken) -> Self {
-        StoreReporter { store, holder, interval, lost, last_write: Mutex::new(None) }
+    pub fn new(store: Store, holder: Holder, interval: Duration, loss: Loss) -> Self {
+        StoreReporter { store, holder, interval, loss, last_write: Mutex::new(None) }
     }
 
-    fn map(&self, e: rara_store::Error) -> ReportError {
+    async fn map(&self, e: rara_store::Error) -> ReportError {
         match e {
             rara_store::Error::LeaseLost { .. } => {
-                self.lost.cancel();
+                self.loss.lose(&self.store, &self.holder).await;
                 ReportError::LeaseLost
             }
             other => ReportError::Unavailable(other.to_string()),
@@ -57,20 +58,26 @@ impl StoreReporter {
 #[async_trait::async_trait]
 impl Reporter for StoreReporter {
     async fn progress(&self, fraction: f64, message: &str) -> Result<(), ReportError> {
-        if self.lost.is_cancelled() {
+        if self.loss.lost.is_cancelled() {
             return Err(ReportError::LeaseLost);
         }
         // Final progress is always written; in-between reports only when the slot is free.
         if fraction < 1.0 && !self.take_slot() {
             return Ok(());
         }
-        self.store.progress(&self.holder, fraction, message).await.map_err(|e| self.map(e))
+        match self.store.progress(&self.holder, fraction, message).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.map(e).await),
+        }
     }
 
     async fn artifact(&self, artifact: Artifact) -> Result<(), ReportError> {
-        if self.lost.is_cancelled() {
+        if self.loss.lost.is_cancelled() {
             return Err(ReportError::LeaseLost);
         }
-        self.store.artifact(&self.holder, &artifact).await.map_err(|e| self.map(e))
+        match self.store.artifact(&self.holder, &artifact).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.map(e).await),
+        }
     }
 }

@@ -205,6 +205,7 @@ async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_with
         fence: 1,
         deadline: Instant::now() + Duration::from_secs(60),
         cancel: CancellationToken::new(),
+        stop_reason: Default::default(),
         reporter: Arc::new(NoReports),
     };
     let task = tokio::spawn(async move { executor.execute(ctx, serde_json::json!({"seconds": 30})).await });

@@ -175,10 +175,11 @@ async fn cancelling_a_running_remote_step_stops_it_on_the_python_side_within_a_h
     assert_eq!(error_code(nap.error.as_ref()), ("CANCELLED", false));
     assert_eq!(nap.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), [AttemptOutcome::Cancelled]);
 
-    // The Python side was told to stop (a lease lost on a progress write drops the stream at
-    // once, which already stops the attempt, so its Cancel may find it gone), and the attempt
-    // has ended: Python forgets one only when its task is done, and it never succeeded.
-    let told = format!("cancel step={step_id} attempt=1 found=");
+    // The Python side was told to stop, with the operator's reason, while its attempt still
+    // ran (Cancel goes out before the stream is let go), and the attempt has ended: Python
+    // forgets one only when its task is done, and it never succeeded.
+    let told =
+        format!("cancel step={step_id} attempt=1 found=True reason='the step was cancelled: an operator cancelled it'");
     assert!(server.wait_for_log(&told, Duration::from_secs(5)), "no {told:?} in the log:\n{}", server.log());
     let mut client = ExecutorServiceClient::new(rara_remote::router::lazy_channel(server.url()).unwrap());
     let probe = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, reason: "probe".into() };

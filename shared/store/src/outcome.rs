@@ -98,7 +98,9 @@ impl Store {
     /// next write gets `LeaseLost`. Returns whether the step was cancelled (`false`: it had
     /// already finished); a missing step is [`Error::StepNotFound`].
     pub async fn cancel_step(&self, step_id: Uuid, reason: &str) -> Result<bool, Error> {
-        let error = StepError::permanent(codes::CANCELLED, reason).to_json();
+        let error = StepError::permanent(codes::CANCELLED, reason)
+            .with_details(serde_json::json!({"cancelled": "step"}))
+            .to_json();
         let cancelled: Vec<Uuid> = sqlx::query_scalar(sql::CANCEL_STEP.as_str())
             .bind(step_id)
             .bind(&error)
@@ -114,7 +116,9 @@ impl Store {
     /// Cancels every unfinished step of a run; the run ends `cancelled` (or `failed` if a
     /// step had already failed). Returns how many steps were cancelled.
     pub async fn cancel_run(&self, run_id: Uuid, reason: &str) -> Result<u64, Error> {
-        let error = StepError::permanent(codes::CANCELLED, reason).to_json();
+        let error = StepError::permanent(codes::CANCELLED, reason)
+            .with_details(serde_json::json!({"cancelled": "run"}))
+            .to_json();
         let cancelled: Vec<Uuid> = sqlx::query_scalar(sql::CANCEL_RUN.as_str())
             .bind(run_id)
             .bind(&error)

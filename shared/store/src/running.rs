@@ -53,3 +53,34 @@ impl Store {
         expect_changed(holder, written.rows_affected())
     }
 }
+
+impl Store {
+    /// Why `holder` no longer holds its step, in words for the remote executor's log and
+    /// the attempt's history: cancelled (by an operator, with the reason; the run or the
+    /// step), taken over by a newer fence, handed back by the reaper, or already finished.
+    pub async fn why_lost(&self, holder: &Holder) -> Result<String, Error> {
+        let Some(row) = sqlx::query_file!("sql/lost_reason.sql", holder.step_id).fetch_optional(&self.pool).await?
+        else {
+            return Ok("the step no longer exists".into());
+        };
+        let error: Option<rara_domain::StepError> = row.error.and_then(|e| serde_json::from_value(e).ok());
+        Ok(match row.status.as_str() {
+            "cancelled" => {
+                let what = match error.as_ref().and_then(|e| e.details.get("cancelled")).and_then(|v| v.as_str()) {
+                    Some("run") => "the run was cancelled",
+                    _ => "the step was cancelled",
+                };
+                match error {
+                    Some(e) if !e.message.is_empty() => format!("{what}: {}", e.message),
+                    _ => what.to_owned(),
+                }
+            }
+            "running" if row.fence.is_some_and(|f| f > holder.fence) => format!(
+                "another executor ({}) took the step over under a newer fence",
+                row.leased_by.as_deref().unwrap_or("unknown")
+            ),
+            "pending" | "leased" => "the lease expired and the step was handed back for another attempt".into(),
+            status => format!("the step is {status}: this attempt no longer holds it"),
+        })
+    }
+}

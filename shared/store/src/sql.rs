@@ -69,6 +69,7 @@ pub const RUN_EXISTS: &str = sql_file!("run_exists");
 pub const STEP_EXISTS: &str = sql_file!("step_exists");
 pub const LIST_RUNS: &str = sql_file!("list_runs");
 pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
+pub const LOST_REASON: &str = sql_file!("lost_reason");
 
 // Planner statistics (statistics.rs).
 pub const GROWN_TABLES: &str = sql_file!("grown_tables");
@@ -126,6 +127,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("step_exists", STEP_EXISTS, &["uuid"]),
         s("list_runs", LIST_RUNS, &["rara_run_status", "int8"]),
         s("run_of_step", RUN_OF_STEP, &["uuid"]),
+        s("lost_reason", LOST_REASON, &["uuid"]),
         s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
     ];
     all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));

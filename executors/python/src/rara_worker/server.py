@@ -97,7 +97,9 @@ class ExecutorService(pb_grpc.ExecutorServiceServicer):
         found = attempt is not None
         if attempt is not None:
             attempt.stop(request.reason or "cancel requested")  # a repeat is a no-op
-        log.info("cancel step=%s attempt=%d found=%s", request.step_id, request.attempt, found)
+        log.info(
+            "cancel step=%s attempt=%d found=%s reason=%r", request.step_id, request.attempt, found, request.reason
+        )
         return pb.CancelResponse(found=found)
 
     async def drain(self, grace: float) -> None:

@@ -111,6 +111,7 @@ pub fn context(operation: &str, within: Duration, reporter: Arc<RecordingReporte
         fence: 7,
         deadline: Instant::now() + within,
         cancel: CancellationToken::new(),
+        stop_reason: Default::default(),
         reporter,
     }
 }
