@@ -39,13 +39,17 @@ export RARA_REMOTE_EXECUTORS=$endpoint
 step "migrating and starting rara dev (scheduler + executor)"
 "$rara" migrate
 start_bg "$rara" dev --queue-name rara-demo >.demo/dev.log 2>&1
+# Submit only once the runners are up, so the first step starts within a second.
+for _ in $(seq 1 300); do grep -q 'scheduler and executor running' .demo/dev.log 2>/dev/null && break; sleep 0.1; done
+grep -q 'scheduler and executor running' .demo/dev.log || die "rara dev did not start; see .demo/dev.log"
 
 step "submitting examples/demo.yaml and watching it"
 status=0
 "$rara" submit --watch examples/demo.yaml || status=$?
 
 step "artifacts"
-ls -l .demo/artifacts 2>/dev/null | tail -n +2 || true
+run_id=$("$rara" --json list --limit 1 | python3 -c 'import json,sys; runs=json.load(sys.stdin); print(runs[0]["id"] if runs else "")')
+[ -n "$run_id" ] && "$rara" --json status "$run_id" | python3 scripts/demo-summary.py
 echo
 if [ "$status" -eq 0 ]; then
   echo "demo run succeeded in $(( $(date +%s) - started )) s; logs in .demo/"

@@ -269,3 +269,23 @@ async fn a_chatty_executor_is_throttled_and_its_final_progress_is_recorded(pool:
         "{writes} writes for 401 reports in {reported_ms} ms (allowed {allowed})"
     );
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn oversized_poison_reaches_the_dlq_with_its_reason_on_its_first_receive(pool: PgPool) {
+    let h = Harness::new(pool).await;
+    for size in [1_048_576usize, 1_048_456] {
+        let body = "x".repeat(size);
+        h.queues.send_raw(&body).await;
+        let (_, returned) = h.deliver(Duration::from_secs(10)).await;
+        assert!(!returned, "a {size}-byte body is dead-lettered on its first receive");
+        let dead = h.queues.drain(&h.queues.dlq_url).await;
+        assert_eq!(dead.len(), 1, "one DLQ copy of the {size}-byte body");
+        let attributes = dead[0].message_attributes.clone().unwrap_or_default();
+        let value = |name: &str| attributes.get(name).and_then(|v| v.string_value.clone());
+        assert_eq!(value(rara_queue::sqs::DLQ_REASON_CODE).as_deref(), Some("MESSAGE_TOO_LARGE"));
+        assert!(value(rara_queue::sqs::DLQ_REASON).unwrap().contains(&format!("{size} bytes")));
+        assert_eq!(value(rara_queue::sqs::DLQ_ORIGINAL_BYTES), Some(size.to_string()));
+        assert_eq!(value(rara_queue::sqs::DLQ_ORIGINAL_SHA256).map(|d| d.len()), Some(64));
+        assert!(body.starts_with(dead[0].body.as_deref().unwrap()), "the DLQ copy is the body's prefix");
+    }
+}

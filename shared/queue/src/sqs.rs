@@ -15,6 +15,35 @@ pub const TRACEPARENT: &str = "traceparent";
 /// Attributes set on a message moved to the DLQ by the executor.
 pub const DLQ_REASON_CODE: &str = "rara_reason_code";
 pub const DLQ_REASON: &str = "rara_reason";
+/// Set on a DLQ copy whose body had to be cut to fit SQS's limit: the original's size in
+/// bytes and its SHA-256 (hex), so an operator can tell what it was.
+pub const DLQ_ORIGINAL_BYTES: &str = "rara_original_bytes";
+pub const DLQ_ORIGINAL_SHA256: &str = "rara_original_sha256";
+/// SQS's limit on one message: its body and its attributes (names, types, values) together.
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// Room kept for the attributes of a cut body beyond the reason's own.
+const CUT_ATTRIBUTES_ROOM: usize = 256;
+
+/// The body a DLQ copy can carry beside attributes of `attribute_bytes`: the whole body when
+/// it fits, else its longest prefix that fits (at a character boundary) with the original's
+/// size and digest.
+fn dead_letter_body(body: &str, attribute_bytes: usize) -> (&str, Option<(usize, String)>) {
+    if body.len() + attribute_bytes <= MAX_MESSAGE_BYTES {
+        return (body, None);
+    }
+    let mut end = MAX_MESSAGE_BYTES.saturating_sub(attribute_bytes + CUT_ATTRIBUTES_ROOM).min(body.len());
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(body.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    (&body[..end], Some((body.len(), digest)))
+}
+
+/// What an attribute counts against the message limit.
+fn attribute_bytes(name: &str, value: &str) -> usize {
+    name.len() + "String".len() + value.len()
+}
 
 #[derive(Debug, Clone)]
 pub struct SqsQueue {
@@ -207,15 +236,21 @@ impl Queue for SqsQueue {
     async fn dead_letter(&self, body: &str, reason_code: &str, reason: &str) -> Result<(), Error> {
         let dlq =
             self.dlq_url.as_deref().ok_or_else(|| Error::Config("no dead-letter queue URL (RARA_DLQ_URL)".into()))?;
-        self.client
+        let attributes = attribute_bytes(DLQ_REASON_CODE, reason_code) + attribute_bytes(DLQ_REASON, reason);
+        let (body, cut) = dead_letter_body(body, attributes);
+        let mut request = self
+            .client
             .send_message()
             .queue_url(dlq)
             .message_body(if body.is_empty() { "<empty>" } else { body })
             .message_attributes(DLQ_REASON_CODE, string_attribute(reason_code)?)
-            .message_attributes(DLQ_REASON, string_attribute(reason)?)
-            .send()
-            .await
-            .map_err(|e| sqs_error("SendMessage (DLQ)", e))?;
+            .message_attributes(DLQ_REASON, string_attribute(reason)?);
+        if let Some((bytes, digest)) = cut {
+            request = request
+                .message_attributes(DLQ_ORIGINAL_BYTES, string_attribute(&bytes.to_string())?)
+                .message_attributes(DLQ_ORIGINAL_SHA256, string_attribute(&digest)?);
+        }
+        request.send().await.map_err(|e| sqs_error("SendMessage (DLQ)", e))?;
         Ok(())
     }
 }
@@ -270,4 +305,19 @@ pub async fn create_queue_pair(
         .queue_url
         .ok_or_else(|| Error::Config("CreateQueue returned no queue URL".into()))?;
     Ok(QueuePair { queue_url, dlq_url })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_that_fits_travels_whole_and_one_that_does_not_is_cut_with_its_size_and_digest() {
+        assert_eq!(dead_letter_body("abc", 100), ("abc", None));
+        let big = "é".repeat(MAX_MESSAGE_BYTES / 2); // two bytes each: exactly the limit
+        let (cut, original) = dead_letter_body(&big, 200);
+        assert!(cut.len() + 200 + CUT_ATTRIBUTES_ROOM <= MAX_MESSAGE_BYTES && big.starts_with(cut));
+        let (bytes, digest) = original.unwrap();
+        assert_eq!((bytes, digest.len()), (MAX_MESSAGE_BYTES, 64));
+    }
 }

@@ -173,7 +173,7 @@ impl BatchExecutor {
                 }
                 ClaimOutcome::Stale(reason) => {
                     report.counters.stale += 1;
-                    tracing::info!(step_id = %message.step_id, ?reason, "stale message acknowledged; nothing runs");
+                    tracing::info!(message_id = %record.message_id, step_id = %message.step_id, ?reason, "stale message acknowledged; nothing runs");
                     report.acknowledge(record.message_id, Ack::Stale(reason));
                 }
                 ClaimOutcome::Held { retry_after } => {
