@@ -202,6 +202,9 @@ impl Stack {
             ("RARA_LEASE_SECONDS", LEASE_SECONDS.to_string()),
             ("RARA_HEARTBEAT_SECONDS", "1".into()),
             ("RARA_VISIBILITY_TIMEOUT_SECONDS", "30".into()),
+            // A lost message's step is leased again after this (the shortest allowed: the
+            // visibility timeout); a message merely waiting in the queue still claims.
+            ("RARA_DELIVERY_TIMEOUT_SECONDS", "30".into()),
             ("RARA_FUNCTION_TIMEOUT_SECONDS", "20".into()),
             ("RARA_SCHEDULER_POLL_MS", "100".into()),
             ("RARA_REAP_INTERVAL_MS", "500".into()),
@@ -673,8 +676,9 @@ async fn older_lease_tokens_are_stale_after_a_new_lease() {
             s.ledger.removed_by_test += 1;
         }
     }
-    // Wait for every one of them to be leased again under a new token (reaper, then lease).
-    let end = Instant::now() + Duration::from_secs(20);
+    // Wait for every one of them to be leased again under a new token (the reaper, once the
+    // delivery timeout of 30 s has passed, then the scheduler).
+    let end = Instant::now() + Duration::from_secs(60);
     loop {
         let mut releases = 0;
         for (step, token) in &first {

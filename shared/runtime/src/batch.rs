@@ -55,6 +55,7 @@ pub struct BatchExecutor {
     worker: Arc<str>,
     non_retryable_codes: Arc<[String]>,
     shutdown_grace: Duration,
+    delivery_timeout: Duration,
 }
 
 impl std::fmt::Debug for BatchExecutor {
@@ -98,6 +99,7 @@ impl BatchExecutor {
             worker: core.worker_id.as_str().into(),
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),
             shutdown_grace: settings.timeouts.shutdown_grace,
+            delivery_timeout: settings.delivery_timeout,
         }
     }
 
@@ -314,7 +316,9 @@ impl BatchExecutor {
         }
         if !via_message.is_empty() {
             let (records, items) = unzip(via_message);
-            let results = self.env.store.retry(&items, RetryVia::Message { lease: self.env.lease }).await;
+            // The same message comes back after the delay: its lease lasts the delay plus the
+            // delivery timeout, like a fresh one.
+            let results = self.env.store.retry(&items, RetryVia::Message { lease: self.delivery_timeout }).await;
             for (record, (holder, error, delay)) in self.settle(records, items, results, report) {
                 report.counters.retried += 1;
                 tracing::info!(step_id = %holder.step_id, code = %error.code, delay_ms = delay.as_millis() as u64, "retry scheduled; the message comes back after the delay");

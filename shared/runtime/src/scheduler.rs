@@ -235,7 +235,10 @@ impl Scheduler {
 
     async fn lease_round(&self, cut: &CancellationToken) -> Result<Counters, Error> {
         let core = &self.settings.core;
-        let leased = self.store.lease_due(&core.worker_id, self.settings.lease_batch, core.lease_duration).await?;
+        // The lease lasts until the message can be claimed (a backlog included), not for an
+        // execution: a message waiting in the queue is never sent twice.
+        let leased =
+            self.store.lease_due(&core.worker_id, self.settings.lease_batch, self.settings.delivery_timeout).await?;
         if leased.is_empty() {
             return Ok(Counters { lease_rounds: 1, ..Counters::default() });
         }

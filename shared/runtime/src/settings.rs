@@ -50,6 +50,12 @@ pub struct Settings {
     pub secrets_prefix: String,
     /// Deadlines on every outside call, and the shutdown grace ([`Timeouts`]).
     pub timeouts: Timeouts,
+    /// `RARA_DELIVERY_TIMEOUT_SECONDS`: how long a step's message may take to be claimed
+    /// (waiting in a backlog included) before the reaper leases the step again with a new
+    /// message. Default: the visibility timeout × `maxReceiveCount`, the longest a message
+    /// can keep coming back before SQS redrives it to the DLQ. At least the visibility
+    /// timeout. An execution's lease (`RARA_LEASE_SECONDS`) starts only at the claim.
+    pub delivery_timeout: Duration,
 }
 
 /// Where secret references are resolved.
@@ -92,6 +98,11 @@ impl Settings {
             },
             secrets_prefix: vars.optional("RARA_SECRETS_PREFIX").unwrap_or_default(),
             timeouts: Timeouts::from_vars(&vars)?,
+            delivery_timeout: Duration::from_secs(vars.parse(
+                "RARA_DELIVERY_TIMEOUT_SECONDS",
+                core.visibility_timeout.as_secs() * u64::from(core.max_receive_count),
+                "a whole number of seconds",
+            )?),
             core,
         };
         if settings.lease_batch == 0 {
@@ -100,6 +111,14 @@ impl Settings {
                 value: "0".into(),
                 reason: "must be at least 1".into(),
             });
+        }
+        if settings.delivery_timeout < settings.core.visibility_timeout {
+            return Err(Error::Misaligned(format!(
+                "RARA_DELIVERY_TIMEOUT_SECONDS ({}) must be at least RARA_VISIBILITY_TIMEOUT_SECONDS ({}): a \
+                 message that was received and came back must still find its step leased",
+                rara_domain::human::duration(settings.delivery_timeout),
+                rara_domain::human::duration(settings.core.visibility_timeout)
+            )));
         }
         if settings.deadline_margin >= settings.core.function_timeout {
             return Err(Error::Misaligned(format!(

@@ -1,7 +1,9 @@
 -- The executor's batch claim: $1 step ids, $2 their lease tokens (one message each), for the
 -- worker $3, holding for $4 ms. A pair claims its step when the token matches and the step
--- is leased, due and unexpired, or running under an expired lease (take over; the previous
--- attempt closes with the error $5). One row per pair, in order, with its verdict.
+-- is leased and due (its message may have waited in a backlog: a never-claimed lease stays
+-- claimable by its token until the reaper leases the step again), or running under an
+-- expired lease (take over; the previous attempt closes with the error $5). One row per
+-- pair, in order, with its verdict.
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
 ),
@@ -12,7 +14,7 @@ claimed AS (
     FROM input i
     WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND s.attempt < s.max_attempts
       AND CASE s.status
-              WHEN 'leased' THEN s.next_run_at <= now() AND s.lease_expires_at > now()
+              WHEN 'leased' THEN s.next_run_at <= now()
               WHEN 'running' THEN s.lease_expires_at <= now()
               ELSE false
           END
@@ -42,7 +44,6 @@ SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "
            WHEN s.id IS NULL THEN 'unknown'
            WHEN s.status IN ('succeeded', 'failed', 'cancelled', 'skipped') THEN 'finished'
            WHEN s.lease_token IS DISTINCT FROM i.lease_token THEN 'token_mismatch'
-           WHEN s.status = 'leased' AND s.lease_expires_at <= now() THEN 'lease_expired'
            WHEN s.status = 'running' AND s.lease_expires_at <= now() THEN 'lease_expired'
            ELSE 'held'
        END AS "verdict!",

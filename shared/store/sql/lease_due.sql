@@ -1,4 +1,6 @@
--- The scheduler's lease: up to $1 due steps, oldest first, for the holder $2, for $3 ms.
+-- The scheduler's lease: up to $1 due steps, oldest first, for the holder $2. $3 (ms) is the
+-- delivery timeout: how long the message may take to be claimed before the reaper leases the
+-- step again (RARA_DELIVERY_TIMEOUT_SECONDS, far longer than an execution's lease).
 -- Reads the partial index steps_due (`make explain`).
 WITH due AS (
     SELECT id FROM steps

@@ -53,8 +53,8 @@ pub enum StaleReason {
     Finished,
     /// The same message appears twice in the batch; the first copy claims.
     DuplicateInBatch,
-    /// The lease expired before the message arrived, or the holder's lease expired on the
-    /// last attempt: the reaper owns the step now.
+    /// The holder's lease expired on the last attempt: the reaper owns the step now. (A
+    /// never-claimed lease stays claimable by its message until the step is leased again.)
     LeaseExpired,
 }
 

@@ -157,17 +157,16 @@ impl Case<'_> {
                     Token::Seen(i) if !self.tokens.is_empty() => self.tokens[i % self.tokens.len()],
                     _ => Uuid::new_v4(),
                 };
-                let held = m.status.holds_lease();
                 let expected = if m.status.is_terminal() {
                     "finished"
                 } else if m.token != Some(lease_token) {
                     "token_mismatch"
                 } else if m.attempt < m.max_attempts
-                    && ((m.status == StepStatus::Leased && !m.expired)
-                        || (m.status == StepStatus::Running && m.expired))
+                    && (m.status == StepStatus::Leased || (m.status == StepStatus::Running && m.expired))
                 {
+                    // A never-claimed lease stays claimable by its token until re-leased.
                     "claimed"
-                } else if held && m.expired {
+                } else if m.status == StepStatus::Running && m.expired {
                     "lease_expired"
                 } else {
                     "held"

@@ -360,14 +360,20 @@ async fn reaper_returns_expired_leases_and_fails_exhausted_steps(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
-async fn a_leased_step_whose_lease_expired_is_not_claimed_by_its_late_message(pool: PgPool) {
+async fn a_late_message_claims_its_never_claimed_step_until_the_reaper_leases_it_again(pool: PgPool) {
     let store = Store::new(pool.clone());
-    store.submit(&flat_plan(1)).await.unwrap();
-    let leased = store.lease_due("scheduler", 1, LEASE).await.unwrap().remove(0);
-    expire_lease(&pool, leased.step_id).await;
-    let outcome = store.claim("w", &[request(&leased)], LEASE).await.unwrap().remove(0);
-    assert_eq!(outcome, ClaimOutcome::Stale(StaleReason::LeaseExpired));
-    assert_eq!(status(&pool, leased.step_id).await, "leased", "the reaper owns it now");
+    store.submit(&flat_plan(2)).await.unwrap();
+    let leased = store.lease_due("scheduler", 2, LEASE).await.unwrap();
+    // A message that waited in a backlog past its delivery timeout still claims: nothing
+    // re-leased the step, so no second message exists.
+    expire_lease(&pool, leased[0].step_id).await;
+    let outcome = store.claim("w", &[request(&leased[0])], LEASE).await.unwrap().remove(0);
+    assert!(matches!(outcome, ClaimOutcome::Claimed(_)), "{outcome:?}");
+    // Once the reaper has leased it again, the old message is stale.
+    expire_lease(&pool, leased[1].step_id).await;
+    assert_eq!(store.reap_expired(10).await.unwrap().released_leased, 1);
+    let outcome = store.claim("w", &[request(&leased[1])], LEASE).await.unwrap().remove(0);
+    assert_eq!(outcome, ClaimOutcome::Stale(StaleReason::TokenMismatch));
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
