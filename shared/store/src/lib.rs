@@ -35,6 +35,8 @@ pub mod read;
 pub mod running;
 pub mod statistics;
 pub mod submit;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::time::Duration;
 

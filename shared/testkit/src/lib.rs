@@ -5,11 +5,13 @@
 //! # Layout
 //!
 //! - this file: LocalStack [`Queues`] and [`secrets_client`], [`settings`], [`submit`];
-//! - [`python`]: the real Python executor as a subprocess ([`PythonServer`]).
+//! - [`python`]: the real Python executor as a subprocess ([`PythonServer`]);
+//! - [`scratch`]: a scratch database (create, migrate, drop), shared with `rara-bench`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
 pub mod history;
 pub mod python;
+pub mod scratch;
 
 pub use python::PythonServer;
 
