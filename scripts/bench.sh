@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: build rara in release, then in the same session run the pgbench baseline
-# (a naive lease-one-row-then-complete-it queue, 16 clients) and `rara bench` on the
+# `make bench`: build rara-bench in release, then in the same session run the pgbench baseline
+# (a naive lease-one-row-then-complete-it queue, 16 clients) and `rara-bench flat` on the
 # Postgres path at each executor batch size of BENCH_BATCHES, and print the ratio of their
 # throughputs. See BENCHMARKS.md.
 #
@@ -18,8 +18,10 @@ runs=${BENCH_RUNS:-2}
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 
 scripts/ensure-postgres.sh
-cargo build --release -p rara
-rara=target/release/rara
+cargo build --release -p rara-bench
+# Where cargo put it (CARGO_TARGET_DIR, build.target-dir or target/).
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+bench="$target_dir/release/rara-bench"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(psql -Atq "$DATABASE_URL" -c 'SHOW server_version'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$runs"); do
@@ -27,7 +29,7 @@ for i in $(seq 1 "$runs"); do
     baseline=$(scripts/pgbench-lease-complete.sh --json)
     echo "pgbench: $baseline"
     for batch in $batches; do
-        report=$("$rara" bench --steps "$steps" --batch "$batch" --executors "$executors" --json)
+        report=$("$bench" flat --steps "$steps" --batch "$batch" --executors "$executors" --json)
         echo "rara (batch $batch): $report"
         python3 - "$baseline" "$report" <<'PY'
 import json, sys
