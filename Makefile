@@ -44,6 +44,10 @@ dev: ## Keep a local stack up (LocalStack, the Python executor, rara dev) for yo
 check-proto: ## Generated code fresh, buf lint, buf breaking against main
 	@scripts/check-proto.sh
 
+.PHONY: sqlx-prepare
+sqlx-prepare: ## Regenerate .sqlx/ (offline query metadata) after changing a statement or a migration
+	@scripts/check-sqlx.sh --write
+
 .PHONY: explain
 explain: ## Show the plan of the lease statement on DATABASE_URL (uses the partial index steps_due)
 	@scripts/explain-lease.sh

@@ -10,31 +10,19 @@
 # rustup target aarch64-unknown-linux-gnu. A cold release build takes ~7-10 min on 2 cores
 # (`cargo lambda build --release --arm64 --bin <name>` in functions/<name>, as `sam build`).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 ROOT="$PWD"
 
 VENV="$ROOT/.venv-tools"
 # Known-good pins (cargo-lambda ships a static binary; ziglang ships zig, which
 # cargo-lambda finds through `python3 -m ziglang` when the venv is first on PATH).
 PINS=(cargo-lambda==1.9.2 ziglang==0.17.1)
-STAMP="$VENV/.rara-build-tools"
 TARGET=aarch64-unknown-linux-gnu
 BINS=(scheduler executor)
 
-log() { echo "build-lambdas: $*" >&2; }
-
 install_tools() {
-  if [[ ! -x "$VENV/bin/python" ]]; then
-    log "creating $VENV"
-    python3 -m venv "$VENV"
-  fi
-  if [[ -f "$STAMP" && "$(cat "$STAMP")" == "${PINS[*]}" ]]; then
-    log "cargo-lambda and zig are installed in .venv-tools"
-  else
-    log "installing ${PINS[*]} into .venv-tools"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}"
-    echo "${PINS[*]}" >"$STAMP"
-  fi
+  venv_pip "$VENV" "${PINS[*]}" "${PINS[@]}"
   if ! rustup target list --installed | grep -qx "$TARGET"; then
     log "rustup target add $TARGET"
     rustup target add "$TARGET"

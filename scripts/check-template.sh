@@ -10,28 +10,15 @@
 #
 # Tools go into the project-local virtualenv .venv-tools (cached by a stamp, ~1 min cold).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT="$PWD"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 
-VENV="$ROOT/.venv-tools"
+VENV="$PWD/.venv-tools"
 # Known-good pins, resolved together on Python 3.11.
 PINS=(aws-sam-cli==1.170.0 cfn-lint==1.58.0 pytest==9.2.0)
-STAMP="$VENV/.rara-check-tools"
 TEMPLATE=infra/template.yaml
 
-log() { echo "check-template: $*" >&2; }
-
-if [[ ! -x "$VENV/bin/python" ]]; then
-  log "creating $VENV"
-  python3 -m venv "$VENV"
-fi
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "${PINS[*]}" ]]; then
-  log "sam, cfn-lint and pytest are installed in .venv-tools"
-else
-  log "installing ${PINS[*]} into .venv-tools (about a minute, once)"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}"
-  echo "${PINS[*]}" >"$STAMP"
-fi
+venv_pip "$VENV" "${PINS[*]}" "${PINS[@]}"  # about a minute, once
 if [[ "${1:-}" == "--install-only" ]]; then
   exit 0
 elif [[ $# -gt 0 ]]; then

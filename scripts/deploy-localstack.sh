@@ -12,18 +12,11 @@
 #
 # Starts LocalStack (scripts/localstack.sh) when nothing answers, and stops it again.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 scripts/check-template.sh --install-only
-
-started_localstack=""
-if ! scripts/localstack.sh status >/dev/null 2>&1; then
-  scripts/localstack.sh start
-  started_localstack=1
-fi
-cleanup() { if [[ -n "$started_localstack" ]]; then scripts/localstack.sh stop >/dev/null 2>&1 || true; fi; }
-trap cleanup EXIT
-eval "$(scripts/localstack.sh env)"
+localstack_up
 
 cd infra/tests
 ../../.venv-tools/bin/python localstack_deploy.py "$@"

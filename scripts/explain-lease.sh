@@ -1,18 +1,12 @@
 #!/usr/bin/env bash
 # Prints the plan of the scheduler's lease statement: it must read the partial index steps_due.
+# The statement is the store's own (shared/store/sql/lease_due.sql), not a copy.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 url=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rara}
-psql "$url" -v ON_ERROR_STOP=1 -X <<'SQL'
-EXPLAIN
-WITH due AS (
-    SELECT id FROM steps
-    WHERE status = 'pending' AND pending_deps = 0 AND next_run_at <= now()
-    ORDER BY next_run_at LIMIT 10
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE steps s
-SET status = 'leased', leased_by = 'explain', lease_token = gen_random_uuid(),
-    lease_expires_at = now() + interval '1 minute', updated_at = now()
-FROM due WHERE s.id = due.id
-RETURNING s.id;
-SQL
+{
+  echo "PREPARE lease_due(int8, text, int8) AS"
+  cat shared/store/sql/lease_due.sql
+  echo ";"
+  echo "EXPLAIN EXECUTE lease_due(10, 'explain', 60000);"
+} | psql "$url" -v ON_ERROR_STOP=1 -X -q

@@ -17,9 +17,9 @@
 # in state Failed and cannot be invoked. Invoke handlers through `cargo lambda` or
 # in-process instead.
 set -euo pipefail
-
-cd "$(dirname "$0")/.."
-ROOT="$(pwd)"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+ROOT="$PWD"
 
 PORT="${LOCALSTACK_PORT:-4566}"
 VENV="$ROOT/.venv-localstack"
@@ -37,31 +37,24 @@ REQUIREMENTS=("localstack-core[runtime]==4.13.1" "cbor2<6" "pyopenssl<26" "crypt
 REQ_LINE="${REQUIREMENTS[*]}"
 STAMP="$VENV/.rara-localstack-installed"
 
-log() { echo "localstack: $*"; }
-die() { echo "localstack: error: $*" >&2; exit 1; }
-
 is_installed() {
-    [[ -x "$VENV/bin/python" && -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$REQ_LINE" ]]
+    [[ -x "$VENV/bin/python" ]] && stamp_matches "$STAMP" "$REQ_LINE"
 }
 
 cmd_install() {
     if is_installed; then
         return 0
     fi
-    local py="${PYTHON:-python3}"
-    command -v "$py" >/dev/null || die "$py not found"
+    command -v "${PYTHON:-python3}" >/dev/null || die "${PYTHON:-python3} not found"
     log "installing LocalStack runtime into .venv-localstack (about a minute, once)..."
     local start=$SECONDS
-    if [[ ! -x "$VENV/bin/python" ]]; then
-        rm -rf "$VENV"
-        "$py" -m venv "$VENV"
-    fi
+    venv_ensure "$VENV"
     local ilog="$VENV/install.log"
     if ! "$VENV/bin/python" -m pip install --disable-pip-version-check "${REQUIREMENTS[@]}" >"$ilog" 2>&1; then
         tail -n 30 "$ilog" >&2
         die "pip install failed (full log: $ilog)"
     fi
-    echo "$REQ_LINE" >"$STAMP"
+    stamp_write "$STAMP" "$REQ_LINE"
     log "installed $("$VENV/bin/python" -c 'import importlib.metadata as m; print("localstack-core", m.version("localstack-core"))') in $((SECONDS - start)) s"
 }
 

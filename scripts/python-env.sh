@@ -3,7 +3,8 @@
 # tooling and the rara_worker package (editable) installed. Skips pip when the stamp
 # matches. Prints the venv's python path as its last line.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 VENV=.venv-executor
 # Known-good pins (resolved together on Python 3.11). Bump them here, all at once.
@@ -14,26 +15,24 @@ PINS=(
   grpcio-tools==1.85.1
   grpcio-health-checking==1.85.1
   protobuf==7.36.2
+  semver==3.1.1
   pytest==9.2.0
   pytest-asyncio==1.5.0
   mypy==2.4.1
   types-protobuf==7.35.1.20260906
   types-grpcio==1.85.0.20261028
 )
-STAMP="$VENV/.rara-stamp"
 want="$(printf '%s\n' "${PINS[@]}" | cat - executors/python/pyproject.toml | sha256sum | cut -d' ' -f1)"
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  echo "python-env: creating $VENV" >&2
-  python3 -m venv "$VENV"
-fi
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
-  echo "python-env: $VENV is up to date" >&2
+STAMP="$VENV/.rara-stamp"
+venv_ensure "$VENV"
+if stamp_matches "$STAMP" "$want"; then
+  log "$VENV is up to date"
 else
-  echo "python-env: installing pinned tools and executors/python (editable) into $VENV" >&2
+  log "installing pinned tools and executors/python (editable) into $VENV"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     --no-build-isolation --no-deps -e executors/python
-  echo "$want" >"$STAMP"
+  stamp_write "$STAMP" "$want"
 fi
 echo "$PWD/$VENV/bin/python"

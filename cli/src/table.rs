@@ -35,11 +35,7 @@ pub fn run(run: &RunView) -> String {
         .iter()
         .map(|s| {
             let progress = format!("{:.0}%", s.progress_fraction() * 100.0);
-            let error = s
-                .error
-                .as_ref()
-                .map(|e| format!("{}: {}", e["code"].as_str().unwrap_or("?"), e["message"].as_str().unwrap_or("")))
-                .unwrap_or_default();
+            let error = s.error.as_ref().map(|e| format!("{}: {}", e.code, e.message)).unwrap_or_default();
             vec![
                 s.name.clone(),
                 s.operation.clone(),

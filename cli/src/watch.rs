@@ -20,13 +20,13 @@ pub const STILL_RUNNING: u8 = 6;
 
 fn describe(step: &StepView) -> String {
     let mut text = format!("{} (attempt {}/{})", step.status, step.attempt, step.max_attempts);
-    if let Some(message) = step.progress.as_ref().and_then(|p| p.get("message")?.as_str()).filter(|m| !m.is_empty())
+    if let Some(message) = step.progress.as_ref().map(|p| p.message.as_str()).filter(|m| !m.is_empty())
         && !step.status.is_terminal()
     {
         text.push_str(&format!(" {message}"));
     }
     if let Some(error) = &step.error {
-        text.push_str(&format!(" {}", error["code"].as_str().unwrap_or("")));
+        text.push_str(&format!(" {}", error.code));
     }
     text
 }

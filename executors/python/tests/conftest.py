@@ -19,8 +19,18 @@ def cancel_seen() -> list[str]:
 
 
 @pytest.fixture
-async def server(tmp_path: Path, cancel_seen: list[str]) -> AsyncIterator[RunningServer]:
-    running = await start(make_registry(cancel_seen), artifacts_dir=tmp_path / "artifacts")
+def data_dir(tmp_path: Path) -> Path:
+    """The directory the example capabilities may read ``path`` inputs from."""
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+async def server(
+    tmp_path: Path, data_dir: Path, cancel_seen: list[str]
+) -> AsyncIterator[RunningServer]:
+    running = await start(make_registry(cancel_seen, data_dir), artifacts_dir=tmp_path / "artifacts")
     yield running
     await running.stop(grace=0.5)
 

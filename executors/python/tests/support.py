@@ -14,15 +14,15 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from rara.v1 import executor_pb2 as pb
 from rara.v1 import executor_pb2_grpc as pb_grpc
 from rara_worker import CapabilityRegistry, Context, PermanentError, RetryableError
-from rara_worker.examples import registry as examples
+from rara_worker.examples import build_registry
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
-def make_registry(cancel_seen: list[str]) -> CapabilityRegistry:
-    """The examples plus handlers that fail in known ways."""
+def make_registry(cancel_seen: list[str], data_dir: Path) -> CapabilityRegistry:
+    """The examples (reading below ``data_dir``) plus handlers that fail in known ways."""
     reg = CapabilityRegistry()
-    for cap in examples:
+    for cap in build_registry(data_dir):
         reg.register(cap)
 
     @reg.capability("fail.retryable", version="1.0.0")

@@ -46,21 +46,23 @@ async def test_text_stats_streams_progress_then_artifact_then_succeeds(
     assert json.loads(path.read_text()) == output
 
 
-async def test_text_stats_reads_a_local_file(
-    stub: pb_grpc.ExecutorServiceStub, tmp_path: Path
+async def test_text_stats_reads_a_file_below_the_data_dir(
+    stub: pb_grpc.ExecutorServiceStub, data_dir: Path
 ) -> None:
-    source = tmp_path / "in.txt"
+    (data_dir / "texts").mkdir()
+    source = data_dir / "texts" / "in.txt"
     source.write_text("one two two\n")
-    events = await collect(stub, request("text.stats", json.dumps({"path": str(source)})))
-    assert json.loads(events[-1].succeeded.output_json)["words"] == 3
+    for path in ("texts/in.txt", str(source), "texts/../texts/in.txt"):
+        events = await collect(stub, request("text.stats", json.dumps({"path": path})))
+        assert json.loads(events[-1].succeeded.output_json)["words"] == 3, path
 
 
 async def test_dataset_split_is_deterministic_and_complete(
-    stub: pb_grpc.ExecutorServiceStub, tmp_path: Path
+    stub: pb_grpc.ExecutorServiceStub, data_dir: Path
 ) -> None:
-    csv_path = tmp_path / "rows.csv"
+    csv_path = data_dir / "rows.csv"
     csv_path.write_text("id,label\n" + "".join(f"{i},l{i % 3}\n" for i in range(10)))
-    body = json.dumps({"path": str(csv_path), "ratios": {"train": 0.8, "test": 0.2}, "seed": 7})
+    body = json.dumps({"path": "rows.csv", "ratios": {"train": 0.8, "test": 0.2}, "seed": 7})
     first = await collect(stub, request("dataset.split", body))
     second = await collect(stub, request("dataset.split", body))
 

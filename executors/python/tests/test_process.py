@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -23,17 +24,34 @@ class Worker:
         self.address = address
 
 
-async def spawn(tmp_path: Path, *extra: str) -> Worker:
+async def spawn(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> Worker:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rara_worker", "--port", "0",
         "--artifacts-dir", str(tmp_path / "artifacts"), *extra,
-        stdout=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), timeout=20)).decode()
     match = re.fullmatch(r"listening on (127\.0\.0\.1:\d+)\n", line)
     assert match, line
     return Worker(proc, match.group(1))
+
+
+async def stderr_until(w: Worker, fragment: str) -> list[str]:
+    """The worker's log lines up to the first that holds ``fragment``."""
+    assert w.proc.stderr is not None
+    lines: list[str] = []
+    while not lines or fragment not in lines[-1]:
+        line = await asyncio.wait_for(w.proc.stderr.readline(), timeout=10)
+        assert line, lines
+        lines.append(line.decode())
+    return lines
+
+
+async def stop(w: Worker) -> None:
+    w.proc.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(w.proc.communicate(), timeout=10)
 
 
 @pytest.fixture
@@ -75,3 +93,32 @@ async def test_work_past_the_grace_period_fails_retryable_on_shutdown(tmp_path: 
     error = events[-1].failed.error
     assert (error.code, error.retryable) == ("SHUTTING_DOWN", True)
     assert await asyncio.wait_for(w.proc.wait(), timeout=10) == 0
+
+
+async def test_start_logs_the_data_dir_and_the_capabilities_with_versions(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    w = await spawn(tmp_path, "--data-dir", str(data))
+    lines = await stderr_until(w, "serving 3 capabilities")
+    await stop(w)
+    assert any(f"path inputs only below {data}" in line for line in lines), lines
+    assert lines[-1].rstrip().endswith(": dataset.split 1.0.0, sleep 1.0.0, text.stats 1.0.0")
+    assert data.is_dir()
+
+
+async def test_the_data_dir_comes_from_the_environment_else_a_fresh_temporary_one(
+    tmp_path: Path,
+) -> None:
+    from_env = tmp_path / "from-env"
+    from_env.mkdir()
+    (from_env / "in.txt").write_text("one two\n")
+    w = await spawn(tmp_path, env={"RARA_WORKER_DATA_DIR": str(from_env)})
+    async with grpc.aio.insecure_channel(w.address) as channel:
+        stub = pb_grpc.ExecutorServiceStub(channel)
+        events = await collect(stub, request("text.stats", '{"path": "in.txt"}'))
+    await stop(w)
+    assert events[-1].HasField("succeeded"), events[-1]
+
+    w = await spawn(tmp_path, env={"RARA_WORKER_DATA_DIR": "", "TMPDIR": str(tmp_path)})
+    lines = await stderr_until(w, "path inputs only below")
+    await stop(w)
+    assert str(tmp_path / "rara-data") in lines[-1], lines

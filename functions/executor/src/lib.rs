@@ -1,5 +1,5 @@
-//! The executor Lambda's handler: an SQS batch in, a partial batch response out (only the
-//! messages that must come back are listed as failures).
+//! The executor Lambda's handler: an SQS batch in, a partial batch response out (every message the
+//! batch did not acknowledge is listed as a failure, so it comes back).
 
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ pub async fn handle(
     let report = executor.process(records, deadline).await;
     println!("{}", report.counters.emf_line("executor"));
     let mut response = SqsBatchResponse::default();
-    for message_id in report.returned {
+    for message_id in report.returned() {
         response.add_failure(message_id);
     }
     Ok(response)

@@ -57,3 +57,35 @@ async fn a_scheduled_event_leases_and_enqueues_every_due_step(pool: PgPool) {
         assert!(rara_runtime::trace_id(traceparent).is_some(), "{traceparent}");
     }
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_a_silent_sqs_the_handler_returns_before_its_deadline_and_releases_what_it_leased(pool: PgPool) {
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    // SDK deadlines beyond the invocation: only the invocation's deadline may bound the call.
+    let settings = Arc::new(settings(
+        &queues,
+        &[("RARA_SQS_ATTEMPT_TIMEOUT_MS", "30000"), ("RARA_SQS_OPERATION_TIMEOUT_MS", "60000")],
+    ));
+    let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
+    let peer = rara_testkit::SilentPeer::start(rara_testkit::endpoint_addr(), true).await;
+    let scheduler = Scheduler::new(store.clone(), queues.queue_through(&peer, &settings.timeouts).await, settings);
+
+    let mut context = Context::default();
+    let deadline = std::time::SystemTime::now() + Duration::from_secs(4);
+    context.deadline = deadline.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let budget = Duration::from_secs(50);
+    let counters =
+        scheduler::handle(&scheduler, budget, Duration::from_secs(1), LambdaEvent::new(serde_json::json!({}), context))
+            .await
+            .unwrap();
+    assert!(std::time::SystemTime::now() < deadline, "the handler answered before the invocation's deadline");
+    assert_eq!((counters.leased, counters.sent, counters.released), (1, 0, 1));
+    let (status, token): (String, Option<uuid::Uuid>) =
+        sqlx::query_as("SELECT status::text, lease_token FROM steps WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!((status.as_str(), token), ("pending", None), "every unsent message's step released");
+}

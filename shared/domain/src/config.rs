@@ -119,7 +119,7 @@ impl Config {
 
     /// The alignment rules of DESIGN.md ("Alignment of SQS and leases") and plain sanity.
     pub fn validate(&self) -> Result<(), Error> {
-        let secs = |d: Duration| d.as_secs_f64();
+        let secs = |d: Duration| crate::human::duration(d).to_string();
         if self.visibility_timeout < self.function_timeout {
             return Err(Error::Misaligned(format!(
                 "RARA_VISIBILITY_TIMEOUT_SECONDS ({}) must be at least RARA_FUNCTION_TIMEOUT_SECONDS ({}): \
@@ -133,7 +133,7 @@ impl Config {
         if self.heartbeat_interval > heartbeat_ceiling {
             return Err(Error::Misaligned(format!(
                 "RARA_HEARTBEAT_SECONDS ({}) must be at most 1/{HEARTBEAT_DIVISOR} of the shorter of \
-                 RARA_LEASE_SECONDS ({}) and RARA_VISIBILITY_TIMEOUT_SECONDS ({}), i.e. {} s, so a \
+                 RARA_LEASE_SECONDS ({}) and RARA_VISIBILITY_TIMEOUT_SECONDS ({}), i.e. {}, so a \
                  heartbeat always lands before the lease or the message visibility ends",
                 secs(self.heartbeat_interval),
                 secs(self.lease_duration),
@@ -256,13 +256,19 @@ mod tests {
         let err = config(&[("RARA_VISIBILITY_TIMEOUT_SECONDS", "30"), ("RARA_FUNCTION_TIMEOUT_SECONDS", "60")])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("RARA_VISIBILITY_TIMEOUT_SECONDS (30)"), "{err}");
+        assert!(err.contains("RARA_VISIBILITY_TIMEOUT_SECONDS (30 s)"), "{err}");
     }
 
     #[test]
     fn heartbeat_close_to_lease_is_refused() {
         let err = config(&[("RARA_HEARTBEAT_SECONDS", "30"), ("RARA_LEASE_SECONDS", "60")]).unwrap_err().to_string();
-        assert!(err.contains("RARA_HEARTBEAT_SECONDS (30)") && err.contains("20 s"), "{err}");
+        assert!(err.contains("RARA_HEARTBEAT_SECONDS (30 s)") && err.contains("i.e. 20 s"), "{err}");
+    }
+
+    #[test]
+    fn durations_in_errors_are_rounded_for_people() {
+        let err = config(&[("RARA_HEARTBEAT_SECONDS", "3"), ("RARA_LEASE_SECONDS", "8")]).unwrap_err().to_string();
+        assert!(err.contains("i.e. 2.67 s,"), "{err}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - [`step_error`]: the structured error every failure carries (code, message, retryable, details).
 //! - [`retry`]: the retry policy (exponential backoff with full jitter) and the retry decision.
 //! - [`config`]: the typed configuration read once at start, with the SQS/lease alignment checks.
+//! - [`human`]: durations and ratios rounded for people (`2.67 s`), in every message.
 //! - [`executor`]: the [`executor::Executor`] trait and the context an execution receives.
 //! - [`registry`]: explicit name → executor registrations, and routing of an operation.
 //! - [`secret_material`]: secret references (`{"$secret": "name"}`) and the detection of
@@ -14,6 +15,7 @@
 
 pub mod config;
 pub mod executor;
+pub mod human;
 pub mod registry;
 pub mod retry;
 pub mod secret_material;

@@ -16,6 +16,9 @@ pub mod codes {
     pub const CANCELLED: &str = "CANCELLED";
     /// The executor panicked or its task died.
     pub const EXECUTOR_PANICKED: &str = "EXECUTOR_PANICKED";
+    /// The runner stopped (SIGTERM, Ctrl-C) before the step finished: the attempt was given
+    /// back and the step is due again for another executor.
+    pub const EXECUTOR_SHUTDOWN: &str = "EXECUTOR_SHUTDOWN";
     /// The step's input does not fit the operation.
     pub const INVALID_INPUT: &str = "INVALID_INPUT";
     /// A remote executor broke the event order of the contract.

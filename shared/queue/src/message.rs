@@ -23,7 +23,7 @@ pub enum Error {
     #[error("message body of {0} bytes exceeds the {MAX_BODY_BYTES}-byte limit of a step message")]
     TooLarge(usize),
     #[error("message format version {0} is not supported (this build reads version {FORMAT_VERSION})")]
-    UnsupportedVersion(u32),
+    UnsupportedVersion(u64),
     #[error("malformed step message: {0}")]
     Malformed(String),
 }
@@ -39,6 +39,11 @@ impl Error {
     }
 }
 
+/// The fields the format has, in the order they are checked.
+const FIELDS: [&str; 3] = ["v", "step_id", "lease_token"];
+/// serde_json's nesting limit: a deeper body is refused as too deep, not as bad JSON.
+const MAX_DEPTH: usize = 128;
+
 impl StepMessage {
     pub fn new(step_id: Uuid, lease_token: Uuid) -> Self {
         StepMessage { v: FORMAT_VERSION, step_id, lease_token }
@@ -49,42 +54,119 @@ impl StepMessage {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Parses a body strictly: size first, then the version, then the fields.
+    /// Parses a body strictly: its size, then JSON and its shape (one object, no field twice,
+    /// no field the format lacks), then the version, then the ids, which must be spelt as the
+    /// scheduler writes them (lower-case, hyphenated). Each rejection names what is wrong and
+    /// the field, and never echoes a value from the body.
     pub fn parse(body: &str) -> Result<Self, Error> {
         if body.len() > MAX_BODY_BYTES {
             return Err(Error::TooLarge(body.len()));
         }
-        #[derive(Deserialize)]
-        struct Versioned {
-            v: Option<serde_json::Value>,
-        }
-        let versioned: Versioned = serde_json::from_str(body).map_err(malformed)?;
-        match versioned.v {
-            None => return Err(Error::Malformed("missing field `v` (the format version)".into())),
-            Some(serde_json::Value::Number(n)) if n.as_u64() == Some(u64::from(FORMAT_VERSION)) => {}
-            Some(serde_json::Value::Number(n)) => {
-                return Err(Error::UnsupportedVersion(
-                    n.as_u64().and_then(|v| u32::try_from(v).ok()).unwrap_or(u32::MAX),
-                ));
+        let value: serde_json::Value = serde_json::from_str(body).map_err(malformed)?;
+        let serde_json::Value::Object(object) = value else {
+            return Err(Error::Malformed(format!("the body must be a JSON object, found {}", kind(&value))));
+        };
+        // `Value` keeps the last of two equal keys: count them on the text.
+        let keys: Vec<String> = serde_json::from_str::<Keys>(body).map_err(malformed)?.0;
+        for field in FIELDS {
+            if keys.iter().filter(|k| *k == field).count() > 1 {
+                return Err(Error::Malformed(format!("field `{field}` appears more than once")));
             }
-            Some(_) => return Err(Error::Malformed("`v` must be a number".into())),
         }
-        serde_json::from_str(body).map_err(malformed)
+        if let Some(unknown) = keys.iter().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Err(Error::Malformed(format!(
+                "unknown field `{}`; a step message has only `v`, `step_id` and `lease_token`",
+                unknown.chars().take(64).collect::<String>()
+            )));
+        }
+        version(object.get("v"))?;
+        Ok(StepMessage {
+            v: FORMAT_VERSION,
+            step_id: canonical_uuid("step_id", object.get("step_id"))?,
+            lease_token: canonical_uuid("lease_token", object.get("lease_token"))?,
+        })
     }
 }
 
-/// A parse error that names fields and positions but never echoes a value from the body
-/// (a poisoned message could carry anything, and the reason is logged).
+/// The top-level keys of a JSON object, in order and with repeats.
+struct Keys(Vec<String>);
+
+impl<'de> Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(key);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+fn kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// `v`: present, a whole number, and the version this build reads.
+fn version(v: Option<&serde_json::Value>) -> Result<(), Error> {
+    let what = "`v` (the format version) must be a whole number";
+    match v {
+        None => Err(Error::Malformed("missing field `v` (the format version)".into())),
+        Some(serde_json::Value::Number(n)) => match n.as_u64() {
+            Some(v) if v == u64::from(FORMAT_VERSION) => Ok(()),
+            Some(v) => Err(Error::UnsupportedVersion(v)),
+            None if n.is_i64() => Err(Error::Malformed(format!("{what} of at least 1, found a negative number"))),
+            None => Err(Error::Malformed(format!("{what}, found a fraction or a number out of range"))),
+        },
+        Some(other) => Err(Error::Malformed(format!("{what}, found {}", kind(other)))),
+    }
+}
+
+/// An id field: present, a string, and a UUID in its canonical spelling.
+fn canonical_uuid(field: &str, value: Option<&serde_json::Value>) -> Result<Uuid, Error> {
+    let text = match value {
+        None => return Err(Error::Malformed(format!("missing field `{field}`"))),
+        Some(serde_json::Value::String(text)) => text,
+        Some(other) => return Err(Error::Malformed(format!("`{field}` must be a UUID string, found {}", kind(other)))),
+    };
+    match Uuid::try_parse(text) {
+        Ok(id) if id.hyphenated().to_string() == *text => Ok(id),
+        Ok(_) => Err(Error::Malformed(format!(
+            "`{field}` must be a UUID spelt as rara writes it (lower-case, hyphenated 8-4-4-4-12)"
+        ))),
+        Err(_) => Err(Error::Malformed(format!("`{field}` is not a UUID"))),
+    }
+}
+
+/// A JSON error that names the problem and its position but never echoes the body (a
+/// poisoned message could carry anything, and the reason is logged).
 fn malformed(e: serde_json::Error) -> Error {
     let text = e.to_string();
-    if text.starts_with("unknown field") || text.starts_with("missing field") {
-        return Error::Malformed(text);
-    }
-    let kind = match e.classify() {
-        serde_json::error::Category::Syntax => "not valid JSON",
-        serde_json::error::Category::Eof => "truncated JSON",
-        serde_json::error::Category::Data => "a field has the wrong type or format",
-        serde_json::error::Category::Io => "unreadable",
+    let kind = if text.starts_with("recursion limit exceeded") {
+        format!("nested deeper than {MAX_DEPTH} levels")
+    } else {
+        match e.classify() {
+            serde_json::error::Category::Syntax => "not valid JSON".to_owned(),
+            serde_json::error::Category::Eof => "truncated JSON".to_owned(),
+            serde_json::error::Category::Data => "the body must be a JSON object".to_owned(),
+            serde_json::error::Category::Io => "unreadable".to_owned(),
+        }
     };
     Error::Malformed(format!("{kind} (line {}, column {})", e.line(), e.column()))
 }
@@ -122,17 +204,92 @@ mod tests {
         assert_eq!(StepMessage::parse(&"x".repeat(MAX_BODY_BYTES + 1)), Err(Error::TooLarge(MAX_BODY_BYTES + 1)));
     }
 
+    #[test]
+    fn each_wrong_body_gets_the_reason_that_names_its_fault() {
+        let id = "0190a1b2-0000-7000-8000-000000000001";
+        let with_v = |v: &str| format!(r#"{{"v":{v},"step_id":"{id}","lease_token":"{id}"}}"#);
+        let reason = |body: &str| StepMessage::parse(body).unwrap_err().to_string();
+        for v in ["-1", "1.0", "1.5", "18446744073709551617"] {
+            let r = reason(&with_v(v));
+            assert!(r.contains("`v`") && r.contains("whole number") && !r.contains("4294967295"), "v = {v}: {r}");
+        }
+        assert_eq!(StepMessage::parse(&with_v("7")), Err(Error::UnsupportedVersion(7)));
+        assert!(reason(&with_v("null")).contains("`v` (the format version) must be a whole number, found null"));
+        assert!(reason("[1,2,3]").contains("must be a JSON object, found an array"));
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(reason(&deep).contains("nested deeper than 128 levels"), "{}", reason(&deep));
+        let twice = format!(r#"{{"v":1,"step_id":"{id}","step_id":"{id}","lease_token":"{id}"}}"#);
+        assert!(reason(&twice).contains("field `step_id` appears more than once"), "{}", reason(&twice));
+        let number = format!(r#"{{"v":1,"step_id":5,"lease_token":"{id}"}}"#);
+        assert!(reason(&number).contains("`step_id` must be a UUID string, found a number"));
+    }
+
+    #[test]
+    fn only_the_canonical_spelling_of_a_token_is_a_token() {
+        let id = Uuid::new_v4();
+        let body = |token: String| format!(r#"{{"v":1,"step_id":"{id}","lease_token":"{token}"}}"#);
+        assert!(StepMessage::parse(&body(id.to_string())).is_ok());
+        for other in
+            [id.to_string().to_uppercase(), id.braced().to_string(), id.urn().to_string(), id.simple().to_string()]
+        {
+            let err = StepMessage::parse(&body(other.clone())).unwrap_err();
+            assert_eq!(err.code(), "MALFORMED_MESSAGE", "{other}");
+            assert!(err.to_string().contains("`lease_token` must be a UUID spelt as rara writes it"), "{err}");
+        }
+    }
+
+    /// A generated field: mostly a valid UUID in its canonical spelling; else another
+    /// spelling of a real UUID (refused: one spelling only), or junk.
+    fn uuid_field() -> impl Strategy<Value = (String, Option<Uuid>)> {
+        let valid = any::<u128>().prop_map(Uuid::from_u128);
+        prop_oneof![
+            6 => valid.clone().prop_map(|u| (u.to_string(), Some(u))),
+            1 => valid.clone().prop_map(|u| (u.simple().to_string(), None)),
+            1 => valid.clone().prop_map(|u| (u.to_string().to_uppercase(), None)),
+            1 => valid.clone().prop_map(|u| (u.braced().to_string(), None)),
+            1 => valid.prop_map(|u| (u.urn().to_string(), None)),
+            2 => "[a-z0-9-]{0,40}".prop_map(|s| {
+                let parsed = Uuid::try_parse(&s).ok().filter(|u| u.to_string() == s);
+                (s, parsed)
+            }),
+        ]
+    }
+
     proptest! {
         #[test]
         fn arbitrary_bodies_never_panic(body in ".{0,300}") {
             let _ = StepMessage::parse(&body);
         }
 
+        /// A body is a message exactly when `v` is 1 and both ids are UUIDs, and then it
+        /// carries those ids; otherwise the error says which rule it broke.
         #[test]
-        fn arbitrary_json_objects_never_panic(v in any::<i64>(), a in "[a-z0-9-]{0,40}", b in "[a-z0-9-]{0,40}") {
-            let body = format!(r#"{{"v":{v},"step_id":"{a}","lease_token":"{b}"}}"#);
+        fn a_body_is_a_message_exactly_when_version_and_ids_are_valid(
+            v in prop_oneof![3 => Just(1i64), 1 => any::<i64>()],
+            (step_text, step_id) in uuid_field(),
+            (token_text, lease_token) in uuid_field(),
+            lease_token_first in any::<bool>(),
+        ) {
+            let fields = [format!(r#""step_id":"{step_text}""#), format!(r#""lease_token":"{token_text}""#)];
+            let [a, b] = if lease_token_first { [&fields[1], &fields[0]] } else { [&fields[0], &fields[1]] };
+            let body = format!(r#"{{"v":{v},{a},{b}}}"#);
             let parsed = StepMessage::parse(&body);
-            prop_assert!(parsed.is_err() || v == 1);
+            match (v, step_id, lease_token) {
+                (1, Some(step_id), Some(lease_token)) => {
+                    prop_assert_eq!(parsed, Ok(StepMessage { v: 1, step_id, lease_token }));
+                }
+                (1, _, _) => prop_assert_eq!(parsed.map_err(|e| e.code()), Err("MALFORMED_MESSAGE")),
+                (v, _, _) if v < 0 => prop_assert_eq!(parsed.map_err(|e| e.code()), Err("MALFORMED_MESSAGE")),
+                (v, _, _) => prop_assert_eq!(parsed, Err(Error::UnsupportedVersion(v as u64))),
+            }
+        }
+
+        #[test]
+        fn every_message_round_trips_through_its_body(step_id in any::<u128>(), lease_token in any::<u128>()) {
+            let m = StepMessage::new(Uuid::from_u128(step_id), Uuid::from_u128(lease_token));
+            let body = m.to_body();
+            prop_assert!(body.len() < 200, "{} bytes", body.len());
+            prop_assert_eq!(StepMessage::parse(&body), Ok(m));
         }
     }
 }

@@ -21,6 +21,9 @@ pub struct SqsQueue {
     client: Client,
     queue_url: String,
     dlq_url: Option<String>,
+    /// The client's (connect, attempt, operation) timeouts, when it has them: a long-poll
+    /// receive gets its wait added to the attempt and operation timeouts.
+    timeouts: Option<(Duration, Duration, Duration)>,
 }
 
 fn sqs_error(operation: &'static str, e: impl std::error::Error) -> Error {
@@ -45,7 +48,15 @@ fn string_attribute(value: &str) -> Result<MessageAttributeValue, Error> {
 
 impl SqsQueue {
     pub fn new(client: Client, queue_url: impl Into<String>, dlq_url: Option<String>) -> Self {
-        SqsQueue { client, queue_url: queue_url.into(), dlq_url }
+        SqsQueue { client, queue_url: queue_url.into(), dlq_url, timeouts: None }
+    }
+
+    /// Tells the adapter the client's timeouts, so that a long-poll receive (which may
+    /// rightly take its whole wait) gets its wait added to the attempt and operation
+    /// timeouts instead of timing out.
+    pub fn with_timeouts(mut self, connect: Duration, attempt: Duration, operation: Duration) -> Self {
+        self.timeouts = Some((connect, attempt, operation));
+        self
     }
 
     /// A client from the SDK's standard environment (region, credentials, `AWS_ENDPOINT_URL`).
@@ -77,17 +88,25 @@ impl SqsQueue {
         wait: Duration,
         attributes: &str,
     ) -> Result<Vec<(Received, HashMap<String, String>)>, Error> {
-        let out = self
+        let wait = wait.min(Duration::from_secs(20));
+        let mut request = self
             .client
             .receive_message()
             .queue_url(&self.queue_url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
-            .wait_time_seconds(wait.as_secs().min(20) as i32)
+            .wait_time_seconds(wait.as_secs() as i32)
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .message_attribute_names(attributes)
-            .send()
-            .await
-            .map_err(|e| sqs_error("ReceiveMessage", e))?;
+            .customize();
+        if let Some((connect, attempt, operation)) = self.timeouts {
+            let timeouts = aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+                .connect_timeout(connect)
+                .operation_attempt_timeout(attempt + wait)
+                .operation_timeout(operation + wait)
+                .build();
+            request = request.config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeouts));
+        }
+        let out = request.send().await.map_err(|e| sqs_error("ReceiveMessage", e))?;
         Ok(out
             .messages()
             .iter()

@@ -34,4 +34,4 @@ pub mod router;
 pub mod version;
 
 pub use client::RemoteExecutor;
-pub use router::{RemoteCapability, RemoteExecutors};
+pub use router::{RemoteCapability, RemoteExecutors, Transport};

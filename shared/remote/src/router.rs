@@ -10,7 +10,8 @@
 //! - An endpoint that cannot be reached during discovery is logged and keeps what it offered
 //!   before; the other endpoints still route. One that has never answered is *unknown*.
 //! - Routing: the operation name and, when the step pins one, the exact version; otherwise
-//!   the highest version ([`crate::version::compare`]). Ties go to the endpoint listed first.
+//!   the highest SemVer version ([`crate::version::compare`]; an invalid version ranks below
+//!   every valid one). Ties go to the endpoint listed first.
 //! - Not found: when every endpoint is known, nothing offers it (`Ok(None)`, the registry's
 //!   permanent `UNKNOWN_OPERATION`). While an endpoint is unknown it might offer it: it is
 //!   asked again (at once, concurrent misses share one ask; the step's retry policy paces the
@@ -42,13 +43,38 @@ pub const DEFAULT_MISS_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long opening a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often an HTTP/2 ping checks that a remote executor's connection is alive.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a ping may go unanswered before the connection is closed (and every stream on
+/// it ends as a retryable `EXECUTOR_UNAVAILABLE`).
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The deadlines of the connections to remote executors: a peer that accepts and never
+/// answers is found out by the connect timeout or, on an open connection, by an unanswered
+/// keep-alive ping (also while a long step's stream is quiet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transport {
+    pub connect_timeout: Duration,
+    pub keepalive_interval: Duration,
+    pub keepalive_timeout: Duration,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport {
+            connect_timeout: CONNECT_TIMEOUT,
+            keepalive_interval: KEEPALIVE_INTERVAL,
+            keepalive_timeout: KEEPALIVE_TIMEOUT,
+        }
+    }
+}
 
 /// A bad `RARA_REMOTE_EXECUTORS` value or endpoint.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("RARA_REMOTE_EXECUTORS lists no endpoint; expected comma-separated http://host:port or https://host:port")]
     NoEndpoints,
-    #[error("remote executor endpoint {url:?} is not a valid URL: {source}")]
+    #[error("remote executor endpoint {url:?} is not a valid URL")]
     InvalidUrl {
         url: String,
         #[source]
@@ -65,7 +91,7 @@ pub enum Error {
     Credentials { position: usize },
     #[error("remote executor endpoint {url:?} is listed twice")]
     Duplicate { url: String },
-    #[error("remote executor endpoint {url:?}: {source}")]
+    #[error("remote executor endpoint {url:?} cannot be used as a gRPC endpoint")]
     Channel {
         url: String,
         #[source]
@@ -126,7 +152,7 @@ struct Offer {
 /// with TLS (webpki roots) for `https`. Must be called inside a Tokio runtime.
 pub fn lazy_channel(url: &str) -> Result<Channel, Error> {
     let origin = origin(url, 1)?;
-    connect_lazy(&origin)
+    connect_lazy(&origin, &Transport::default())
 }
 
 /// Checks one configured endpoint and returns it as `scheme://authority`.
@@ -152,10 +178,15 @@ fn origin(raw: &str, position: usize) -> Result<String, Error> {
     Ok(format!("{scheme}://{authority}"))
 }
 
-fn connect_lazy(origin: &str) -> Result<Channel, Error> {
+fn connect_lazy(origin: &str, transport: &Transport) -> Result<Channel, Error> {
     let channel_error = |source| Error::Channel { url: origin.to_owned(), source };
-    let mut endpoint =
-        Endpoint::from_shared(origin.to_owned()).map_err(channel_error)?.connect_timeout(CONNECT_TIMEOUT);
+    let mut endpoint = Endpoint::from_shared(origin.to_owned())
+        .map_err(channel_error)?
+        .connect_timeout(transport.connect_timeout)
+        .tcp_keepalive(Some(transport.keepalive_interval))
+        .http2_keep_alive_interval(transport.keepalive_interval)
+        .keep_alive_timeout(transport.keepalive_timeout)
+        .keep_alive_while_idle(true);
     if origin.starts_with("https://") {
         endpoint = endpoint.tls_config(ClientTlsConfig::new().with_webpki_roots()).map_err(channel_error)?;
     }
@@ -167,12 +198,26 @@ impl RemoteExecutors {
     /// `https://host:port` (blank entries are skipped). Creates one lazily connected channel
     /// per endpoint, so it must be called inside a Tokio runtime; nothing is dialled yet.
     pub fn from_config_value(value: &str) -> Result<Self, Error> {
-        Self::new(value.split(',').map(str::trim).filter(|entry| !entry.is_empty()))
+        Self::from_config_value_with(value, Transport::default())
+    }
+
+    /// [`from_config_value`](Self::from_config_value) with the connections' deadlines.
+    pub fn from_config_value_with(value: &str, transport: Transport) -> Result<Self, Error> {
+        Self::with_transport(value.split(',').map(str::trim).filter(|entry| !entry.is_empty()), transport)
     }
 
     /// The router for `endpoints`, in priority order (ties between equal versions go to the
     /// endpoint listed first).
     pub fn new<I, S>(endpoints: I) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Self::with_transport(endpoints, Transport::default())
+    }
+
+    /// [`new`](Self::new) with the connections' deadlines.
+    pub fn with_transport<I, S>(endpoints: I, transport: Transport) -> Result<Self, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -183,7 +228,7 @@ impl RemoteExecutors {
             if remotes.iter().any(|r| *r.url == *url) {
                 return Err(Error::Duplicate { url });
             }
-            let channel = connect_lazy(&url)?;
+            let channel = connect_lazy(&url, &transport)?;
             remotes.push(Remote { url: url.into(), channel });
         }
         if remotes.is_empty() {
@@ -379,6 +424,12 @@ impl RemoteExecutors {
                 tracing::warn!(endpoint = %remote.url, name = %capability.name, "skipping a blank or repeated capability");
                 continue;
             }
+            if version::parse(&capability.version).is_none() {
+                tracing::warn!(
+                    endpoint = %remote.url, name = %capability.name, version = %capability.version,
+                    "capability version is not a semantic version: it ranks below every valid one"
+                );
+            }
             let executor =
                 RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version);
             offers.push(Offer {
@@ -443,5 +494,13 @@ mod tests {
         assert_eq!(err.to_string(), "remote executor endpoint \"localhost:2\" must start with http:// or https://");
         let err = RemoteExecutors::from_config_value("http://a:1,http://a:1/").unwrap_err();
         assert!(matches!(err, Error::Duplicate { ref url } if url == "http://a:1"), "{err}");
+    }
+
+    #[test]
+    fn an_error_with_a_source_says_its_own_part_once() {
+        let err = origin("http://a b", 1).unwrap_err();
+        let source = std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default();
+        assert_eq!(err.to_string(), "remote executor endpoint \"http://a b\" is not a valid URL");
+        assert!(!source.is_empty() && !err.to_string().contains(&source), "{err} / {source}");
     }
 }

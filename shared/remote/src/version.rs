@@ -1,61 +1,29 @@
-//! How capability versions compare when a step pins none and several are offered: by
-//! dot-separated components, numerically where both components are numbers and in string
-//! order otherwise (`1.10.0` > `1.9.0` > `1.9`; `2` > `1.99`).
+//! How capability versions compare when a step pins none and several are offered.
+//!
+//! A valid version is a SemVer 2.0 string (`MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]`, as the
+//! [`semver`] crate parses it). Valid versions order by SemVer precedence (`1.10.0` >
+//! `1.9.0` > `1.9.0-rc.1`; build metadata is ignored), versions of equal precedence by their
+//! text. Every invalid version (`1.x`, `1.10`, `v1.0.0`) ranks below every valid one, invalid
+//! ones by their text: an executor that offers one is still routed to when a step pins that
+//! exact string, or when nothing valid is offered.
+//!
+//! The Python executor applies the same rule (`rara_worker.capability.compare_versions`, which
+//! also refuses to register an invalid version); both are tested against one table,
+//! `tests/fixtures/capability-versions.json`.
 
 use std::cmp::Ordering;
 
-/// Orders two capability versions; the highest one is routed to when none is pinned.
-pub fn compare(a: &str, b: &str) -> Ordering {
-    let mut left = a.split('.');
-    let mut right = b.split('.');
-    loop {
-        match (left.next(), right.next()) {
-            (None, None) => return a.cmp(b),
-            (Some(_), None) => return Ordering::Greater,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(x), Some(y)) => {
-                let by_component = match (x.parse::<u64>(), y.parse::<u64>()) {
-                    (Ok(x), Ok(y)) => x.cmp(&y),
-                    _ => x.cmp(y),
-                };
-                if by_component != Ordering::Equal {
-                    return by_component;
-                }
-            }
-        }
-    }
+/// The SemVer version `version` spells, or `None` when it is not one.
+pub fn parse(version: &str) -> Option<semver::Version> {
+    semver::Version::parse(version).ok()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numeric_components_compare_as_numbers() {
-        assert_eq!(compare("1.10.0", "1.9.0"), Ordering::Greater);
-        assert_eq!(compare("2", "1.99"), Ordering::Greater);
-        assert_eq!(compare("1.0.0", "1.0.0"), Ordering::Equal);
-        assert_eq!(compare("1.0", "1.0.0"), Ordering::Less);
-        assert_eq!(compare("0.9", "0.10"), Ordering::Less);
-    }
-
-    #[test]
-    fn non_numeric_components_fall_back_to_string_order() {
-        assert_eq!(compare("1.0.beta", "1.0.alpha"), Ordering::Greater);
-        assert_eq!(compare("abc", "abd"), Ordering::Less);
-        assert_eq!(compare("1.x", "1.10"), Ordering::Greater);
-    }
-
-    #[test]
-    fn the_highest_of_a_list_is_found_whatever_the_order() {
-        let mut versions = vec!["1.2.0", "1.10.0", "0.9", "1.9.9"];
-        versions.sort_by(|a, b| compare(a, b));
-        assert_eq!(versions, ["0.9", "1.2.0", "1.9.9", "1.10.0"]);
-    }
-
-    #[test]
-    fn equal_numbers_written_differently_still_order_deterministically() {
-        assert_eq!(compare("01", "1"), Ordering::Less);
-        assert_eq!(compare("1", "01"), Ordering::Greater);
+/// Orders two capability versions; the highest one is routed to when none is pinned.
+pub fn compare(a: &str, b: &str) -> Ordering {
+    match (parse(a), parse(b)) {
+        (Some(x), Some(y)) => x.cmp_precedence(&y).then_with(|| a.cmp(b)),
+        (Some(_), None) => Ordering::Greater,
+        (None, Some(_)) => Ordering::Less,
+        (None, None) => a.cmp(b),
     }
 }

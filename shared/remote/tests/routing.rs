@@ -28,12 +28,14 @@ async fn version_of(router: &RemoteExecutors, operation: &str, version: Option<&
 #[tokio::test]
 async fn the_highest_version_is_routed_unless_one_is_pinned() {
     let (url, seen) = start_scripted([]).await;
-    for version in ["1.2.0", "1.10.0", "0.9"] {
+    // `1.x` and `0.9` are not semantic versions: they rank below every valid one.
+    for version in ["1.2.0", "1.x", "1.10.0", "0.9"] {
         seen.offer("op", version);
     }
     let router = RemoteExecutors::from_config_value(&url).unwrap();
     assert_eq!(version_of(&router, "op", None).await.as_deref(), Some("1.10.0"));
     assert_eq!(version_of(&router, "op", Some("1.2.0")).await.as_deref(), Some("1.2.0"));
+    assert_eq!(version_of(&router, "op", Some("1.x")).await.as_deref(), Some("1.x"));
     assert_eq!(version_of(&router, "op", Some("2.0.0")).await, None);
     assert_eq!(version_of(&router, "other", None).await, None);
 }

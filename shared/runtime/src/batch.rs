@@ -1,34 +1,43 @@
 //! The executor's batch (one SQS event, or one local receive): parse every message, claim
 //! the valid ones in one statement, run the claimed steps concurrently, record their
-//! outcomes in micro-batches as they finish, and answer which messages must come back.
+//! outcomes in micro-batches as they finish, and say which messages were settled.
 //!
-//! A message's fate:
+//! A message's fate ([`crate::fate`]): only what is explicitly acknowledged is deleted;
+//! everything else comes back.
 //! - malformed, unknown version, too large, unknown step: put on the DLQ with its reason,
 //!   then acknowledged (if the DLQ send fails, it comes back and redrive takes it there);
 //! - stale (token no longer current, step finished, duplicate): acknowledged, nothing runs;
 //! - held by another live holder, or its retry not due yet: comes back when the hold ends;
-//! - ran: succeeded / failed for good / retry beyond 12 h → acknowledged; retry within
-//!   12 h → comes back after the retry delay (visibility = delay, `next_run_at` = same);
-//! - an outcome that could not be recorded (database trouble): comes back.
+//! - ran: succeeded / failed for good / retry beyond 12 h → acknowledged once recorded;
+//!   retry within 12 h → comes back after the retry delay (visibility = delay,
+//!   `next_run_at` = same); lease lost → acknowledged, nothing written;
+//! - a panic anywhere in a step's execution (a `JoinError`) is a retryable
+//!   `EXECUTOR_PANICKED` failure, recorded like any other;
+//! - an outcome that could not be recorded (database trouble), or anything else the code
+//!   did not settle: comes back.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rara_domain::StepError;
-use rara_domain::config::MAX_VISIBILITY_DELAY;
-use rara_domain::retry::{RetryDecision, RetryPolicy};
+use rara_domain::retry::RetryPolicy;
+use rara_domain::step_error::codes;
 use rara_queue::{Queue, StepMessage};
 use rara_store::claim::{ClaimOutcome, ClaimRequest, ClaimedStep};
 use rara_store::outcome::RetryVia;
 use rara_store::{Holder, Store};
-use tokio::sync::mpsc;
+use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::execution::{self, Environment, Execution};
-use crate::metrics::Counters;
+use crate::fate::{Ack, Plan};
 use crate::secrets::{EnvSecretResolver, SecretResolver};
 use crate::settings::Settings;
+
+pub use crate::fate::BatchReport;
 
 /// One delivered message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,19 +48,13 @@ pub struct Record {
     pub traceparent: Option<String>,
 }
 
-/// What the batch did, and the messages that must come back (Lambda's batch item failures).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BatchReport {
-    pub returned: Vec<String>,
-    pub counters: Counters,
-}
-
 /// The executor's batch processor. Built once per container; cheap to clone.
 #[derive(Clone)]
 pub struct BatchExecutor {
     env: Environment,
     worker: Arc<str>,
     non_retryable_codes: Arc<[String]>,
+    shutdown_grace: Duration,
 }
 
 impl std::fmt::Debug for BatchExecutor {
@@ -60,10 +63,17 @@ impl std::fmt::Debug for BatchExecutor {
     }
 }
 
+/// A claimed step while it runs: its record, and the step (shared with its task).
+struct InFlight {
+    record: Record,
+    step: Arc<ClaimedStep>,
+}
+
+/// A finished execution, with what recording it must do.
 struct Finished {
     record: Record,
-    step: ClaimedStep,
-    execution: Execution,
+    holder: Holder,
+    plan: Plan,
 }
 
 impl BatchExecutor {
@@ -83,9 +93,11 @@ impl BatchExecutor {
                 heartbeat_interval: core.heartbeat_interval,
                 progress_interval: settings.progress_interval,
                 secrets: Arc::new(EnvSecretResolver::from_env()),
+                interrupt: CancellationToken::new(),
             },
             worker: core.worker_id.as_str().into(),
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),
+            shutdown_grace: settings.timeouts.shutdown_grace,
         }
     }
 
@@ -96,17 +108,26 @@ impl BatchExecutor {
         self
     }
 
+    /// When `interrupt` fires (a stopping runner's grace is over), executions still running
+    /// stop and their steps are given back, fenced; calls to SQS after it get a short bound.
+    pub fn with_interrupt(mut self, interrupt: CancellationToken) -> Self {
+        self.env.interrupt = interrupt;
+        self
+    }
+
+    /// `RARA_SHUTDOWN_GRACE_SECONDS`: how long a stopping runner lets held executions go on.
+    pub fn shutdown_grace(&self) -> Duration {
+        self.shutdown_grace
+    }
+
     pub fn worker(&self) -> &str {
         &self.worker
     }
 
     /// Processes one batch. Every execution ends by `deadline` (the invocation's end minus
-    /// a margin). Never panics; every message gets a fate.
+    /// a margin). Only the records the report acknowledges may be deleted.
     pub async fn process(&self, records: Vec<Record>, deadline: Instant) -> BatchReport {
-        let mut report = BatchReport {
-            counters: Counters { received: records.len() as u64, ..Default::default() },
-            ..Default::default()
-        };
+        let mut report = BatchReport::new(records.iter().map(|r| r.message_id.clone()).collect());
         let mut valid: Vec<(Record, StepMessage)> = Vec::with_capacity(records.len());
         for record in records {
             match StepMessage::parse(&record.body) {
@@ -114,66 +135,70 @@ impl BatchExecutor {
                 Err(e) => self.dead_letter(record, e.code(), &e.to_string(), &mut report).await,
             }
         }
-        if valid.is_empty() {
-            return report;
+        if !valid.is_empty() {
+            let mut running = JoinSet::new();
+            let mut in_flight = HashMap::new();
+            self.claim(valid, deadline, &mut running, &mut in_flight, &mut report).await;
+            self.collect(running, in_flight, &mut report).await;
         }
+        report.close();
+        report
+    }
 
+    /// Claims the batch in one statement and starts every claimed step in `running`.
+    async fn claim(
+        &self,
+        valid: Vec<(Record, StepMessage)>,
+        deadline: Instant,
+        running: &mut JoinSet<Execution>,
+        in_flight: &mut HashMap<tokio::task::Id, InFlight>,
+        report: &mut BatchReport,
+    ) {
         let requests: Vec<ClaimRequest> =
             valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
         let outcomes = match self.env.store.claim(&self.worker, &requests, self.env.lease).await {
             Ok(outcomes) => outcomes,
             Err(e) => {
                 tracing::error!(error = %e, "claim failed; every message of the batch comes back");
-                report.returned.extend(valid.into_iter().map(|(r, _)| r.message_id));
-                report.counters.returned = report.returned.len() as u64;
-                return report;
+                return;
             }
         };
-
-        let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
-        let mut running = 0usize;
         for ((record, message), outcome) in valid.into_iter().zip(outcomes) {
             match outcome {
                 ClaimOutcome::Claimed(step) => {
                     report.counters.claimed += 1;
-                    running += 1;
-                    self.spawn(record, *step, deadline, tx.clone());
+                    let step: Arc<ClaimedStep> = Arc::from(step);
+                    let id = self.spawn(running, &record, step.clone(), deadline);
+                    in_flight.insert(id, InFlight { record, step });
                 }
                 ClaimOutcome::Stale(reason) => {
                     report.counters.stale += 1;
                     tracing::info!(step_id = %message.step_id, ?reason, "stale message acknowledged; nothing runs");
+                    report.acknowledge(record.message_id, Ack::Stale(reason));
                 }
                 ClaimOutcome::Held { retry_after } => {
                     report.counters.held += 1;
                     let wait = retry_after.max(Duration::from_secs(1));
                     tracing::info!(step_id = %message.step_id, wait_ms = wait.as_millis() as u64, "step is held; the message comes back when the hold ends");
-                    self.come_back(record, wait, &mut report).await;
+                    self.come_back(&record, wait).await;
                 }
                 ClaimOutcome::UnknownStep => {
                     let reason = format!("step {} does not exist", message.step_id);
-                    self.dead_letter(record, "UNKNOWN_STEP", &reason, &mut report).await;
+                    self.dead_letter(record, "UNKNOWN_STEP", &reason, report).await;
                 }
             }
         }
-        drop(tx);
-
-        // Record outcomes as they finish, in micro-batches: whatever finished together is
-        // recorded together (one statement per kind of outcome).
-        while running > 0 {
-            let Some(first) = rx.recv().await else { break };
-            let mut finished = vec![first];
-            while let Ok(more) = rx.try_recv() {
-                finished.push(more);
-            }
-            running -= finished.len();
-            self.record(finished, &mut report).await;
-        }
-        report.counters.returned = report.returned.len() as u64;
-        report
     }
 
-    fn spawn(&self, record: Record, step: ClaimedStep, deadline: Instant, tx: mpsc::UnboundedSender<Finished>) {
+    fn spawn(
+        &self,
+        running: &mut JoinSet<Execution>,
+        record: &Record,
+        step: Arc<ClaimedStep>,
+        deadline: Instant,
+    ) -> tokio::task::Id {
         let env = self.env.clone();
+        let receipt_handle = record.receipt_handle.clone();
         let span = tracing::info_span!(
             "step",
             run_id = %step.run_id,
@@ -183,136 +208,167 @@ impl BatchExecutor {
             operation = %step.operation,
             trace_id = record.traceparent.as_deref().and_then(crate::trace_id).unwrap_or(""),
         );
-        tokio::spawn(
-            async move {
-                tracing::info!(took_over = step.took_over, "claimed");
-                let execution = execution::execute(&env, &step, &record.receipt_handle, deadline).await;
-                // The receiver lives until every spawned step reported.
-                let _ = tx.send(Finished { record, step, execution });
+        let task = async move {
+            tracing::info!(took_over = step.took_over, "claimed");
+            execution::execute(&env, &step, &receipt_handle, deadline).await
+        };
+        running.spawn(task.instrument(span)).id()
+    }
+
+    /// Records outcomes as the steps finish, in micro-batches: whatever finished together is
+    /// recorded together (one statement per kind of outcome).
+    async fn collect(
+        &self,
+        mut running: JoinSet<Execution>,
+        mut in_flight: HashMap<tokio::task::Id, InFlight>,
+        report: &mut BatchReport,
+    ) {
+        while let Some(first) = running.join_next_with_id().await {
+            let mut joined = vec![first];
+            while let Some(more) = running.try_join_next_with_id() {
+                joined.push(more);
             }
-            .instrument(span),
-        );
+            let mut finished = Vec::with_capacity(joined.len());
+            {
+                // The thread-local RNG is not Send: keep it out of the awaits below.
+                let mut rng = rand::rng();
+                for result in joined {
+                    let (id, execution) = match result {
+                        Ok((id, execution)) => (id, execution),
+                        Err(join) => {
+                            report.counters.panicked += 1;
+                            (join.id(), panicked(&join))
+                        }
+                    };
+                    // Every task was registered when spawned; a missing one cannot be
+                    // recorded and its record (if any) comes back.
+                    let Some(InFlight { record, step }) = in_flight.remove(&id) else { continue };
+                    let plan = crate::fate::plan(execution, step.attempt, &self.policy(&step), &mut rng);
+                    finished.push(Finished { record, holder: step.holder.clone(), plan });
+                }
+            }
+            self.record(finished, report).await;
+        }
     }
 
     async fn record(&self, finished: Vec<Finished>, report: &mut BatchReport) {
         let mut successes = Vec::new();
-        let mut via_message = Vec::new();
-        let mut via_postgres = Vec::new();
         let mut failures = Vec::new();
-        {
-            // The thread-local RNG is not Send: keep it out of the awaits below.
-            let mut rng = rand::rng();
-            for f in finished {
-                match f.execution {
-                    Execution::Succeeded(output) => successes.push((f.record, f.step.holder.clone(), output)),
-                    Execution::LeaseLost => {
-                        report.counters.lease_lost += 1;
-                        tracing::info!(step_id = %f.step.holder.step_id, "lease lost; nothing recorded");
-                    }
-                    Execution::Failed(error) => match self.policy(&f.step).decide(f.step.attempt, &error, &mut rng) {
-                        RetryDecision::RetryAfter(delay) if delay <= MAX_VISIBILITY_DELAY => {
-                            via_message.push((f.record, f.step.holder.clone(), error, delay))
-                        }
-                        RetryDecision::RetryAfter(delay) => {
-                            via_postgres.push((f.record, f.step.holder.clone(), error, delay))
-                        }
-                        RetryDecision::Fail => failures.push((f.record, f.step.holder.clone(), error)),
-                    },
+        let mut via_postgres = Vec::new();
+        let mut via_message = Vec::new();
+        let mut released = Vec::new();
+        for Finished { record, holder, plan } in finished {
+            match plan {
+                Plan::Succeed(output) => successes.push((record, (holder, output))),
+                Plan::Fail(error) => {
+                    tracing::warn!(step_id = %holder.step_id, code = %error.code, retryable = error.retryable, "step failed for good");
+                    failures.push((record, (holder, error)));
+                }
+                Plan::RetryByPostgres { error, delay } => via_postgres.push((record, (holder, error, delay))),
+                Plan::RetryByMessage { error, delay } => via_message.push((record, (holder, error, delay))),
+                Plan::Release => released.push((record, holder)),
+                Plan::Nothing => {
+                    report.counters.lease_lost += 1;
+                    tracing::info!(step_id = %holder.step_id, "lease lost; nothing recorded");
+                    report.acknowledge(record.message_id, Ack::LeaseLost);
                 }
             }
         }
-
         if !successes.is_empty() {
-            let items: Vec<(Holder, serde_json::Value)> =
-                successes.iter().map(|(_, h, o)| (h.clone(), o.clone())).collect();
+            let (records, items) = unzip(successes);
             let results = self.env.store.succeed(&items).await;
-            let records = successes.into_iter().map(|(r, _, _)| r).collect();
-            self.settle(records, results, report, |c| c.succeeded += 1).await;
+            for (record, _) in self.settle(records, items, results, report) {
+                report.counters.succeeded += 1;
+                report.acknowledge(record.message_id, Ack::Succeeded);
+            }
         }
         if !failures.is_empty() {
-            for (_, holder, error) in &failures {
-                tracing::warn!(step_id = %holder.step_id, code = %error.code, retryable = error.retryable, "step failed for good");
-            }
-            let items: Vec<(Holder, StepError)> = failures.iter().map(|(_, h, e)| (h.clone(), e.clone())).collect();
+            let (records, items) = unzip(failures);
             let results = self.env.store.fail(&items).await;
-            let records = failures.into_iter().map(|(r, _, _)| r).collect();
-            self.settle(records, results, report, |c| c.failed += 1).await;
+            for (record, _) in self.settle(records, items, results, report) {
+                report.counters.failed += 1;
+                report.acknowledge(record.message_id, Ack::Failed);
+            }
         }
         if !via_postgres.is_empty() {
-            let items: Vec<(Holder, StepError, Duration)> =
-                via_postgres.iter().map(|(_, h, e, d)| (h.clone(), e.clone(), *d)).collect();
+            let (records, items) = unzip(via_postgres);
             let results = self.env.store.retry(&items, RetryVia::Postgres).await;
-            let records = via_postgres.into_iter().map(|(r, _, _, _)| r).collect();
-            self.settle(records, results, report, |c| c.retried += 1).await;
+            for (record, _) in self.settle(records, items, results, report) {
+                report.counters.retried += 1;
+                report.counters.deferred += 1;
+                report.acknowledge(record.message_id, Ack::RetryInPostgres);
+            }
+        }
+        if !released.is_empty() {
+            let (records, holders) = unzip(released);
+            let error = StepError::retryable(
+                codes::EXECUTOR_SHUTDOWN,
+                "the runner stopped before the step finished; the step was given back",
+            );
+            let results = self.env.store.release_running(&holders, &error).await;
+            for (record, holder) in self.settle(records, holders, results, report) {
+                report.counters.released += 1;
+                tracing::info!(step_id = %holder.step_id, "step given back; another executor runs it");
+                report.acknowledge(record.message_id, Ack::Released);
+            }
         }
         if !via_message.is_empty() {
-            let items: Vec<(Holder, StepError, Duration)> =
-                via_message.iter().map(|(_, h, e, d)| (h.clone(), e.clone(), *d)).collect();
+            let (records, items) = unzip(via_message);
             let results = self.env.store.retry(&items, RetryVia::Message { lease: self.env.lease }).await;
-            match results {
-                Ok(results) => {
-                    for ((record, holder, error, delay), result) in via_message.into_iter().zip(results) {
-                        match result {
-                            Ok(()) => {
-                                report.counters.retried += 1;
-                                tracing::info!(step_id = %holder.step_id, code = %error.code, delay_ms = delay.as_millis() as u64, "retry scheduled; the message comes back after the delay");
-                                self.come_back(record, delay, report).await;
-                            }
-                            Err(e) => self.unrecorded(record, e, report),
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "recording retries failed; their messages come back");
-                    report.returned.extend(via_message.into_iter().map(|(r, _, _, _)| r.message_id));
-                }
+            for (record, (holder, error, delay)) in self.settle(records, items, results, report) {
+                report.counters.retried += 1;
+                tracing::info!(step_id = %holder.step_id, code = %error.code, delay_ms = delay.as_millis() as u64, "retry scheduled; the message comes back after the delay");
+                self.come_back(&record, delay).await;
             }
         }
     }
 
-    /// Acknowledges the records whose outcome landed; the rest come back.
-    async fn settle(
+    /// The records (with their items) whose outcome landed. A lost lease is acknowledged
+    /// (someone else owns the step now); any other failure to record leaves the record to
+    /// come back, and the claim decides again when it does.
+    fn settle<T>(
         &self,
         records: Vec<Record>,
+        items: Vec<T>,
         results: Result<Vec<Result<(), rara_store::Error>>, rara_store::Error>,
         report: &mut BatchReport,
-        count: impl Fn(&mut Counters),
-    ) {
-        match results {
-            Ok(results) => {
-                for (record, result) in records.into_iter().zip(results) {
-                    match result {
-                        Ok(()) => count(&mut report.counters),
-                        Err(e) => self.unrecorded(record, e, report),
-                    }
-                }
-            }
+    ) -> Vec<(Record, T)> {
+        let results = match results {
+            Ok(results) => results,
             Err(e) => {
                 tracing::error!(error = %e, "recording outcomes failed; their messages come back");
-                report.returned.extend(records.into_iter().map(|r| r.message_id));
+                return Vec::new();
+            }
+        };
+        let mut landed = Vec::with_capacity(records.len());
+        for ((record, item), result) in records.into_iter().zip(items).zip(results) {
+            match result {
+                Ok(()) => landed.push((record, item)),
+                Err(rara_store::Error::LeaseLost { step_id, .. }) => {
+                    report.counters.lease_lost += 1;
+                    tracing::info!(%step_id, "lease lost before the outcome was recorded; nothing written");
+                    report.acknowledge(record.message_id, Ack::LeaseLost);
+                }
+                Err(e) => tracing::error!(error = %e, "an outcome could not be recorded; the message comes back"),
             }
         }
+        landed
     }
 
-    /// An outcome that did not land: a lost lease is acknowledged (someone else owns the
-    /// step now); anything else comes back and the claim decides again.
-    fn unrecorded(&self, record: Record, error: rara_store::Error, report: &mut BatchReport) {
-        if let rara_store::Error::LeaseLost { step_id, .. } = error {
-            report.counters.lease_lost += 1;
-            tracing::info!(%step_id, "lease lost before the outcome was recorded; nothing written");
-        } else {
-            tracing::error!(error = %error, "an outcome could not be recorded; the message comes back");
-            report.returned.push(record.message_id);
+    /// Sets the message's visibility so that it comes back after `wait` (if that fails it
+    /// comes back after the queue's visibility timeout and the claim tells it to wait again).
+    /// It is not acknowledged.
+    async fn come_back(&self, record: &Record, wait: Duration) {
+        let change = self.env.queue.change_visibility(&record.receipt_handle, wait);
+        match after_interrupt(&self.env.interrupt, change).await {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "could not set the message's visibility; it returns after the queue's timeout")
+            }
+            None => tracing::warn!(
+                "gave up setting the message's visibility (stopping); it returns after the queue's timeout"
+            ),
         }
-    }
-
-    /// The message comes back after `wait` (visibility set now; if that fails it comes back
-    /// after the queue's visibility timeout and the claim tells it to wait again).
-    async fn come_back(&self, record: Record, wait: Duration, report: &mut BatchReport) {
-        if let Err(e) = self.env.queue.change_visibility(&record.receipt_handle, wait).await {
-            tracing::warn!(error = %e, "could not set the message's visibility; it returns after the queue's timeout");
-        }
-        report.returned.push(record.message_id);
     }
 
     async fn dead_letter(&self, record: Record, code: &str, reason: &str, report: &mut BatchReport) {
@@ -320,10 +376,10 @@ impl BatchExecutor {
             Ok(()) => {
                 report.counters.dead_lettered += 1;
                 tracing::warn!(message_id = %record.message_id, code, reason, "message moved to the dead-letter queue");
+                report.acknowledge(record.message_id, Ack::DeadLettered { code: code.to_owned() });
             }
             Err(e) => {
                 tracing::error!(error = %e, code, "could not move a bad message to the DLQ; it comes back (redrive takes it there)");
-                report.returned.push(record.message_id);
             }
         }
     }
@@ -337,4 +393,35 @@ impl BatchExecutor {
             non_retryable_codes: self.non_retryable_codes.to_vec(),
         }
     }
+}
+
+/// A step's execution that ended in a `JoinError`: a retryable failure. The panic's
+/// payload is not kept (it may hold anything, a resolved secret included).
+fn panicked(join: &JoinError) -> Execution {
+    tracing::error!(panic = join.is_panic(), "a step's execution ended abnormally; recorded as EXECUTOR_PANICKED");
+    Execution::Failed(StepError::retryable(
+        codes::EXECUTOR_PANICKED,
+        if join.is_panic() { "the step's execution panicked" } else { "the step's execution was aborted" },
+    ))
+}
+
+/// How long a call to the queue may still take once a stopping runner's grace is over.
+pub const LAST_CALL_BOUND: Duration = Duration::from_secs(2);
+
+/// Runs `call`; once `interrupt` has fired, for at most [`LAST_CALL_BOUND`] more (`None`:
+/// given up).
+pub async fn after_interrupt<T>(interrupt: &CancellationToken, call: impl Future<Output = T>) -> Option<T> {
+    let cut = async {
+        interrupt.cancelled().await;
+        tokio::time::sleep(LAST_CALL_BOUND).await;
+    };
+    tokio::select! {
+        out = call => Some(out),
+        _ = cut => None,
+    }
+}
+
+/// Splits `(record, item)` pairs into the records and the store's items.
+fn unzip<T>(pairs: Vec<(Record, T)>) -> (Vec<Record>, Vec<T>) {
+    pairs.into_iter().unzip()
 }

@@ -121,10 +121,11 @@ impl DatabaseSource {
 
     /// [`connect_options`](Self::connect_options) with a Secrets Manager client built from
     /// the SDK environment, only when the source is a secret.
-    pub async fn connect_options_from_env(&self) -> Result<ConnectOptions, Error> {
+    /// `aws` is the SDK configuration (with rara's timeouts) a secret is fetched with.
+    pub async fn connect_options_from_env(&self, aws: &aws_config::SdkConfig) -> Result<ConnectOptions, Error> {
         match self {
             DatabaseSource::Url(url) => options_from_url(url),
-            DatabaseSource::Secret { .. } => self.connect_options(&SecretsManager::from_env().await).await,
+            DatabaseSource::Secret { .. } => self.connect_options(&SecretsManager::from_config(aws)).await,
         }
     }
 }
@@ -258,10 +259,9 @@ impl SecretsManager {
         Self { client }
     }
 
-    /// A client from the SDK environment (region, credentials, `AWS_ENDPOINT_URL`).
-    pub async fn from_env() -> Self {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        Self::new(aws_sdk_secretsmanager::Client::new(&config))
+    /// A client of `config` (region, credentials, `AWS_ENDPOINT_URL`, timeouts).
+    pub fn from_config(config: &aws_config::SdkConfig) -> Self {
+        Self::new(aws_sdk_secretsmanager::Client::new(config))
     }
 }
 

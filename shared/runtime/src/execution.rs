@@ -18,6 +18,7 @@ use rara_store::claim::ClaimedStep;
 use rara_store::{Holder, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::reporter::StoreReporter;
 use crate::secrets::{self, RedactingReporter, SecretResolver};
@@ -29,6 +30,8 @@ pub enum Execution {
     Failed(StepError),
     /// The lease was lost (cancelled, reaped or taken over): write nothing more.
     LeaseLost,
+    /// The runner is stopping and its grace is over: give the step back (fenced).
+    Interrupted,
 }
 
 /// What an execution needs besides the step.
@@ -42,6 +45,9 @@ pub struct Environment {
     pub progress_interval: Duration,
     /// Resolves the input's `{"$secret": "name"}` references at execution.
     pub secrets: Arc<dyn SecretResolver>,
+    /// Fired when a stopping runner's grace is over: executions still running stop and
+    /// their steps are given back.
+    pub interrupt: CancellationToken,
 }
 
 impl std::fmt::Debug for Environment {
@@ -94,7 +100,9 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         reporter,
     };
 
-    let heartbeat = tokio::spawn(heartbeat(
+    // Both side tasks are aborted when this future ends or unwinds: no heartbeat outlives
+    // its execution, and no executor keeps running for a step nobody records.
+    let _heartbeat = AbortOnDropHandle::new(tokio::spawn(heartbeat(
         env.store.clone(),
         env.queue.clone(),
         step.holder.clone(),
@@ -102,8 +110,8 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         env.lease,
         env.heartbeat_interval,
         lost.clone(),
-    ));
-    let mut task = tokio::spawn(async move { executor.execute(ctx, input).await });
+    )));
+    let mut task = AbortOnDropHandle::new(tokio::spawn(async move { executor.execute(ctx, input).await }));
 
     let execution = tokio::select! {
         joined = &mut task => match joined {
@@ -127,16 +135,29 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
             ))
         }
         _ = lost.cancelled() => {
-            // Give the executor a moment to stop on its own (a remote one sends Cancel).
-            if tokio::time::timeout(Duration::from_secs(2), &mut task).await.is_err() {
-                task.abort();
-            }
+            stop(&mut task).await;
             Execution::LeaseLost
         }
+        _ = env.interrupt.cancelled() => {
+            tracing::warn!("the runner is stopping and its grace is over; giving the step back");
+            lost.cancel();
+            stop(&mut task).await;
+            Execution::Interrupted
+        }
     };
-    heartbeat.abort();
     execution
 }
+
+/// Gives a cancelled executor a moment to stop on its own (a remote one sends `Cancel`),
+/// then aborts it.
+async fn stop<T>(task: &mut AbortOnDropHandle<T>) {
+    if tokio::time::timeout(STOP_GRACE, &mut *task).await.is_err() {
+        task.abort();
+    }
+}
+
+/// How long a cancelled executor may take to stop on its own.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Extends the lease and the message's visibility together every `interval`. A heartbeat
 /// that finds the lease gone fires `lost`, which stops the execution.

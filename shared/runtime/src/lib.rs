@@ -4,10 +4,14 @@
 //! # Layout
 //!
 //! - [`settings`]: the typed settings of the scheduler and the executor (`RARA_*`).
+//! - [`timeouts`]: deadlines on every outside call (SQS, Secrets Manager, Postgres) and
+//!   the grace a stopping runner gives what it holds.
 //! - [`scheduler`]: reap expired leases, lease due steps, send their messages, release
 //!   the leases whose messages could not be sent.
 //! - [`batch`]: the executor's batch: parse, claim in one statement, run concurrently,
 //!   record outcomes in micro-batches, decide each message's fate.
+//! - [`fate`]: a message's fate as a value: the batch report lists what was acknowledged
+//!   (everything else comes back), and the pure planning of outcomes.
 //! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics.
 //! - [`secrets`]: `{"$secret": "name"}` references resolved just before a step runs
 //!   (environment, files or Secrets Manager), and the redaction of what the step returns.
@@ -23,12 +27,14 @@
 pub mod batch;
 pub mod database;
 pub mod execution;
+pub mod fate;
 pub mod metrics;
 pub mod reporter;
 pub mod runner;
 pub mod scheduler;
 pub mod secrets;
 pub mod settings;
+pub mod timeouts;
 pub mod wiring;
 
 /// A W3C `traceparent` for a new trace (version 00, sampled).

@@ -15,10 +15,17 @@ pub struct Counters {
     pub stale: u64,
     pub held: u64,
     pub succeeded: u64,
+    /// Executor: retries scheduled (both routes).
     pub retried: u64,
+    /// Executor: retries beyond the visibility limit, recorded in Postgres; their messages
+    /// were acknowledged (the scheduler sends a new one when the retry is due).
+    pub deferred: u64,
     pub failed: u64,
     pub lease_lost: u64,
     pub dead_lettered: u64,
+    /// Executor: executions that ended in a panic or a `JoinError` (recorded as a retryable
+    /// `EXECUTOR_PANICKED` failure; their messages never acknowledged without an outcome).
+    pub panicked: u64,
     pub returned: u64,
     /// Scheduler: lease statements run (including the one that found nothing due).
     pub lease_rounds: u64,
@@ -42,9 +49,11 @@ impl std::ops::AddAssign for Counters {
         self.held += c.held;
         self.succeeded += c.succeeded;
         self.retried += c.retried;
+        self.deferred += c.deferred;
         self.failed += c.failed;
         self.lease_lost += c.lease_lost;
         self.dead_lettered += c.dead_lettered;
+        self.panicked += c.panicked;
         self.returned += c.returned;
         self.lease_rounds += c.lease_rounds;
         self.reaper_runs += c.reaper_runs;
@@ -67,9 +76,11 @@ impl Counters {
             ("Held", self.held),
             ("Succeeded", self.succeeded),
             ("Retried", self.retried),
+            ("Deferred", self.deferred),
             ("Failed", self.failed),
             ("LeaseLost", self.lease_lost),
             ("DeadLettered", self.dead_lettered),
+            ("Panicked", self.panicked),
             ("Returned", self.returned),
             ("LeaseRounds", self.lease_rounds),
             ("ReaperRuns", self.reaper_runs),
@@ -96,16 +107,57 @@ impl Counters {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// `Received` for `received`: the EMF name of a field.
+    fn metric_name(field: &str) -> String {
+        field
+            .split('_')
+            .map(|w| {
+                let mut c = w.chars();
+                c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Every field of `Counters` (from its serialized form, so a new field is seen here
+    /// without touching this test), each set to a distinct value.
+    fn distinct() -> (Vec<String>, Counters) {
+        let fields: Vec<String> =
+            serde_json::to_value(Counters::default()).unwrap().as_object().unwrap().keys().cloned().collect();
+        let values: serde_json::Map<String, serde_json::Value> =
+            fields.iter().enumerate().map(|(i, f)| (f.clone(), (i as u64 + 1).into())).collect();
+        (fields, serde_json::from_value(values.into()).unwrap())
+    }
+
     #[test]
-    fn emf_line_declares_and_carries_every_metric() {
-        let c = Counters { claimed: 3, dead_lettered: 1, ..Default::default() };
-        let doc: serde_json::Value = serde_json::from_str(&c.emf_line("executor")).unwrap();
-        assert_eq!(doc["Claimed"], 3);
-        assert_eq!(doc["DeadLettered"], 1);
+    fn emf_line_declares_and_carries_every_counter() {
+        let (fields, counters) = distinct();
+        let doc: serde_json::Value = serde_json::from_str(&counters.emf_line("executor")).unwrap();
         assert_eq!(doc["Function"], "executor");
-        let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().unwrap();
-        assert_eq!(declared.len(), 18);
+        let declared: Vec<&str> = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap())
+            .collect();
+        assert_eq!(declared.len(), fields.len(), "one declared metric per counter: {declared:?}");
+        for (i, field) in fields.iter().enumerate() {
+            let name = metric_name(field);
+            assert!(declared.contains(&name.as_str()), "{field} is not declared as the metric {name}");
+            assert_eq!(doc[&name], i as u64 + 1, "the metric {name} does not carry the counter {field}");
+        }
+    }
+
+    #[test]
+    fn adding_counters_sums_every_field() {
+        let (fields, counters) = distinct();
+        let mut sum = counters;
+        sum += counters;
+        let sum = serde_json::to_value(sum).unwrap();
+        for (i, field) in fields.iter().enumerate() {
+            assert_eq!(sum[field], 2 * (i as u64 + 1), "{field} is not summed");
+        }
     }
 }

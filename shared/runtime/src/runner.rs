@@ -1,6 +1,6 @@
 //! The local executor runner: polls SQS and drives [`BatchExecutor`] exactly as Lambda's
-//! SQS event source does: receive a batch, process it, delete the messages that did not
-//! come back, leave the rest to return after their visibility.
+//! SQS event source does: receive a batch, process it, delete the messages it acknowledged,
+//! leave the rest to return after their visibility.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,9 @@ use rara_queue::{Queue, Received};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::batch::{BatchExecutor, Record};
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::batch::{BatchExecutor, Record, after_interrupt};
 use crate::metrics::Counters;
 
 /// The pause after a failed receive before the next one.
@@ -35,25 +37,49 @@ pub struct RunnerOptions {
     pub until_idle: Option<Duration>,
 }
 
-/// Runs batches until `stop` fires (the current receive and batch are finished first) or
-/// the queue stays idle. Returns the summed counters.
+/// Runs batches until `stop` fires or the queue stays idle. Returns the summed counters.
+///
+/// Stopping is bounded: once `stop` fires no new receive starts; the receive and the batch
+/// under way get the executor's shutdown grace (`RARA_SHUTDOWN_GRACE_SECONDS`); then the
+/// executions still running are interrupted and their steps given back (fenced), and the
+/// last calls to the queue get [`LAST_CALL_BOUND`] — a silent SQS peer cannot hold the
+/// runner. Queue errors are transient: logged, and the loop goes on.
 pub async fn run_executor(
     executor: &BatchExecutor,
     queue: Arc<dyn Queue>,
     options: &RunnerOptions,
     stop: CancellationToken,
 ) -> Result<Counters, rara_queue::Error> {
+    let interrupt = CancellationToken::new();
+    let executor = executor.clone().with_interrupt(interrupt.clone());
+    let grace = executor.shutdown_grace();
+    let _timer = AbortOnDropHandle::new(tokio::spawn({
+        let (stop, interrupt) = (stop.clone(), interrupt.clone());
+        async move {
+            stop.cancelled().await;
+            tokio::time::sleep(grace).await;
+            interrupt.cancel();
+        }
+    }));
     let mut total = Counters::default();
     let mut idle_since = Instant::now();
     while !stop.is_cancelled() {
-        // A receive is never abandoned midway: messages it got would stay invisible for
-        // the visibility timeout. It ends within `wait`, and what it got is processed.
-        let received = match receive_batch(queue.as_ref(), options).await {
-            Ok(received) => received,
-            Err(e) => {
+        // A receive is not abandoned lightly (messages it got would stay invisible for the
+        // visibility timeout): it ends within `wait` and what it got is processed. Only a
+        // receive still hanging when the grace is over is given up.
+        let received = match after_interrupt(&interrupt, receive_batch(queue.as_ref(), options)).await {
+            Some(Ok(received)) => received,
+            Some(Err(e)) => {
                 tracing::warn!(error = %e, "receive failed; trying again shortly");
-                tokio::time::sleep(RECEIVE_RETRY_PAUSE).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(RECEIVE_RETRY_PAUSE) => {}
+                    _ = stop.cancelled() => {}
+                }
                 continue;
+            }
+            None => {
+                tracing::warn!("gave up a receive that did not answer within the shutdown grace");
+                break;
             }
         };
         if received.is_empty() {
@@ -75,15 +101,22 @@ pub async fn run_executor(
             .collect();
         let deadline = Instant::now() + options.batch_timeout.saturating_sub(options.margin);
         let report = executor.process(records, deadline).await;
+        // Only what the batch acknowledged is deleted; everything else comes back.
         let done: Vec<String> =
-            receipts.into_iter().filter(|(id, _)| !report.returned.contains(id)).map(|(_, receipt)| receipt).collect();
+            receipts.into_iter().filter(|(id, _)| report.is_acknowledged(id)).map(|(_, receipt)| receipt).collect();
         if !done.is_empty() {
-            let undeleted = queue.delete(&done).await?;
-            if !undeleted.is_empty() {
-                tracing::warn!(
+            match after_interrupt(&interrupt, queue.delete(&done)).await {
+                Some(Ok(undeleted)) if undeleted.is_empty() => {}
+                Some(Ok(undeleted)) => tracing::warn!(
                     count = undeleted.len(),
                     "some processed messages could not be deleted; they will be stale when they return"
-                );
+                ),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "deleting processed messages failed; they will be stale when they return")
+                }
+                None => tracing::warn!(
+                    "gave up deleting processed messages (stopping); they will be stale when they return"
+                ),
             }
         }
         total += report.counters;

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rara_queue::{Outgoing, Queue, StepMessage};
-use rara_store::Store;
-use sqlx::postgres::{PgListener, PgPoolOptions};
+use rara_store::{DueListener, Store};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::metrics::Counters;
 use crate::settings::Settings;
@@ -69,15 +69,21 @@ impl Scheduler {
     /// One pass: reap (when the reap interval has passed), then lease and send until
     /// nothing is due.
     pub async fn pass(&self) -> Result<Counters, Error> {
+        self.pass_until(&CancellationToken::new()).await
+    }
+
+    /// A pass whose sends are given up when `cut` fires: their leases are released at
+    /// once (fenced by token), so a silent SQS peer holds no step past the cut.
+    async fn pass_until(&self, cut: &CancellationToken) -> Result<Counters, Error> {
         let mut counters = Counters::default();
         if self.reap_due() {
             self.reap(&mut counters).await?;
         }
         loop {
-            let round = self.lease_round().await?;
+            let round = self.lease_round(cut).await?;
             counters += round;
-            // A short round means nothing more is due right now.
-            if round.leased < u64::from(self.settings.lease_batch) {
+            // A short round means nothing more is due right now; a cut ends the pass.
+            if round.leased < u64::from(self.settings.lease_batch) || cut.is_cancelled() {
                 return Ok(counters);
             }
         }
@@ -118,11 +124,41 @@ impl Scheduler {
     /// that fails for a passing reason (a dropped connection, a restarting database) is
     /// logged and tried again at the next wake-up; any other error ends the run.
     pub async fn run(&self, budget: Option<Duration>, stop: CancellationToken) -> Result<Counters, Error> {
+        self.run_until(budget, stop, None).await
+    }
+
+    /// [`run`](Self::run) with a hard deadline (a Lambda invocation's end minus the margin):
+    /// a pass still sending then gives its sends up and releases their leases, so the
+    /// invocation answers in time whatever SQS does. The shutdown grace after `stop` is a
+    /// deadline of the same kind.
+    pub async fn run_until(
+        &self,
+        budget: Option<Duration>,
+        stop: CancellationToken,
+        deadline: Option<Instant>,
+    ) -> Result<Counters, Error> {
         let end = budget.map(|b| Instant::now() + b);
+        let cut = CancellationToken::new();
+        let _timer = AbortOnDropHandle::new(tokio::spawn({
+            let (stop, cut, grace) = (stop.clone(), cut.clone(), self.settings.timeouts.shutdown_grace);
+            async move {
+                let hard = async {
+                    match deadline {
+                        Some(deadline) => tokio::time::sleep_until(deadline).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = hard => {}
+                    _ = async { stop.cancelled().await; tokio::time::sleep(grace).await } => {}
+                }
+                cut.cancel();
+            }
+        }));
         let woken = Arc::new(Notify::new());
         let listening = stop.child_token();
         let listener = self.settings.scheduler_listen.then(|| self.spawn_listener(woken.clone(), listening.clone()));
-        let result = self.passes(end, &woken, &stop).await;
+        let result = self.passes(end, &woken, &stop, &cut).await;
         listening.cancel();
         if let Some(task) = listener {
             let _ = task.await;
@@ -130,16 +166,22 @@ impl Scheduler {
         result
     }
 
-    async fn passes(&self, end: Option<Instant>, woken: &Notify, stop: &CancellationToken) -> Result<Counters, Error> {
+    async fn passes(
+        &self,
+        end: Option<Instant>,
+        woken: &Notify,
+        stop: &CancellationToken,
+        cut: &CancellationToken,
+    ) -> Result<Counters, Error> {
         let mut total = Counters::default();
         loop {
-            match self.pass().await {
+            match self.pass_until(cut).await {
                 Ok(counters) => total += counters,
                 Err(e) if e.is_retryable() => tracing::warn!(error = %e, "scheduler pass failed; trying again"),
                 Err(e) => return Err(e),
             }
             let now = Instant::now();
-            if end.is_some_and(|end| now >= end) {
+            if end.is_some_and(|end| now >= end) || cut.is_cancelled() || stop.is_cancelled() {
                 return Ok(total);
             }
             let wake =
@@ -158,15 +200,14 @@ impl Scheduler {
     /// While listening fails the loop still polls; the listener tries again every poll
     /// interval and wakes the loop once it is back (notifications may have been missed).
     fn spawn_listener(&self, woken: Arc<Notify>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
-        let options = self.store.pool().connect_options().as_ref().clone();
+        let store = self.store.clone();
         let retry = self.settings.scheduler_poll.max(Duration::from_millis(100));
         tokio::spawn(async move {
-            let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
-            let mut listener: Option<PgListener> = None;
+            let mut listener: Option<DueListener> = None;
             let mut failing = false;
             loop {
                 tokio::select! {
-                    result = next_notification(&pool, &mut listener) => match result {
+                    result = next_notification(&store, &mut listener) => match result {
                         Ok(()) => {
                             failing = false;
                             woken.notify_one();
@@ -186,12 +227,13 @@ impl Scheduler {
                     _ = stop.cancelled() => break,
                 }
             }
-            drop(listener);
-            pool.close().await;
+            if let Some(listener) = listener {
+                listener.close().await;
+            }
         })
     }
 
-    async fn lease_round(&self) -> Result<Counters, Error> {
+    async fn lease_round(&self, cut: &CancellationToken) -> Result<Counters, Error> {
         let core = &self.settings.core;
         let leased = self.store.lease_due(&core.worker_id, self.settings.lease_batch, core.lease_duration).await?;
         if leased.is_empty() {
@@ -206,10 +248,20 @@ impl Scheduler {
                 traceparent: Some(crate::new_traceparent()),
             })
             .collect();
-        let failed_ids = match self.queue.send(&messages).await {
-            Ok(failed) => failed,
-            Err(e) => {
+        let sent = tokio::select! {
+            sent = self.queue.send(&messages) => Some(sent),
+            _ = cut.cancelled() => None,
+        };
+        let failed_ids = match sent {
+            Some(Ok(failed)) => failed,
+            Some(Err(e)) => {
                 tracing::error!(error = %e, "sending step messages failed; releasing their leases");
+                messages.iter().map(|m| m.id.clone()).collect()
+            }
+            None => {
+                // Some may have been sent: releasing clears their tokens, so those messages
+                // arrive stale and the steps are leased again with new ones.
+                tracing::error!("sending step messages did not finish before the cut; releasing their leases");
                 messages.iter().map(|m| m.id.clone()).collect()
             }
         };
@@ -232,15 +284,13 @@ impl Scheduler {
     }
 }
 
-/// Waits for the next notification, (re)connecting and listening first when needed. A
-/// fresh connection counts as a notification: anything sent while there was none is lost.
-async fn next_notification(pool: &sqlx::PgPool, listener: &mut Option<PgListener>) -> Result<(), sqlx::Error> {
+/// Waits for the next notification, listening first when needed ([`Store::listen_due`]). A
+/// fresh listener counts as a notification: anything sent while there was none is lost.
+async fn next_notification(store: &Store, listener: &mut Option<DueListener>) -> Result<(), rara_store::Error> {
     match listener {
-        Some(l) => l.recv().await.map(drop),
+        Some(l) => l.recv().await,
         None => {
-            let mut l = PgListener::connect_with(pool).await?;
-            l.listen(rara_store::DUE_CHANNEL).await?;
-            *listener = Some(l);
+            *listener = Some(store.listen_due().await?);
             Ok(())
         }
     }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use rara_domain::config::{Config, Error, Vars};
 
+use crate::timeouts::Timeouts;
+
 pub const DEFAULT_LEASE_BATCH: u32 = 100;
 pub const DEFAULT_REAP_BATCH: u32 = 1000;
 pub const DEFAULT_SCHEDULER_BUDGET_SECONDS: u64 = 50;
@@ -46,6 +48,8 @@ pub struct Settings {
     pub secrets_backend: SecretsBackend,
     /// `RARA_SECRETS_PREFIX`: prepended to a name to form the Secrets Manager secret id.
     pub secrets_prefix: String,
+    /// Deadlines on every outside call, and the shutdown grace ([`Timeouts`]).
+    pub timeouts: Timeouts,
 }
 
 /// Where secret references are resolved.
@@ -87,6 +91,7 @@ impl Settings {
                 }
             },
             secrets_prefix: vars.optional("RARA_SECRETS_PREFIX").unwrap_or_default(),
+            timeouts: Timeouts::from_vars(&vars)?,
             core,
         };
         if settings.lease_batch == 0 {

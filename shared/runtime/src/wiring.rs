@@ -66,6 +66,8 @@ pub struct Wiring {
     pub settings: Arc<Settings>,
     pub store: Store,
     pub queue: Arc<SqsQueue>,
+    /// The AWS SDK configuration every client of this function is built from.
+    pub aws: aws_config::SdkConfig,
 }
 
 impl Wiring {
@@ -85,21 +87,29 @@ impl Wiring {
     }
 
     /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
-    /// client built from the SDK environment.
+    /// client of the SDK environment. Every client gets the deadlines of
+    /// `settings.timeouts`; rara's Postgres sessions get `statement_timeout` and
+    /// `idle_in_transaction_session_timeout`.
     pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
-        // The SQS client is built while the Postgres connection (a TLS handshake on RDS) is
-        // made: init time is the longer of the two, not their sum.
-        let client = tokio::spawn(SqsQueue::client_from_env());
-        let options = database.connect_options_from_env().await?;
-        let store = Store::connect_with(options.into_inner(), POOL_CONNECTIONS).await?;
-        let client = match client.await {
-            Ok(client) => client,
-            // Only a panic while building it: build it here and let that surface.
-            Err(_) => SqsQueue::client_from_env().await,
-        };
-        let queue = Arc::new(SqsQueue::new(client, settings.queue_url.clone(), settings.dlq_url.clone()));
+        let timeouts = settings.timeouts;
+        let aws = timeouts.aws_config().await;
+        let options = database.connect_options_from_env(&aws).await?.into_inner().options([
+            ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
+            ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
+        ]);
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(POOL_CONNECTIONS)
+            .acquire_timeout(timeouts.db_connect)
+            .connect_with(options)
+            .await
+            .map_err(rara_store::Error::from)?;
+        let store = Store::new(pool);
+        let queue = Arc::new(
+            SqsQueue::new(aws_sdk_sqs::Client::new(&aws), settings.queue_url.clone(), settings.dlq_url.clone())
+                .with_timeouts(timeouts.aws_connect, timeouts.aws_attempt, timeouts.aws_operation),
+        );
         tracing::info!(worker = %settings.core.worker_id, "wired");
-        Ok(Wiring { settings: Arc::new(settings), store, queue })
+        Ok(Wiring { settings: Arc::new(settings), store, queue, aws })
     }
 
     pub fn scheduler(&self) -> Scheduler {
@@ -114,8 +124,7 @@ impl Wiring {
         Ok(match self.settings.secrets_backend {
             SecretsBackend::Env => executor,
             SecretsBackend::SecretsManager => {
-                let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-                let client = aws_sdk_secretsmanager::Client::new(&config);
+                let client = aws_sdk_secretsmanager::Client::new(&self.aws);
                 executor
                     .with_secrets(Arc::new(SecretsManagerResolver::new(client, self.settings.secrets_prefix.clone())))
             }
@@ -130,7 +139,7 @@ pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
     let mut registry = Registry::new();
     rara_builtins::register_builtins(&mut registry, &BuiltinsConfig::default())?;
     if let Some(endpoints) = &settings.remote_executors {
-        let remote = Arc::new(RemoteExecutors::from_config_value(endpoints)?);
+        let remote = Arc::new(RemoteExecutors::from_config_value_with(endpoints, settings.timeouts.grpc)?);
         remote.refresh().await;
         registry.with_remote(remote);
     }

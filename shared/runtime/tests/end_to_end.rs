@@ -68,7 +68,7 @@ async fn retryable_failures_succeed_on_attempt_3_after_the_configured_delays(poo
         // ...and not much later: visibility was set to the same delay (rounded up to a second).
         let late = (a[n + 1].started_at - retry_at).as_seconds_f64();
         assert!(late < 3.0, "attempt {} started {late} s after it was due", n + 2);
-        assert_eq!(a[n].error.as_ref().unwrap()["code"], "INJECTED_FAILURE");
+        assert_eq!(a[n].error.as_ref().unwrap().code, "INJECTED_FAILURE");
     }
 }
 
@@ -90,7 +90,7 @@ async fn a_permanent_failure_fails_the_run_and_stops_its_dependents(pool: PgPool
     let bad = &run.steps[0];
     assert_eq!(bad.attempt, 1, "a permanent failure is not retried");
     let ghost = &run.steps[2];
-    assert_eq!(ghost.error.as_ref().unwrap()["code"], "UNKNOWN_OPERATION");
+    assert_eq!(ghost.error.as_ref().unwrap().code, "UNKNOWN_OPERATION");
     assert_eq!(ghost.attempt, 1);
 }
 
@@ -232,9 +232,12 @@ async fn a_waiting_scheduler_wakes_on_notify_instead_of_its_poll(pool: PgPool) {
     assert!(counters.wakeups >= 1, "woken by NOTIFY: {counters:?}");
     assert_eq!(counters.reaper_runs, 1, "the reaper ran on the first pass only");
 
-    // A scheduler that does not listen leaves the next step for its poll.
+    // A scheduler that does not listen leaves the next step for its poll (4 s here): nothing
+    // is sent before the poll, and the step is sent at the poll, so this scheduler is alive
+    // and merely deaf (a hung one would send nothing at all and fail the second check).
     let mut settings = (*stack.settings).clone();
     settings.scheduler_listen = false;
+    settings.scheduler_poll = Duration::from_secs(4);
     let quiet =
         rara_runtime::scheduler::Scheduler::new(store.clone(), stack.queue.clone(), std::sync::Arc::new(settings));
     let stop = tokio_util::sync::CancellationToken::new();
@@ -243,9 +246,14 @@ async fn a_waiting_scheduler_wakes_on_notify_instead_of_its_poll(pool: PgPool) {
         async move { quiet.run(None, stop).await }
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let submitted = tokio::time::Instant::now();
     submit(&store, &stack.settings, "name: no-wake\nsteps:\n  - {name: a, operation: noop}\n").await;
-    assert!(queues.queue().receive(1, Duration::from_secs(3)).await.unwrap().is_empty(), "no listener, no wake-up");
+    assert!(queues.queue().receive(1, Duration::from_secs(2)).await.unwrap().is_empty(), "no listener, no wake-up");
+    let received = queues.queue().receive(1, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(received.len(), 1, "the step is sent at the next poll");
+    let waited = submitted.elapsed();
+    assert!(waited >= Duration::from_secs(3), "sent after {waited:?}: only the poll (3.5 s after submit) may send it");
     stop.cancel();
     let counters = task.await.unwrap().unwrap();
-    assert_eq!((counters.sent, counters.wakeups), (0, 0));
+    assert_eq!((counters.sent, counters.wakeups), (1, 0));
 }

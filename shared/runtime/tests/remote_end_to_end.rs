@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::*;
+use rara_domain::StepError;
 use rara_domain::state::{AttemptOutcome, StepStatus};
 use rara_remote::pb;
 use rara_remote::pb::executor_service_client::ExecutorServiceClient;
@@ -19,6 +20,7 @@ use rara_store::read::{ArtifactView, RunView, StepView};
 use rara_testkit::python::{PythonServer, free_port};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use sqlx::types::Json;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -81,12 +83,12 @@ fn artifact_bytes(artifact: &ArtifactView, under: &Path) -> Vec<u8> {
 /// The step's recorded progress: (fraction, message).
 fn progress_of(step: &StepView) -> (f64, &str) {
     let progress = step.progress.as_ref().unwrap_or_else(|| panic!("{} recorded no progress", step.name));
-    (progress["fraction"].as_f64().unwrap(), progress["message"].as_str().unwrap())
+    (progress.fraction, progress.message.as_str())
 }
 
-fn error_code(error: Option<&Value>) -> (&str, bool) {
+fn error_code(error: Option<&Json<StepError>>) -> (&str, bool) {
     let error = error.expect("an error is recorded");
-    (error["code"].as_str().unwrap(), error["retryable"].as_bool().unwrap())
+    (error.code.as_str(), error.retryable)
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
@@ -241,7 +243,7 @@ async fn a_pinned_version_no_server_offers_fails_for_good_with_unknown_operation
     assert_eq!((stats.status, stats.attempt), (StepStatus::Failed, 1), "not retried");
     assert_eq!(stats.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), [AttemptOutcome::Failed]);
     assert_eq!(error_code(stats.error.as_ref()), ("UNKNOWN_OPERATION", false));
-    let message = stats.error.as_ref().unwrap()["message"].as_str().unwrap();
+    let message = stats.error.as_ref().unwrap().message.as_str();
     assert!(message.contains("\"text.stats\" at version \"9.9.9\""), "{message}");
     assert!(!server.log().contains("execute operation=text.stats"), "nothing was sent to Python");
 }
@@ -279,7 +281,7 @@ async fn a_remote_executor_down_at_start_is_retried_and_succeeds_once_it_listens
     let [first, second] = stats.attempts.as_slice() else { panic!("two attempts: {:?}", stats.attempts) };
     assert_eq!(first.outcome, AttemptOutcome::Retrying);
     assert_eq!(error_code(first.error.as_ref()), ("EXECUTOR_UNAVAILABLE", true));
-    let message = first.error.as_ref().unwrap()["message"].as_str().unwrap();
+    let message = first.error.as_ref().unwrap().message.as_str();
     assert!(message.contains(&endpoint) && message.contains("\"text.stats\""), "{message}");
     assert_eq!(second.outcome, AttemptOutcome::Succeeded);
     assert_eq!(stats.output.as_ref().unwrap()["words"], 3);

@@ -223,8 +223,8 @@ async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
     assert_eq!(output["json"], serde_json::json!({"you_sent": "***"}));
     let missing = run.steps.iter().find(|s| s.name == "missing").unwrap();
     let error = missing.error.as_ref().unwrap();
-    assert_eq!(error["code"], codes::SECRET_NOT_FOUND);
-    assert!(error["message"].as_str().unwrap().contains("\"nope\""), "{error}");
+    assert_eq!(error.code, codes::SECRET_NOT_FOUND);
+    assert!(error.message.contains("\"nope\""), "{}", error.message);
     assert_eq!(missing.attempt, 1, "a missing secret is not retried");
 
     // No database row.

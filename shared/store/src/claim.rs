@@ -10,6 +10,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use rara_domain::StepError;
+use rara_domain::step_error::codes;
 use uuid::Uuid;
 
 use crate::{Error, Holder, Store, millis};
@@ -70,66 +72,7 @@ pub enum ClaimOutcome {
     UnknownStep,
 }
 
-/// Public for the plan tests (`tests/explain.rs`).
-pub const CLAIM: &str = "
-WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
-),
-claimed AS (
-    UPDATE steps s
-    SET status = 'running', leased_by = $3, fence = nextval('rara_fence_seq'), attempt = s.attempt + 1,
-        lease_expires_at = now() + $4 * interval '1 millisecond', progress = NULL, updated_at = now()
-    FROM input i
-    WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND s.attempt < s.max_attempts
-      AND CASE s.status
-              WHEN 'leased' THEN s.next_run_at <= now() AND s.lease_expires_at > now()
-              WHEN 'running' THEN s.lease_expires_at <= now()
-              ELSE false
-          END
-    RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
-              s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
-              s.lease_expires_at, s.lease_token
-),
-opened AS (
-    INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token)
-    SELECT id, attempt, fence, $3, lease_token FROM claimed
-),
-taken_over AS (
-    UPDATE step_attempts a
-    SET outcome = 'lease_expired', finished_at = now(),
-        error = jsonb_build_object('code', 'LEASE_EXPIRED', 'retryable', true, 'details', '{}'::jsonb,
-                                   'message', 'the holder''s lease expired; another executor took over')
-    FROM claimed c
-    WHERE a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running'
-    RETURNING a.step_id
-)
-SELECT i.step_id AS request_id,
-       c.id, c.run_id, c.name, c.operation, c.version, c.input, c.attempt, c.max_attempts, c.fence,
-       c.timeout_seconds, c.retry_initial_delay_ms, c.retry_max_delay_ms, c.retry_multiplier,
-       c.lease_expires_at,
-       (c.id IS NOT NULL AND s.status = 'running') AS took_over,
-       CASE
-           WHEN c.id IS NOT NULL THEN 'claimed'
-           WHEN s.id IS NULL THEN 'unknown'
-           WHEN s.status IN ('succeeded', 'failed', 'cancelled', 'skipped') THEN 'finished'
-           WHEN s.lease_token IS DISTINCT FROM i.lease_token THEN 'token_mismatch'
-           WHEN s.status = 'leased' AND s.lease_expires_at <= now() THEN 'lease_expired'
-           WHEN s.status = 'running' AND s.lease_expires_at <= now() THEN 'lease_expired'
-           ELSE 'held'
-       END AS verdict,
-       CASE
-           WHEN s.status = 'leased' AND s.next_run_at > now()
-               THEN (extract(epoch FROM s.next_run_at - now()) * 1000)::bigint
-           WHEN s.status = 'running' AND s.lease_expires_at > now()
-               THEN (extract(epoch FROM s.lease_expires_at - now()) * 1000)::bigint
-           ELSE $4
-       END AS held_ms
-FROM input i
-LEFT JOIN claimed c ON c.id = i.step_id AND c.lease_token = i.lease_token
-LEFT JOIN steps s ON s.id = i.step_id
-ORDER BY i.ord";
-
-#[derive(sqlx::FromRow)]
+/// A row of `sql/claim.sql`.
 struct Row {
     id: Option<Uuid>,
     run_id: Option<Uuid>,
@@ -206,11 +149,9 @@ impl Store {
         let rows: Vec<Row> = if unique.is_empty() {
             Vec::new()
         } else {
-            sqlx::query_as(CLAIM)
-                .bind(&ids)
-                .bind(&tokens)
-                .bind(worker)
-                .bind(millis(lease))
+            let taken_over =
+                StepError::retryable(codes::LEASE_EXPIRED, "the holder's lease expired; another executor took over");
+            sqlx::query_file_as!(Row, "sql/claim.sql", &ids, &tokens, worker, millis(lease), taken_over.to_json())
                 .fetch_all(&self.pool)
                 .await?
         };

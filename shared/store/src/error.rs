@@ -13,10 +13,27 @@ pub enum Error {
     RunNotFound(Uuid),
     #[error("step {0} not found")]
     StepNotFound(Uuid),
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-    #[error("migration failed: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A database or connection failure, in sqlx's words. sqlx's message already spells its
+    /// causes ("error returned from database: <the server's message>", "error communicating
+    /// with database: <the I/O error>"), so this variant prints it and hands on no source:
+    /// a printed chain (the CLI's `{:#}`) says each part once.
+    #[error("{0}")]
+    Database(sqlx::Error),
+    /// A migration failed; like [`Error::Database`], sqlx's message holds its causes.
+    #[error("{0}")]
+    Migrate(sqlx::migrate::MigrateError),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Database(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Error::Migrate(e)
+    }
 }
 
 impl Error {
@@ -34,5 +51,37 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the CLI prints: each message of the chain, joined.
+    fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+        let mut parts = vec![e.to_string()];
+        let mut source = e.source();
+        while let Some(s) = source {
+            parts.push(s.to_string());
+            source = s.source();
+        }
+        parts.join(": ")
+    }
+
+    #[test]
+    fn a_database_error_names_its_cause_once() {
+        let e = Error::from(sqlx::Error::Io(std::io::Error::other("connection reset by peer")));
+        let printed = chain(&e);
+        assert_eq!(printed.matches("connection reset by peer").count(), 1, "{printed}");
+        assert!(e.is_retryable());
+        let e = Error::from(sqlx::migrate::MigrateError::VersionMissing(7));
+        assert_eq!(chain(&e).matches('7').count(), 1, "{}", chain(&e));
+    }
+
+    #[test]
+    fn lease_lost_says_which_step_and_fence() {
+        let e = Error::LeaseLost { step_id: Uuid::nil(), fence: 42 };
+        assert!(chain(&e).contains("fence 42"));
     }
 }

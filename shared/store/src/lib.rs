@@ -6,21 +6,29 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps, release a lease, reap expired leases.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
+//! - [`due`]: the due channel: `NOTIFY` when steps become due, a scheduler's listener.
+//! - [`fence`]: the fence rule, written once: the [`Holder`], the predicate every fenced
+//!   write composes (one holder, a batch), and zero rows as [`Error::LeaseLost`].
 //! - [`running`]: fenced writes while a step runs: heartbeat, progress, artifacts.
 //! - [`outcome`]: fenced outcomes: success, retryable failure, permanent failure; and
 //!   cancellation. Finishing steps releases or skips dependents and finishes the run.
-//! - [`read`]: a run with its steps, attempts and artifacts.
+//! - [`interrupt`]: a stopping runner gives back the running steps it still holds (fenced).
+//! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
 //! - [`error`]: the store's [`Error`], with the typed [`Error::LeaseLost`].
+//! - [`sql`]: the catalogue of every statement (the files of `sql/`, composed where they
+//!   are composed), with its parameter types; `tests/catalogue.rs` prepares each one.
 //!
-//! Time always comes from the database (`now()`); durations travel as milliseconds.
+//! Time always comes from the database (`now()`); durations travel as milliseconds. Error
+//! codes and the notification channel are bound as parameters, never written into SQL.
 //!
 //! # Batches find their rows by primary key
 //!
 //! A statement that takes a batch of step ids (`unnest(...)`) must reach each step through
 //! `steps_pkey`, whatever the table's statistics. Its status condition is therefore written
 //! so that the planner cannot infer the predicate of the reaper's partial index
-//! `steps_held_lease_expiry` from it: `(s.status = 'running') IS TRUE`, or a `CASE` on the
+//! `steps_held_lease_expiry` from it: `(s.status = 'running') IS TRUE` (the batch form of
+//! the fence predicate, [`fence`]), `(s.status = 'leased') IS TRUE`, or a `CASE` on the
 //! status. With a plain `s.status = 'running'`, a table whose statistics show almost no held
 //! steps (the normal case: a large history, a few steps in flight) gets a cached generic
 //! plan that scans that whole index, live and dead entries, for every batch: measured at
@@ -28,11 +36,15 @@
 //! off. The proof is `tests/explain.rs`.
 
 pub mod claim;
+pub mod due;
 pub mod error;
+pub mod fence;
+pub mod interrupt;
 pub mod lease;
 pub mod outcome;
 pub mod read;
 pub mod running;
+pub mod sql;
 pub mod statistics;
 pub mod submit;
 #[cfg(feature = "testing")]
@@ -43,26 +55,12 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
+pub use due::{DUE_CHANNEL, DueListener};
 pub use error::Error;
-
-/// The channel a `NOTIFY` goes to whenever steps become due now (a submission, dependents
-/// released by a success, a retry by hand), so a listening scheduler leases them within
-/// milliseconds instead of at its next poll. The payload is empty: the notification only
-/// says "look"; the lease statement decides what is due.
-pub const DUE_CHANNEL: &str = "rara_due";
+pub use fence::Holder;
 
 /// The migrations of `migrations/`, embedded at build time.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
-
-/// Who holds a running step: the triple every write after the claim is conditional on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Holder {
-    pub step_id: uuid::Uuid,
-    /// The worker identity that claimed the step (`leased_by`).
-    pub worker: String,
-    /// The fence issued at the claim.
-    pub fence: i64,
-}
 
 /// The Postgres store. Cheap to clone: it holds a pool.
 #[derive(Debug, Clone)]
@@ -98,12 +96,6 @@ impl Store {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
-    }
-
-    /// Tells listening schedulers that steps are due (see [`DUE_CHANNEL`]).
-    pub async fn notify_due(&self) -> Result<(), Error> {
-        sqlx::query("SELECT pg_notify($1, '')").bind(DUE_CHANNEL).execute(&self.pool).await?;
-        Ok(())
     }
 
     /// Applies pending migrations; applying them twice changes nothing.

@@ -1,15 +1,27 @@
-//! Reading a run with its steps, each with its dependencies, attempts and artifacts.
+//! Reading a run with its steps, each with its dependencies, attempts and artifacts. Errors
+//! and progress come typed ([`StepError`], [`Progress`]); serialized, a view is the JSON
+//! `rara status --json` prints.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use rara_domain::StepError;
 use rara_domain::state::{AttemptOutcome, RunStatus, StepStatus};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use crate::{Error, Store};
 
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+/// A step's latest progress report, as `running.rs` records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// `0.0..=1.0`.
+    pub fraction: f64,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunView {
     pub id: Uuid,
     pub name: String,
@@ -17,11 +29,10 @@ pub struct RunView {
     pub idempotency_key: Option<String>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
-    #[sqlx(skip)]
     pub steps: Vec<StepView>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepView {
     pub id: Uuid,
     pub name: String,
@@ -34,15 +45,12 @@ pub struct StepView {
     pub leased_by: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub fence: Option<i64>,
-    pub progress: Option<serde_json::Value>,
+    pub progress: Option<Json<Progress>>,
     pub output: Option<serde_json::Value>,
-    pub error: Option<serde_json::Value>,
+    pub error: Option<Json<StepError>>,
     pub finished_at: Option<DateTime<Utc>>,
-    #[sqlx(skip)]
     pub depends_on: Vec<String>,
-    #[sqlx(skip)]
     pub attempts: Vec<AttemptView>,
-    #[sqlx(skip)]
     pub artifacts: Vec<ArtifactView>,
 }
 
@@ -52,11 +60,11 @@ impl StepView {
         if self.status == StepStatus::Succeeded {
             return 1.0;
         }
-        self.progress.as_ref().and_then(|p| p.get("fraction")?.as_f64()).unwrap_or(0.0)
+        self.progress.as_ref().map_or(0.0, |p| p.fraction)
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AttemptView {
     #[serde(skip)]
     pub step_id: Uuid,
@@ -64,14 +72,14 @@ pub struct AttemptView {
     pub fence: i64,
     pub leased_by: String,
     pub outcome: AttemptOutcome,
-    pub error: Option<serde_json::Value>,
+    pub error: Option<Json<StepError>>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     /// For a retrying attempt: when the next attempt was due.
     pub retry_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArtifactView {
     #[serde(skip)]
     pub step_id: Uuid,
@@ -87,85 +95,93 @@ pub struct ArtifactView {
 impl Store {
     /// A run with its steps in definition order, or [`Error::RunNotFound`].
     pub async fn run(&self, run_id: Uuid) -> Result<RunView, Error> {
-        let mut run: RunView = sqlx::query_as(
-            "SELECT id, name, status, idempotency_key, created_at, finished_at FROM workflow_runs WHERE id = $1",
-        )
-        .bind(run_id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or(Error::RunNotFound(run_id))?;
-
-        let mut steps: Vec<StepView> = sqlx::query_as(
-            "SELECT id, name, operation, version, status, attempt, max_attempts, next_run_at, leased_by,
-                    lease_expires_at, fence, progress, output, error, finished_at
-             FROM steps WHERE run_id = $1 ORDER BY position",
-        )
-        .bind(run_id)
-        .fetch_all(&self.pool)
-        .await?;
-
-        let deps: Vec<(Uuid, String)> = sqlx::query_as(
-            "SELECT d.step_id, up.name FROM step_dependencies d
-             JOIN steps s ON s.id = d.step_id JOIN steps up ON up.id = d.depends_on
-             WHERE s.run_id = $1 ORDER BY up.position",
-        )
-        .bind(run_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let attempts: Vec<AttemptView> = sqlx::query_as(
-            "SELECT a.step_id, a.attempt, a.fence, a.leased_by, a.outcome, a.error, a.started_at, a.finished_at, a.retry_at
-             FROM step_attempts a JOIN steps s ON s.id = a.step_id
-             WHERE s.run_id = $1 ORDER BY a.attempt",
-        )
-        .bind(run_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let artifacts: Vec<ArtifactView> = sqlx::query_as(
-            "SELECT a.step_id, a.attempt, a.name, a.uri, a.media_type, a.size_bytes, a.digest, a.created_at
-             FROM artifacts a JOIN steps s ON s.id = a.step_id
-             WHERE s.run_id = $1 ORDER BY a.id",
-        )
-        .bind(run_id)
-        .fetch_all(&self.pool)
-        .await?;
-
+        let run = sqlx::query_file!("sql/read_run.sql", run_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::RunNotFound(run_id))?;
+        let mut steps: Vec<StepView> = sqlx::query_file!("sql/read_steps.sql", run_id)
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|s| StepView {
+                id: s.id,
+                name: s.name,
+                operation: s.operation,
+                version: s.version,
+                status: s.status,
+                attempt: s.attempt,
+                max_attempts: s.max_attempts,
+                next_run_at: s.next_run_at,
+                leased_by: s.leased_by,
+                lease_expires_at: s.lease_expires_at,
+                fence: s.fence,
+                progress: s.progress,
+                output: s.output,
+                error: s.error,
+                finished_at: s.finished_at,
+                depends_on: Vec::new(),
+                attempts: Vec::new(),
+                artifacts: Vec::new(),
+            })
+            .collect();
         let index: HashMap<Uuid, usize> = steps.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
-        for (step_id, name) in deps {
-            if let Some(&i) = index.get(&step_id) {
-                steps[i].depends_on.push(name);
+
+        for d in sqlx::query_file!("sql/read_dependencies.sql", run_id).fetch_all(&self.pool).await? {
+            if let Some(&i) = index.get(&d.step_id) {
+                steps[i].depends_on.push(d.name);
             }
         }
-        for attempt in attempts {
-            if let Some(&i) = index.get(&attempt.step_id) {
-                steps[i].attempts.push(attempt);
+        for a in sqlx::query_file!("sql/read_attempts.sql", run_id).fetch_all(&self.pool).await? {
+            if let Some(&i) = index.get(&a.step_id) {
+                steps[i].attempts.push(AttemptView {
+                    step_id: a.step_id,
+                    attempt: a.attempt,
+                    fence: a.fence,
+                    leased_by: a.leased_by,
+                    outcome: a.outcome,
+                    error: a.error,
+                    started_at: a.started_at,
+                    finished_at: a.finished_at,
+                    retry_at: a.retry_at,
+                });
             }
         }
-        for artifact in artifacts {
-            if let Some(&i) = index.get(&artifact.step_id) {
-                steps[i].artifacts.push(artifact);
+        for a in sqlx::query_file!("sql/read_artifacts.sql", run_id).fetch_all(&self.pool).await? {
+            if let Some(&i) = index.get(&a.step_id) {
+                steps[i].artifacts.push(ArtifactView {
+                    step_id: a.step_id,
+                    attempt: a.attempt,
+                    name: a.name,
+                    uri: a.uri,
+                    media_type: a.media_type,
+                    size_bytes: a.size_bytes,
+                    digest: a.digest,
+                    created_at: a.created_at,
+                });
             }
         }
-        run.steps = steps;
-        Ok(run)
+        Ok(RunView {
+            id: run.id,
+            name: run.name,
+            status: run.status,
+            idempotency_key: run.idempotency_key,
+            created_at: run.created_at,
+            finished_at: run.finished_at,
+            steps,
+        })
     }
 
     pub(crate) async fn run_exists(&self, run_id: Uuid) -> Result<bool, Error> {
-        Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM workflow_runs WHERE id = $1)")
-            .bind(run_id)
-            .fetch_one(&self.pool)
-            .await?)
+        Ok(sqlx::query_file_scalar!("sql/run_exists.sql", run_id).fetch_one(&self.pool).await?)
     }
 
     pub(crate) async fn step_exists(&self, step_id: Uuid) -> Result<bool, Error> {
-        Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM steps WHERE id = $1)")
-            .bind(step_id)
-            .fetch_one(&self.pool)
-            .await?)
+        Ok(sqlx::query_file_scalar!("sql/step_exists.sql", step_id).fetch_one(&self.pool).await?)
     }
 }
 
 /// One line of `rara list`.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
     pub id: Uuid,
     pub name: String,
@@ -179,21 +195,14 @@ pub struct RunSummary {
 impl Store {
     /// The most recent runs, newest first, optionally only those in `status`.
     pub async fn list_runs(&self, status: Option<RunStatus>, limit: u32) -> Result<Vec<RunSummary>, Error> {
-        Ok(sqlx::query_as(
-            "SELECT id, name, status, steps_total, steps_total - steps_unfinished AS steps_finished, created_at, finished_at
-             FROM workflow_runs WHERE $1::rara_run_status IS NULL OR status = $1
-             ORDER BY created_at DESC LIMIT $2",
-        )
-        .bind(status)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?)
+        Ok(sqlx::query_file_as!(RunSummary, "sql/list_runs.sql", status as Option<RunStatus>, i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// The run a step belongs to.
     pub async fn run_of_step(&self, step_id: Uuid) -> Result<Uuid, Error> {
-        sqlx::query_scalar("SELECT run_id FROM steps WHERE id = $1")
-            .bind(step_id)
+        sqlx::query_file_scalar!("sql/run_of_step.sql", step_id)
             .fetch_optional(&self.pool)
             .await?
             .ok_or(Error::StepNotFound(step_id))

@@ -1,5 +1,5 @@
 //! Fenced writes while a step runs: heartbeats, progress and artifacts. Each matches the
-//! step only while `worker` holds it under `fence` and it is `running`; otherwise the answer
+//! step only while the [`Holder`] holds it ([`fence`](crate::fence)); otherwise the answer
 //! is [`Error::LeaseLost`] and the execution must stop.
 
 use std::time::Duration;
@@ -7,59 +7,39 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rara_domain::executor::Artifact;
 
-use crate::{Error, Holder, Store, millis};
-
-const HEARTBEAT: &str = "
-UPDATE steps SET lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-WHERE id = $1 AND leased_by = $2 AND fence = $3 AND status = 'running'
-RETURNING lease_expires_at";
-
-const PROGRESS: &str = "
-UPDATE steps SET progress = jsonb_build_object('fraction', $4::float8, 'message', $5::text), updated_at = now()
-WHERE id = $1 AND leased_by = $2 AND fence = $3 AND status = 'running'";
-
-const ARTIFACT: &str = "
-INSERT INTO artifacts (step_id, attempt, fence, name, uri, media_type, size_bytes, digest)
-SELECT id, attempt, fence, $4, $5, $6, $7, $8 FROM steps
-WHERE id = $1 AND leased_by = $2 AND fence = $3 AND status = 'running'";
-
-impl Holder {
-    fn lost(&self) -> Error {
-        Error::LeaseLost { step_id: self.step_id, fence: self.fence }
-    }
-}
+use crate::fence::{expect_changed, expect_row};
+use crate::{Error, Holder, Store, millis, sql};
 
 impl Store {
     /// Extends the lease by `lease` from now. Returns the new expiry.
     pub async fn heartbeat(&self, holder: &Holder, lease: Duration) -> Result<DateTime<Utc>, Error> {
-        let expires: Option<DateTime<Utc>> = sqlx::query_scalar(HEARTBEAT)
+        let expires: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(sql::HEARTBEAT.as_str())
             .bind(holder.step_id)
             .bind(&holder.worker)
             .bind(holder.fence)
             .bind(millis(lease))
             .fetch_optional(&self.pool)
             .await?;
-        expires.ok_or_else(|| holder.lost())
+        expect_row(holder, expires.flatten())
     }
 
     /// Records the step's latest progress (`fraction` clamped to `0..=1`).
     pub async fn progress(&self, holder: &Holder, fraction: f64, message: &str) -> Result<(), Error> {
         let fraction = if fraction.is_finite() { fraction.clamp(0.0, 1.0) } else { 0.0 };
-        let rows = sqlx::query(PROGRESS)
+        let written = sqlx::query(sql::PROGRESS.as_str())
             .bind(holder.step_id)
             .bind(&holder.worker)
             .bind(holder.fence)
             .bind(fraction)
             .bind(message)
             .execute(&self.pool)
-            .await?
-            .rows_affected();
-        if rows == 0 { Err(holder.lost()) } else { Ok(()) }
+            .await?;
+        expect_changed(holder, written.rows_affected())
     }
 
     /// Records an artifact of the current attempt.
     pub async fn artifact(&self, holder: &Holder, artifact: &Artifact) -> Result<(), Error> {
-        let rows = sqlx::query(ARTIFACT)
+        let written = sqlx::query(sql::ARTIFACT.as_str())
             .bind(holder.step_id)
             .bind(&holder.worker)
             .bind(holder.fence)
@@ -69,8 +49,7 @@ impl Store {
             .bind(artifact.size_bytes)
             .bind(&artifact.digest)
             .execute(&self.pool)
-            .await?
-            .rows_affected();
-        if rows == 0 { Err(holder.lost()) } else { Ok(()) }
+            .await?;
+        expect_changed(holder, written.rows_affected())
     }
 }

@@ -12,36 +12,25 @@
 //! such analyzes, so they stop mattering once autovacuum keeps up; each costs a sample of
 //! at most 30,000 rows.
 
-use crate::{Error, Store};
+use crate::{Error, Store, sql};
 
 /// The hot tables whose statistics decide the plans of the claim and outcome statements.
-const TABLES: [&str; 3] = ["steps", "step_attempts", "workflow_runs"];
+pub const TABLES: [&str; 3] = ["steps", "step_attempts", "workflow_runs"];
 
 /// Changes a table must see before it is analyzed at all.
 pub const MIN_CHANGES: i64 = 1000;
-
-/// The tables of `$2` (names) that changed at least as much as their size since their last
-/// analyze (`reltuples` is -1 before the first), at least `$1` times, and that this role
-/// may analyze (owns).
-const GROWN: &str = "
-SELECT c.relname::text
-FROM pg_class c
-JOIN pg_stat_user_tables t ON t.relid = c.oid
-WHERE c.oid = ANY($2::text[]::regclass[])
-  AND t.n_mod_since_analyze >= greatest($1, c.reltuples::bigint)
-  AND pg_has_role(c.relowner, 'USAGE')
-ORDER BY c.relname";
 
 impl Store {
     /// Analyzes the hot tables that grew past their statistics (see the module docs) and
     /// returns their names. `ANALYZE (SKIP_LOCKED)`: a table autovacuum is busy with is left
     /// to it.
     pub async fn refresh_grown_statistics(&self) -> Result<Vec<String>, Error> {
-        let grown: Vec<String> = sqlx::query_scalar(GROWN).bind(MIN_CHANGES).bind(TABLES).fetch_all(&self.pool).await?;
+        let grown: Vec<String> = sqlx::query_file_scalar!("sql/grown_tables.sql", MIN_CHANGES, &TABLES[..] as &[&str])
+            .fetch_all(&self.pool)
+            .await?;
         let mut analyzed = Vec::new();
-        // Only names of TABLES reach the statement text.
-        for table in TABLES.iter().filter(|t| grown.iter().any(|g| g == *t)) {
-            sqlx::query(&format!("ANALYZE (SKIP_LOCKED) {table}")).persistent(false).execute(&self.pool).await?;
+        for (table, analyze) in TABLES.iter().zip(sql::ANALYZE.iter()).filter(|(t, _)| grown.iter().any(|g| g == *t)) {
+            sqlx::query(analyze).persistent(false).execute(&self.pool).await?;
             analyzed.push((*table).to_owned());
         }
         Ok(analyzed)

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use rara_store::Store;
-use rara_store::lease::LEASE_DUE;
+use rara_store::sql::{LEASE_DUE, catalogue};
 use sqlx::PgPool;
 
 /// 20,000 steps in 4 runs, all finished but the first `unfinished` of each run (due).
@@ -51,18 +51,15 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
     store.lease_due("scheduler", 10, LEASE).await.unwrap();
     sqlx::query("VACUUM ANALYZE steps").execute(&pool).await.unwrap();
 
-    let statements: [(&str, &str, &str); 5] = [
-        ("claim", rara_store::claim::CLAIM, "uuid[], uuid[], text, bigint"),
-        ("succeed", rara_store::outcome::SUCCEED, "uuid[], text[], bigint[], jsonb[]"),
-        ("retry", rara_store::outcome::RETRY, "uuid[], text[], bigint[], jsonb[], bigint[], bigint"),
-        ("fail", rara_store::outcome::FAIL.as_str(), "uuid[], text[], bigint[], jsonb[]"),
-        ("release", rara_store::lease::RELEASE, "uuid[], uuid[]"),
-    ];
+    let batches = ["claim", "succeed", "retry", "fail", "release"];
     let mut conn = pool.acquire().await.unwrap();
     sqlx::query("SET plan_cache_mode = force_generic_plan").execute(&mut *conn).await.unwrap();
-    for (name, sql, types) in statements {
+    let statements: Vec<_> = catalogue().into_iter().filter(|s| batches.contains(&s.name)).collect();
+    assert_eq!(statements.len(), batches.len(), "every batch statement is catalogued");
+    for statement in statements {
+        let (name, sql, types) = (statement.name, statement.sql, statement.params.join(", "));
         sqlx::query(&format!("PREPARE {name}({types}) AS {sql}")).execute(&mut *conn).await.unwrap();
-        let nulls = vec!["NULL"; types.split(',').count()].join(", ");
+        let nulls = vec!["NULL"; statement.params.len()].join(", ");
         let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (FORMAT JSON) EXECUTE {name}({nulls})"))
             .fetch_one(&mut *conn)
             .await

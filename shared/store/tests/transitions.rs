@@ -95,8 +95,8 @@ async fn permanent_failure_skips_dependents_and_fails_the_run(pool: PgPool) {
     }
     assert_eq!(run_status(&pool, run.run_id).await, "running", "the independent branch still runs");
     let view = store.run(run.run_id).await.unwrap();
-    assert_eq!(view.steps[2].error.as_ref().unwrap()["code"], "DEPENDENCY_FAILED");
-    assert_eq!(view.steps[0].error.as_ref().unwrap()["code"], "BOOM");
+    assert_eq!(view.steps[2].error.as_ref().unwrap().code, "DEPENDENCY_FAILED");
+    assert_eq!(view.steps[0].error.as_ref().unwrap().code, "BOOM");
     assert_eq!(view.steps[0].attempts[0].outcome, rara_domain::state::AttemptOutcome::Failed);
 
     let side_id = step_id(&pool, run.run_id, "side").await;
@@ -143,7 +143,7 @@ async fn fenced_writes_refuse_stale_fence_wrong_holder_and_wrong_status(pool: Pg
     assert_lease_lost(store.succeed(&[(good.clone(), serde_json::json!({}))]).await.unwrap().remove(0));
     let view = store.run(step.run_id).await.unwrap();
     assert_eq!(view.steps[0].artifacts.len(), 1);
-    assert_eq!(view.steps[0].progress.as_ref().unwrap()["fraction"], 0.5);
+    assert_eq!(view.steps[0].progress.as_ref().unwrap().fraction, 0.5);
 }
 
 fn artifact() -> Artifact {
@@ -259,7 +259,7 @@ async fn retry_via_message_keeps_the_lease_and_claims_the_next_attempt_when_due(
     assert!(second.holder.fence > first.holder.fence);
     let view = store.run(second.run_id).await.unwrap();
     assert_eq!(view.steps[0].attempts[0].outcome, rara_domain::state::AttemptOutcome::Retrying);
-    assert_eq!(view.steps[0].attempts[0].error.as_ref().unwrap()["code"], "FLAKY");
+    assert_eq!(view.steps[0].attempts[0].error.as_ref().unwrap().code, "FLAKY");
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
@@ -355,7 +355,7 @@ async fn reaper_returns_expired_leases_and_fails_exhausted_steps(pool: PgPool) {
     assert_eq!(dead.attempt, 1, "the dead holder's execution counted");
     assert_eq!(dead.attempts[0].outcome, rara_domain::state::AttemptOutcome::LeaseExpired);
     let last = view.steps.iter().find(|s| s.name == "last_try").unwrap();
-    assert_eq!(last.error.as_ref().unwrap()["code"], "LEASE_EXPIRED");
+    assert_eq!(last.error.as_ref().unwrap().code, "LEASE_EXPIRED");
     assert_eq!(store.lease_due("scheduler", 10, LEASE).await.unwrap().len(), 2, "both returned steps are due again");
 }
 
@@ -495,15 +495,14 @@ async fn retrying_a_failed_step_revives_it_and_its_skipped_dependents(pool: PgPo
 }
 
 /// The next notification on the due channel, or `None` within `wait`.
-async fn due_notification(listener: &mut sqlx::postgres::PgListener, wait: Duration) -> Option<()> {
-    tokio::time::timeout(wait, listener.recv()).await.ok().map(|n| assert_eq!(n.unwrap().channel(), "rara_due"))
+async fn due_notification(listener: &mut rara_store::DueListener, wait: Duration) -> Option<()> {
+    tokio::time::timeout(wait, listener.recv()).await.ok().map(|n| n.unwrap())
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn steps_that_become_due_notify_listening_schedulers(pool: PgPool) {
     let store = Store::new(pool.clone());
-    let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await.unwrap();
-    listener.listen(rara_store::DUE_CHANNEL).await.unwrap();
+    let mut listener = store.listen_due().await.unwrap();
     let quiet = Duration::from_millis(300);
 
     let run = store.submit(&plan(CHAIN)).await.unwrap();
@@ -528,4 +527,5 @@ async fn steps_that_become_due_notify_listening_schedulers(pool: PgPool) {
     let b_id = step_id(&pool, run.run_id, "b").await;
     assert_eq!(store.retry_step(b_id).await.unwrap(), 2, "b and its skipped dependent c come back");
     assert!(due_notification(&mut listener, Duration::from_secs(5)).await.is_some(), "a retry by hand notifies");
+    listener.close().await;
 }

@@ -293,6 +293,17 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
                 detail: format!("runner {i}: received {} but {c:?}", c.received),
             });
         }
+        // A message is deleted only for a settled fate: an outcome recorded (success, failure
+        // for good, retry in Postgres), a lost lease, a stale verdict or a dead letter.
+        // Anything else (a panic, an outcome that did not land) comes back.
+        let acknowledged = c.received.saturating_sub(c.returned);
+        let settled = c.succeeded + c.failed + c.deferred + c.lease_lost + c.stale + c.dead_lettered;
+        if acknowledged != settled {
+            v.push(Violation {
+                rule: "a message is acknowledged only for a settled fate",
+                detail: format!("runner {i}: acknowledged {acknowledged} but settled {settled} ({c:?})"),
+            });
+        }
         // Every claim ends in at most one recorded outcome (or lease lost, or comes back).
         let ended = c.succeeded + c.failed + c.retried + c.lease_lost;
         if ended > c.claimed || c.claimed > ended + c.returned {

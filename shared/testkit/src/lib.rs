@@ -6,13 +6,16 @@
 //!
 //! - this file: LocalStack [`Queues`] and [`secrets_client`], [`settings`], [`submit`];
 //! - [`python`]: the real Python executor as a subprocess ([`PythonServer`]);
+//! - [`peer`]: a TCP peer in front of a real service that can go silent ([`SilentPeer`]);
 //! - [`scratch`]: a scratch database (create, migrate, drop), shared with `rara-bench`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
 pub mod history;
+pub mod peer;
 pub mod python;
 pub mod scratch;
 
+pub use peer::SilentPeer;
 pub use python::PythonServer;
 
 use std::collections::HashMap;
@@ -23,6 +26,7 @@ use aws_sdk_sqs::Client;
 use rara_domain::workflow::{Format, WorkflowDefinition};
 use rara_queue::sqs::SqsQueue;
 use rara_runtime::settings::Settings;
+use rara_runtime::timeouts::Timeouts;
 use rara_store::Store;
 use uuid::Uuid;
 
@@ -32,6 +36,13 @@ pub fn repo_root() -> PathBuf {
 
 pub fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://localhost:4566".into())
+}
+
+/// The socket address of [`endpoint`] (LocalStack's gateway), for a [`SilentPeer`] in front.
+pub fn endpoint_addr() -> std::net::SocketAddr {
+    let endpoint = endpoint();
+    let port = endpoint.rsplit(':').next().and_then(|p| p.trim_end_matches('/').parse().ok()).unwrap_or(4566);
+    std::net::SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 /// Starts LocalStack once per test binary unless something already answers.
@@ -85,6 +96,20 @@ impl Queues {
 
     pub fn queue(&self) -> Arc<SqsQueue> {
         Arc::new(SqsQueue::new(self.client.clone(), self.url.clone(), Some(self.dlq_url.clone())))
+    }
+
+    /// These queues reached through `peer` (which forwards to LocalStack, or is silent),
+    /// with a client carrying rara's `timeouts`, as the functions build it.
+    pub async fn queue_through(&self, peer: &SilentPeer, timeouts: &Timeouts) -> Arc<SqsQueue> {
+        let sdk = timeouts.aws_config().await;
+        let config = aws_sdk_sqs::config::Builder::from(&sdk)
+            .endpoint_url(peer.url())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "rara-tests"))
+            .build();
+        let client = Client::from_conf(config);
+        let queue = SqsQueue::new(client, self.url.clone(), Some(self.dlq_url.clone()));
+        Arc::new(queue.with_timeouts(timeouts.aws_connect, timeouts.aws_attempt, timeouts.aws_operation))
     }
 
     pub async fn send_raw(&self, body: &str) {

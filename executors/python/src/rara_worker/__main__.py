@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import tempfile
 from pathlib import Path
 
-from rara_worker.examples import registry
+from rara_worker.examples import build_registry
 from rara_worker.server import DEFAULT_GRACE_SECONDS, serve
+
+log = logging.getLogger("rara_worker")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,11 +27,21 @@ def main(argv: list[str] | None = None) -> None:
         help="where artifact files are written (default: $TMPDIR/rara-artifacts)",
     )
     parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("RARA_WORKER_DATA_DIR") or Path(tempfile.gettempdir()) / "rara-data"),
+        help="the only directory the examples read 'path' inputs from "
+        "(default: $RARA_WORKER_DATA_DIR, else $TMPDIR/rara-data, created empty)",
+    )
+    parser.add_argument(
         "--grace", type=float, default=DEFAULT_GRACE_SECONDS,
         help="seconds running work gets to finish on shutdown",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    registry = build_registry(args.data_dir)
+    log.info("example capabilities read path inputs only below %s", args.data_dir.resolve())
     asyncio.run(
         serve(registry, host=args.host, port=args.port, artifacts_dir=args.artifacts_dir,
               grace=args.grace)

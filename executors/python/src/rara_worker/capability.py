@@ -10,15 +10,24 @@ Register a handler with the decorator::
 
 A handler takes the context and the input object and returns the output object. An
 ``async def`` runs on the server's event loop; a plain ``def`` runs in a worker thread.
+
+Versions are SemVer 2.0 (``MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]``, semver.org). A step that
+pins no version runs the newest: the highest SemVer precedence (build metadata ignored; equal
+precedence is ordered by the text). The rule is the Rust router's too (``rara_remote::version``),
+checked on both sides against one table, ``tests/fixtures/capability-versions.json``. An invalid
+version ranks below every valid one there; this registry refuses to register one at all.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import semver
 
 from rara_worker.context import Context
 
@@ -55,9 +64,34 @@ class Capability:
         return json.dumps(self.input_schema, sort_keys=True, separators=(",", ":"))
 
 
-def version_key(version: str) -> tuple[tuple[int, int, str], ...]:
-    """Order versions numerically by dotted part ("1.10.0" > "1.9.0")."""
-    return tuple((1, int(p), "") if p.isdigit() else (0, 0, p) for p in version.split("."))
+def parse_version(version: str) -> semver.Version | None:
+    """The SemVer 2.0 version ``version`` spells, or None when it is not one."""
+    try:
+        return semver.Version.parse(version)
+    except (TypeError, ValueError):
+        return None
+
+
+def compare_versions(a: str, b: str) -> int:
+    """Negative, zero or positive as ``a`` is older than, the same as or newer than ``b``.
+
+    SemVer precedence first (build metadata ignored), then the text; every invalid version
+    is older than every valid one.
+    """
+    parsed_a, parsed_b = parse_version(a), parse_version(b)
+    if parsed_a is not None and parsed_b is not None:
+        by_precedence = parsed_a.compare(parsed_b)
+        if by_precedence:
+            return by_precedence
+    elif parsed_a is not None:
+        return 1
+    elif parsed_b is not None:
+        return -1
+    return (a > b) - (a < b)
+
+
+version_key = functools.cmp_to_key(compare_versions)
+"""A sort key for version strings: ``sorted(versions, key=version_key)`` is oldest first."""
 
 
 class CapabilityRegistry:
@@ -88,6 +122,11 @@ class CapabilityRegistry:
         """Add a capability; a second one with the same name and version is an error."""
         if not capability.name or not capability.version:
             raise ValueError("a capability needs a non-empty name and version")
+        if parse_version(capability.version) is None:
+            raise ValueError(
+                f"capability {capability.name} version {capability.version!r} is not a semantic "
+                "version (MAJOR.MINOR.PATCH, e.g. 1.0.0; see semver.org)"
+            )
         if not callable(capability.handler):
             raise TypeError(f"handler of {capability.name} is not callable")
         key = (capability.name, capability.version)

@@ -7,7 +7,12 @@
 - ``sleep`` 1.0.0: sleeps ``seconds`` in small steps, reporting progress and stopping
   when cancelled. Meant for tests.
 
-``path`` inputs are read from the executor's local file system.
+``path`` inputs are files below the executor's data directory (``--data-dir`` or
+``RARA_WORKER_DATA_DIR`` for ``python -m rara_worker``): a relative path is taken from there,
+an absolute one must lie inside it. A path that leaves it (``..``, an absolute path elsewhere,
+a symlink pointing out) fails the step permanently with ``PATH_OUTSIDE_DATA_DIR``, so a step's
+input cannot make the executor read its other files. Build the registry with
+``build_registry(data_dir)``.
 """
 
 from __future__ import annotations
@@ -25,45 +30,69 @@ from typing import Any
 
 from rara_worker.capability import CapabilityRegistry
 from rara_worker.context import Context
-from rara_worker.errors import InvalidInputError
+from rara_worker.errors import InvalidInputError, PermanentError
 
-registry = CapabilityRegistry()
+PATH_OUTSIDE_DATA_DIR = "PATH_OUTSIDE_DATA_DIR"
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CHUNK_ROWS = 1000
 
 
-def _read_text(input: dict[str, Any]) -> str:
+class DataDir:
+    """The directory ``path`` inputs are read from; nothing outside it is opened."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def resolve(self, raw: str) -> Path:
+        """The file ``raw`` names, symlinks resolved, refused unless it lies below the root.
+
+        The error names the field, never the path (inputs are not echoed).
+        """
+        try:
+            resolved = (self.root / raw).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+            raise InvalidInputError(f'"path" cannot be resolved: {type(exc).__name__}') from exc
+        if not resolved.is_relative_to(self.root):
+            raise PermanentError(
+                PATH_OUTSIDE_DATA_DIR,
+                '"path" must name a file below the executor\'s data directory '
+                "(--data-dir / RARA_WORKER_DATA_DIR)",
+                {"field": "path"},
+            )
+        return resolved
+
+
+def _read_text(files: DataDir, input: dict[str, Any]) -> str:
     if isinstance(input.get("text"), str):
         return str(input["text"])
     if isinstance(input.get("path"), str):
+        path = files.resolve(input["path"])
         try:
-            return Path(input["path"]).read_text(encoding="utf-8")
+            return path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"cannot read path: {type(exc).__name__}") from exc
     raise InvalidInputError('input needs "text" or "path" (a string)')
 
 
-@registry.capability(
-    "text.stats",
-    version="1.0.0",
-    description="Count lines, words and characters of a text; list its top words.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "text": {"type": "string"},
-            "path": {"type": "string"},
-            "top": {"type": "integer", "minimum": 0, "default": 10},
-        },
-        "oneOf": [{"required": ["text"]}, {"required": ["path"]}],
+TEXT_STATS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "path": {"type": "string"},
+        "top": {"type": "integer", "minimum": 0, "default": 10},
     },
-)
-async def text_stats(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    "oneOf": [{"required": ["text"]}, {"required": ["path"]}],
+}
+
+
+async def text_stats(files: DataDir, ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    """``text.stats``: counts and top words of ``text`` or of the file at ``path``."""
     top = input.get("top", 10)
     if not isinstance(top, int) or top < 0:
         raise InvalidInputError('"top" must be a non-negative integer')
-    text = await asyncio.to_thread(_read_text, input)
+    text = await asyncio.to_thread(_read_text, files, input)
     lines = text.splitlines()
     words: Counter[str] = Counter()
     step = max(1, math.ceil(len(lines) / 10))
@@ -86,21 +115,22 @@ async def text_stats(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
     return stats
 
 
-def _load_rows(input: dict[str, Any]) -> list[Any]:
+def _load_rows(files: DataDir, input: dict[str, Any]) -> list[Any]:
     if isinstance(input.get("rows"), list):
         return list(input["rows"])
-    path = input.get("path")
-    if not isinstance(path, str):
+    raw = input.get("path")
+    if not isinstance(raw, str):
         raise InvalidInputError('input needs "rows" (a list) or "path" (.csv or .jsonl)')
+    if not raw.endswith((".csv", ".jsonl")):
+        raise InvalidInputError('"path" must end in .csv or .jsonl')
+    path = files.resolve(raw)
     try:
-        with open(path, encoding="utf-8", newline="") as f:
-            if path.endswith(".csv"):
+        with path.open(encoding="utf-8", newline="") as f:
+            if raw.endswith(".csv"):
                 return list(csv.DictReader(f))
-            if path.endswith(".jsonl"):
-                return [json.loads(line) for line in f if line.strip()]
+            return [json.loads(line) for line in f if line.strip()]
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InvalidInputError(f"cannot read path: {type(exc).__name__}") from exc
-    raise InvalidInputError('"path" must end in .csv or .jsonl')
 
 
 def _split_sizes(total: int, ratios: dict[str, float]) -> dict[str, int]:
@@ -128,27 +158,25 @@ def _check_ratios(raw: object) -> dict[str, float]:
     return ratios
 
 
-@registry.capability(
-    "dataset.split",
-    version="1.0.0",
-    description="Split rows (inline, CSV or JSONL) into seeded random parts by ratio.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "rows": {"type": "array"},
-            "path": {"type": "string"},
-            "ratios": {"type": "object", "additionalProperties": {"type": "number"}},
-            "seed": {"type": "integer", "default": 0},
-        },
-        "required": ["ratios"],
+DATASET_SPLIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "rows": {"type": "array"},
+        "path": {"type": "string"},
+        "ratios": {"type": "object", "additionalProperties": {"type": "number"}},
+        "seed": {"type": "integer", "default": 0},
     },
-)
-async def dataset_split(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    "required": ["ratios"],
+}
+
+
+async def dataset_split(files: DataDir, ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    """``dataset.split``: a seeded split of inline rows or of the CSV/JSONL file at ``path``."""
     ratios = _check_ratios(input.get("ratios"))
     seed = input.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InvalidInputError('"seed" must be an integer')
-    rows = await asyncio.to_thread(_load_rows, input)
+    rows = await asyncio.to_thread(_load_rows, files, input)
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
     sizes = _split_sizes(len(rows), ratios)
@@ -167,17 +195,15 @@ async def dataset_split(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
     return {"rows": len(rows), "seed": seed, "counts": sizes}
 
 
-@registry.capability(
-    "sleep",
-    version="1.0.0",
-    description="Sleep for a number of seconds, reporting progress; honours cancellation.",
-    input_schema={
-        "type": "object",
-        "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 3600}},
-        "required": ["seconds"],
-    },
-)
+SLEEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 3600}},
+    "required": ["seconds"],
+}
+
+
 async def sleep(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    """``sleep``: sleeps ``seconds``, reporting progress, until done or cancelled."""
     seconds = input.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 3600:
         raise InvalidInputError('"seconds" must be a number from 0 to 3600')
@@ -189,3 +215,29 @@ async def sleep(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
         await asyncio.sleep(min(0.1, seconds - elapsed))
     slept = min(time.monotonic() - started, float(seconds))
     return {"slept_seconds": round(slept, 3), "cancelled": ctx.cancelled.is_set()}
+
+
+def build_registry(data_dir: Path) -> CapabilityRegistry:
+    """The example capabilities, reading ``path`` inputs only below ``data_dir``."""
+    files = DataDir(data_dir)
+    registry = CapabilityRegistry()
+
+    @registry.capability(
+        "text.stats", version="1.0.0", input_schema=TEXT_STATS_SCHEMA,
+        description="Count lines, words and characters of a text; list its top words.",
+    )
+    async def text_stats_below_data_dir(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        return await text_stats(files, ctx, input)
+
+    @registry.capability(
+        "dataset.split", version="1.0.0", input_schema=DATASET_SPLIT_SCHEMA,
+        description="Split rows (inline, CSV or JSONL) into seeded random parts by ratio.",
+    )
+    async def dataset_split_below_data_dir(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        return await dataset_split(files, ctx, input)
+
+    registry.capability(
+        "sleep", version="1.0.0", input_schema=SLEEP_SCHEMA,
+        description="Sleep for a number of seconds, reporting progress; honours cancellation.",
+    )(sleep)
+    return registry

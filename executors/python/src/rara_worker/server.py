@@ -1,7 +1,7 @@
 """The gRPC server: ``ExecutorService`` (``rara.v1``) plus the standard health service.
 
-``start()`` binds and starts a server and returns a ``RunningServer`` (used by tests and
-embedders); ``serve()`` also prints ``listening on HOST:PORT``, waits for SIGTERM or
+``start()`` binds and starts a server, logs the capabilities it serves (name and version)
+and returns a ``RunningServer`` (used by tests and embedders); ``serve()`` also prints ``listening on HOST:PORT``, waits for SIGTERM or
 SIGINT and shuts down gracefully: health turns NOT_SERVING, new calls are refused,
 running attempts get ``grace`` seconds to finish, then the rest end with ``failed``
 ``SHUTTING_DOWN`` (retryable).
@@ -165,7 +165,8 @@ async def start(
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("serving %d capabilities on %s:%d", len(registry), host, bound)
+    offered = ", ".join(f"{c.name} {c.version}" for c in registry) or "none"
+    log.info("serving %d capabilities on %s:%d: %s", len(registry), host, bound, offered)
     return RunningServer(server, service, health_servicer, host, bound)
 
 

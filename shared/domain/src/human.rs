@@ -1,0 +1,96 @@
+//! Numbers for people: durations and ratios rounded the way a person reads them (`2.67 s`,
+//! `250 ms`, `4 min 10 s`, `1.45 ×`), for every message, table and progress line rara shows.
+//! Machine output (`--json`, metrics) keeps exact values.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A duration shown to a person. `Display`: `0 s`, `250 ms`, `2.67 s`, `90 s`,
+/// `4 min 10 s`, `2 h 5 min`, `3 d 4 h`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Human(pub Duration);
+
+/// `Human(d)`, for `format!("{}", human::duration(d))`.
+pub fn duration(d: Duration) -> Human {
+    Human(d)
+}
+
+/// A ratio to two decimals at most, trailing zeros dropped: `1.45`, `3`, `0.33`.
+pub fn ratio(value: f64) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    trim(format!("{value:.2}"))
+}
+
+fn trim(text: String) -> String {
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text }
+}
+
+impl fmt::Display for Human {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        let secs = d.as_secs();
+        if d.is_zero() {
+            write!(f, "0 s")
+        } else if d < Duration::from_secs(1) {
+            // Below a millisecond, one decimal (`0.3 ms`); else whole milliseconds.
+            let ms = d.as_secs_f64() * 1000.0;
+            if ms < 1.0 { write!(f, "{} ms", trim(format!("{ms:.1}"))) } else { write!(f, "{} ms", ms.round()) }
+        } else if secs < 100 {
+            write!(f, "{} s", trim(format!("{:.2}", d.as_secs_f64())))
+        } else if secs < 3600 {
+            let rounded = (d.as_secs_f64()).round() as u64;
+            match (rounded / 60, rounded % 60) {
+                (m, 0) => write!(f, "{m} min"),
+                (m, s) => write!(f, "{m} min {s} s"),
+            }
+        } else if secs < 86_400 {
+            let minutes = (d.as_secs_f64() / 60.0).round() as u64;
+            match (minutes / 60, minutes % 60) {
+                (h, 0) => write!(f, "{h} h"),
+                (h, m) => write!(f, "{h} h {m} min"),
+            }
+        } else {
+            let hours = (d.as_secs_f64() / 3600.0).round() as u64;
+            match (hours / 24, hours % 24) {
+                (days, 0) => write!(f, "{days} d"),
+                (days, h) => write!(f, "{days} d {h} h"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_a_person_writes_them() {
+        let cases = [
+            (Duration::ZERO, "0 s"),
+            (Duration::from_micros(300), "0.3 ms"),
+            (Duration::from_micros(250_400), "250 ms"),
+            (Duration::from_secs_f64(2.666_666_666_000_000_2), "2.67 s"),
+            (Duration::from_secs(6), "6 s"),
+            (Duration::from_millis(1500), "1.5 s"),
+            (Duration::from_secs(90), "90 s"),
+            (Duration::from_secs(250), "4 min 10 s"),
+            (Duration::from_secs(300), "5 min"),
+            (Duration::from_secs(2 * 3600 + 5 * 60 + 10), "2 h 5 min"),
+            (Duration::from_secs(12 * 3600), "12 h"),
+            (Duration::from_secs(3 * 86_400 + 4 * 3600), "3 d 4 h"),
+        ];
+        for (d, expected) in cases {
+            assert_eq!(duration(d).to_string(), expected, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn ratios_have_two_decimals_at_most() {
+        assert_eq!(ratio(1.4537), "1.45");
+        assert_eq!(ratio(3.0), "3");
+        assert_eq!(ratio(1.0 / 3.0), "0.33");
+        assert_eq!(ratio(0.5), "0.5");
+    }
+}

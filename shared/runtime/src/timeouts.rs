@@ -1,0 +1,174 @@
+//! Deadlines on every outside call (SQS, Secrets Manager, Postgres, remote executors) and the
+//! grace a stopping runner gives what it holds. A silent peer — one that accepts a
+//! connection and never answers — costs at most these times, then it is a transient error
+//! like any other: logged, retried, never a wedged runner or a lost step.
+//!
+//! Every value comes from `RARA_*` variables with the defaults below (README, "Timeouts").
+
+use std::time::Duration;
+
+use rara_domain::config::{Error, Vars};
+
+pub const DEFAULT_SQS_CONNECT_TIMEOUT_MS: u64 = 3_000;
+pub const DEFAULT_SQS_ATTEMPT_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_SQS_OPERATION_TIMEOUT_MS: u64 = 12_000;
+pub const DEFAULT_SQS_MAX_ATTEMPTS: u32 = 3;
+pub const DEFAULT_DB_CONNECT_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_DB_STATEMENT_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_SHUTDOWN_GRACE_SECONDS: u64 = 10;
+pub const DEFAULT_GRPC_CONNECT_TIMEOUT_MS: u64 = 3_000;
+pub const DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS: u64 = 10_000;
+pub const DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS: u64 = 5_000;
+
+/// The deadlines of one function or runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// `RARA_SQS_CONNECT_TIMEOUT_MS`: TCP (and TLS) connect to SQS / Secrets Manager.
+    pub aws_connect: Duration,
+    /// `RARA_SQS_ATTEMPT_TIMEOUT_MS`: one HTTP attempt (a receive adds its long-poll wait).
+    pub aws_attempt: Duration,
+    /// `RARA_SQS_OPERATION_TIMEOUT_MS`: one operation, every retry included (a receive
+    /// adds its long-poll wait).
+    pub aws_operation: Duration,
+    /// `RARA_SQS_MAX_ATTEMPTS`: attempts per operation in the SDK's standard retry mode
+    /// (exponential backoff with jitter; throttling and transient errors are retried).
+    pub aws_max_attempts: u32,
+    /// `RARA_DB_CONNECT_TIMEOUT_MS`: getting a Postgres connection from the pool, a new
+    /// connection's handshake included.
+    pub db_connect: Duration,
+    /// `RARA_DB_STATEMENT_TIMEOUT_MS`: `statement_timeout` of rara's own sessions.
+    pub db_statement: Duration,
+    /// `RARA_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS`: `idle_in_transaction_session_timeout` of
+    /// rara's own sessions.
+    pub db_idle_in_transaction: Duration,
+    /// `RARA_GRPC_CONNECT_TIMEOUT_MS`, `RARA_GRPC_KEEPALIVE_INTERVAL_MS`,
+    /// `RARA_GRPC_KEEPALIVE_TIMEOUT_MS`: the connections to remote executors (a ping
+    /// unanswered for the timeout closes the connection: its streams end as a retryable
+    /// `EXECUTOR_UNAVAILABLE`).
+    pub grpc: rara_remote::Transport,
+    /// `RARA_SHUTDOWN_GRACE_SECONDS`: after SIGTERM / Ctrl-C, how long held work may go on
+    /// before the runner releases what it still holds and exits.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            aws_connect: Duration::from_millis(DEFAULT_SQS_CONNECT_TIMEOUT_MS),
+            aws_attempt: Duration::from_millis(DEFAULT_SQS_ATTEMPT_TIMEOUT_MS),
+            aws_operation: Duration::from_millis(DEFAULT_SQS_OPERATION_TIMEOUT_MS),
+            aws_max_attempts: DEFAULT_SQS_MAX_ATTEMPTS,
+            db_connect: Duration::from_millis(DEFAULT_DB_CONNECT_TIMEOUT_MS),
+            db_statement: Duration::from_millis(DEFAULT_DB_STATEMENT_TIMEOUT_MS),
+            db_idle_in_transaction: Duration::from_millis(DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS),
+            shutdown_grace: Duration::from_secs(DEFAULT_SHUTDOWN_GRACE_SECONDS),
+            grpc: rara_remote::Transport {
+                connect_timeout: Duration::from_millis(DEFAULT_GRPC_CONNECT_TIMEOUT_MS),
+                keepalive_interval: Duration::from_millis(DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS),
+                keepalive_timeout: Duration::from_millis(DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS),
+            },
+        }
+    }
+}
+
+impl Timeouts {
+    pub fn from_vars<F: Fn(&str) -> Option<String>>(vars: &Vars<'_, F>) -> Result<Self, Error> {
+        let timeouts = Timeouts {
+            aws_connect: vars.millis("RARA_SQS_CONNECT_TIMEOUT_MS", DEFAULT_SQS_CONNECT_TIMEOUT_MS)?,
+            aws_attempt: vars.millis("RARA_SQS_ATTEMPT_TIMEOUT_MS", DEFAULT_SQS_ATTEMPT_TIMEOUT_MS)?,
+            aws_operation: vars.millis("RARA_SQS_OPERATION_TIMEOUT_MS", DEFAULT_SQS_OPERATION_TIMEOUT_MS)?,
+            aws_max_attempts: vars.count("RARA_SQS_MAX_ATTEMPTS", DEFAULT_SQS_MAX_ATTEMPTS)?,
+            db_connect: vars.millis("RARA_DB_CONNECT_TIMEOUT_MS", DEFAULT_DB_CONNECT_TIMEOUT_MS)?,
+            db_statement: vars.millis("RARA_DB_STATEMENT_TIMEOUT_MS", DEFAULT_DB_STATEMENT_TIMEOUT_MS)?,
+            db_idle_in_transaction: vars
+                .millis("RARA_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", DEFAULT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS)?,
+            shutdown_grace: Duration::from_secs(vars.parse(
+                "RARA_SHUTDOWN_GRACE_SECONDS",
+                DEFAULT_SHUTDOWN_GRACE_SECONDS,
+                "a whole number of seconds",
+            )?),
+            grpc: rara_remote::Transport {
+                connect_timeout: vars.millis("RARA_GRPC_CONNECT_TIMEOUT_MS", DEFAULT_GRPC_CONNECT_TIMEOUT_MS)?,
+                keepalive_interval: vars
+                    .millis("RARA_GRPC_KEEPALIVE_INTERVAL_MS", DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS)?,
+                keepalive_timeout: vars.millis("RARA_GRPC_KEEPALIVE_TIMEOUT_MS", DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS)?,
+            },
+        };
+        let positive = [
+            ("RARA_SQS_CONNECT_TIMEOUT_MS", timeouts.aws_connect),
+            ("RARA_SQS_ATTEMPT_TIMEOUT_MS", timeouts.aws_attempt),
+            ("RARA_SQS_OPERATION_TIMEOUT_MS", timeouts.aws_operation),
+            ("RARA_DB_CONNECT_TIMEOUT_MS", timeouts.db_connect),
+            ("RARA_DB_STATEMENT_TIMEOUT_MS", timeouts.db_statement),
+            ("RARA_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", timeouts.db_idle_in_transaction),
+            ("RARA_GRPC_CONNECT_TIMEOUT_MS", timeouts.grpc.connect_timeout),
+            ("RARA_GRPC_KEEPALIVE_INTERVAL_MS", timeouts.grpc.keepalive_interval),
+            ("RARA_GRPC_KEEPALIVE_TIMEOUT_MS", timeouts.grpc.keepalive_timeout),
+        ];
+        if let Some((var, _)) = positive.iter().find(|(_, d)| d.is_zero()) {
+            return Err(Error::Invalid { var, value: "0".into(), reason: "must be at least 1 ms".into() });
+        }
+        if timeouts.aws_max_attempts == 0 {
+            return Err(Error::Invalid {
+                var: "RARA_SQS_MAX_ATTEMPTS",
+                value: "0".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        if timeouts.aws_operation < timeouts.aws_attempt {
+            return Err(Error::Invalid {
+                var: "RARA_SQS_OPERATION_TIMEOUT_MS",
+                value: timeouts.aws_operation.as_millis().to_string(),
+                reason: format!(
+                    "must be at least RARA_SQS_ATTEMPT_TIMEOUT_MS ({} ms): an operation includes its attempts",
+                    timeouts.aws_attempt.as_millis()
+                ),
+            });
+        }
+        Ok(timeouts)
+    }
+
+    /// The AWS SDK configuration of the environment (region, credentials,
+    /// `AWS_ENDPOINT_URL`) with these timeouts and the standard retry mode.
+    pub async fn aws_config(&self) -> aws_config::SdkConfig {
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(self.aws_connect)
+            .operation_attempt_timeout(self.aws_attempt)
+            .operation_timeout(self.aws_operation)
+            .build();
+        let retry = aws_config::retry::RetryConfig::standard().with_max_attempts(self.aws_max_attempts);
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(timeouts)
+            .retry_config(retry)
+            .load()
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<Timeouts, Error> {
+        let lookup = |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned());
+        Timeouts::from_vars(&Vars(&lookup))
+    }
+
+    #[test]
+    fn defaults_apply_and_each_value_is_configurable() {
+        assert_eq!(from(&[]).unwrap(), Timeouts::default());
+        let t = from(&[("RARA_SQS_ATTEMPT_TIMEOUT_MS", "700"), ("RARA_SHUTDOWN_GRACE_SECONDS", "0")]).unwrap();
+        assert_eq!((t.aws_attempt, t.shutdown_grace), (Duration::from_millis(700), Duration::ZERO));
+    }
+
+    #[test]
+    fn zero_timeouts_and_an_operation_shorter_than_its_attempt_are_refused() {
+        let err = from(&[("RARA_DB_STATEMENT_TIMEOUT_MS", "0")]).unwrap_err().to_string();
+        assert!(err.contains("RARA_DB_STATEMENT_TIMEOUT_MS"), "{err}");
+        let err = from(&[("RARA_SQS_OPERATION_TIMEOUT_MS", "1000")]).unwrap_err().to_string();
+        assert!(err.contains("RARA_SQS_ATTEMPT_TIMEOUT_MS"), "{err}");
+        assert!(from(&[("RARA_SQS_MAX_ATTEMPTS", "0")]).is_err());
+    }
+}

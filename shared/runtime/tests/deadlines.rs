@@ -1,0 +1,221 @@
+//! Every outside call has a deadline: an SQS endpoint that accepts connections and never
+//! answers (a [`SilentPeer`] in front of LocalStack) cannot wedge the scheduler or the
+//! executor runner. On stop they end within the shutdown grace plus a few seconds, and
+//! what they held is given back; when the peer speaks again, work resumes without a restart.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use rara_queue::Queue;
+use rara_runtime::batch::BatchExecutor;
+use rara_runtime::runner::run_executor;
+use rara_runtime::scheduler::Scheduler;
+use rara_store::Store;
+use sqlx::PgPool;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// The grace of these tests, and what stopping may take beyond it.
+const GRACE_SECONDS: u64 = 1;
+const BEYOND_GRACE: Duration = Duration::from_secs(5);
+
+async fn step_row(store: &Store, run_id: Uuid) -> (String, Option<Uuid>, i32, i32) {
+    sqlx::query_as("SELECT status::text, lease_token, attempt, max_attempts FROM steps WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_scheduler_facing_a_silent_sqs_stops_within_its_grace_and_releases_its_leases(pool: PgPool) {
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    // SDK deadlines far beyond the grace: the stop must not wait for them.
+    let settings = Arc::new(settings(
+        &queues,
+        &[
+            ("RARA_SHUTDOWN_GRACE_SECONDS", "1"),
+            ("RARA_SQS_ATTEMPT_TIMEOUT_MS", "30000"),
+            ("RARA_SQS_OPERATION_TIMEOUT_MS", "60000"),
+        ],
+    ));
+    let peer = SilentPeer::start(endpoint_addr(), true).await;
+    let scheduler =
+        Scheduler::new(store.clone(), queues.queue_through(&peer, &settings.timeouts).await, settings.clone());
+    let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
+
+    let stop = CancellationToken::new();
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { scheduler.run(None, stop).await }
+    });
+    // The first pass leases the step and hangs on the send.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(step_row(&store, run_id).await.0, "leased", "leased, its message stuck in the silent peer");
+    stop.cancel();
+    let stopped = Instant::now();
+    let counters = tokio::time::timeout(Duration::from_secs(GRACE_SECONDS) + BEYOND_GRACE, task)
+        .await
+        .expect("the scheduler ends within grace + 5 s")
+        .unwrap()
+        .unwrap();
+    eprintln!("stopped {:?} after SIGTERM", stopped.elapsed());
+    assert_eq!((counters.leased, counters.sent, counters.released), (1, 0, 1));
+    let (status, token, _, _) = step_row(&store, run_id).await;
+    assert_eq!((status.as_str(), token), ("pending", None), "the lease was given back at once");
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_scheduler_resumes_sending_when_a_silent_sqs_speaks_again(pool: PgPool) {
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let settings = Arc::new(settings(
+        &queues,
+        &[
+            ("RARA_SQS_CONNECT_TIMEOUT_MS", "500"),
+            ("RARA_SQS_ATTEMPT_TIMEOUT_MS", "700"),
+            ("RARA_SQS_OPERATION_TIMEOUT_MS", "1500"),
+            ("RARA_SCHEDULER_POLL_MS", "200"),
+        ],
+    ));
+    let peer = SilentPeer::start(endpoint_addr(), true).await;
+    let scheduler =
+        Scheduler::new(store.clone(), queues.queue_through(&peer, &settings.timeouts).await, settings.clone());
+    let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
+    let stop = CancellationToken::new();
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { scheduler.run(None, stop).await }
+    });
+
+    // While the peer is silent, every send times out and its lease is released.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(queues.queue().receive(1, Duration::from_secs(1)).await.unwrap().is_empty());
+    peer.set_silent(false);
+    let received = queues.queue().receive(1, Duration::from_secs(15)).await.unwrap();
+    assert_eq!(received.len(), 1, "the same scheduler sent the step once SQS answered again");
+    stop.cancel();
+    let counters = task.await.unwrap().unwrap();
+    assert!(counters.released >= 1 && counters.sent == 1, "{counters:?}");
+    let (status, token, _, _) = step_row(&store, run_id).await;
+    assert_eq!(status, "leased");
+    let message = rara_queue::StepMessage::parse(&received[0].body).unwrap();
+    assert_eq!(token, Some(message.lease_token), "the message carries the step's current lease");
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_executor_runner_stopped_while_sqs_is_silent_gives_its_running_step_back(pool: PgPool) {
+    let (store, queues, stack) = Stack::fresh(
+        pool,
+        &[
+            ("RARA_SHUTDOWN_GRACE_SECONDS", "1"),
+            ("RARA_SQS_ATTEMPT_TIMEOUT_MS", "30000"),
+            ("RARA_SQS_OPERATION_TIMEOUT_MS", "60000"),
+        ],
+    )
+    .await;
+    let run_id = submit(
+        &store,
+        &stack.settings,
+        "name: long\nsteps:\n  - {name: a, operation: sleep, input: {seconds: 60}, timeout_seconds: 120, max_attempts: 2}\n",
+    )
+    .await;
+    assert_eq!(stack.scheduler().pass().await.unwrap().sent, 1);
+
+    let peer = SilentPeer::start(endpoint_addr(), false).await;
+    let queue: Arc<dyn Queue> = queues.queue_through(&peer, &stack.settings.timeouts).await;
+    let executor = BatchExecutor::new(
+        store.clone(),
+        queue.clone(),
+        Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap()),
+        &stack.settings,
+    );
+    let stop = CancellationToken::new();
+    let options = stack.runner_options(None);
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { run_executor(&executor, queue, &options, stop).await }
+    });
+    let started = Instant::now();
+    while step_row(&store, run_id).await.0 != "running" {
+        assert!(started.elapsed() < Duration::from_secs(15), "the step never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    peer.set_silent(true);
+    stop.cancel();
+    let counters = tokio::time::timeout(Duration::from_secs(GRACE_SECONDS) + BEYOND_GRACE, task)
+        .await
+        .expect("the runner ends within grace + 5 s")
+        .unwrap()
+        .unwrap();
+    assert_eq!((counters.claimed, counters.released), (1, 1), "{counters:?}");
+
+    let (status, token, attempt, max_attempts) = step_row(&store, run_id).await;
+    assert_eq!((status.as_str(), token), ("pending", None), "due again for another executor");
+    assert_eq!((attempt, max_attempts), (1, 3), "the interrupted attempt does not count against the budget");
+    let closed: (String, String) = sqlx::query_as(
+        "SELECT a.outcome::text, a.error->>'code' FROM step_attempts a JOIN steps s ON s.id = a.step_id WHERE s.run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(closed, ("retrying".to_owned(), "EXECUTOR_SHUTDOWN".to_owned()));
+}
+
+/// Drops every report (the stream under test is the point, not what it reports).
+struct NoReports;
+
+#[async_trait::async_trait]
+impl rara_domain::executor::Reporter for NoReports {
+    async fn progress(&self, _: f64, _: &str) -> Result<(), rara_domain::executor::ReportError> {
+        Ok(())
+    }
+    async fn artifact(&self, _: rara_domain::executor::Artifact) -> Result<(), rara_domain::executor::ReportError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_within_its_keepalive() {
+    use rara_domain::registry::RemoteRouter;
+    let server = PythonServer::start();
+    let upstream: std::net::SocketAddr = server.url().trim_start_matches("http://").parse().unwrap();
+    let peer = SilentPeer::start(upstream, false).await;
+    let transport = rara_remote::Transport {
+        connect_timeout: Duration::from_secs(1),
+        keepalive_interval: Duration::from_millis(500),
+        keepalive_timeout: Duration::from_millis(500),
+    };
+    let remote = rara_remote::RemoteExecutors::with_transport([peer.url()], transport).unwrap();
+    remote.refresh().await;
+    let executor = remote.route("sleep", None).await.unwrap().expect("the Python executor offers sleep");
+    let ctx = rara_domain::executor::ExecutionContext {
+        run_id: Uuid::new_v4(),
+        step_id: Uuid::new_v4(),
+        operation: "sleep".into(),
+        version: None,
+        attempt: 1,
+        fence: 1,
+        deadline: Instant::now() + Duration::from_secs(60),
+        cancel: CancellationToken::new(),
+        reporter: Arc::new(NoReports),
+    };
+    let task = tokio::spawn(async move { executor.execute(ctx, serde_json::json!({"seconds": 30})).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    peer.set_silent(true);
+    let silent = Instant::now();
+    let error = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the silent peer is found out long before the step's deadline")
+        .unwrap()
+        .expect_err("the step cannot succeed through a silent peer");
+    eprintln!("found out {:?} after the peer went silent: {}", silent.elapsed(), error.message);
+    assert_eq!((error.code.as_str(), error.retryable), ("EXECUTOR_UNAVAILABLE", true), "{error:?}");
+}

@@ -1,0 +1,59 @@
+-- The executor's batch claim: $1 step ids, $2 their lease tokens (one message each), for the
+-- worker $3, holding for $4 ms. A pair claims its step when the token matches and the step
+-- is leased, due and unexpired, or running under an expired lease (take over; the previous
+-- attempt closes with the error $5). One row per pair, in order, with its verdict.
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
+),
+claimed AS (
+    UPDATE steps s
+    SET status = 'running', leased_by = $3::text, fence = nextval('rara_fence_seq'), attempt = s.attempt + 1,
+        lease_expires_at = now() + $4::bigint * interval '1 millisecond', progress = NULL, updated_at = now()
+    FROM input i
+    WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND s.attempt < s.max_attempts
+      AND CASE s.status
+              WHEN 'leased' THEN s.next_run_at <= now() AND s.lease_expires_at > now()
+              WHEN 'running' THEN s.lease_expires_at <= now()
+              ELSE false
+          END
+    RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
+              s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
+              s.lease_expires_at, s.lease_token
+),
+opened AS (
+    INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token)
+    SELECT id, attempt, fence, $3::text, lease_token FROM claimed
+),
+taken_over AS (
+    UPDATE step_attempts a
+    SET outcome = 'lease_expired', finished_at = now(), error = $5::jsonb
+    FROM claimed c
+    WHERE a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running'
+    RETURNING a.step_id
+)
+SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "operation?",
+       c.version AS "version?", c.input AS "input?", c.attempt AS "attempt?", c.max_attempts AS "max_attempts?",
+       c.fence AS "fence?", c.timeout_seconds AS "timeout_seconds?",
+       c.retry_initial_delay_ms AS "retry_initial_delay_ms?", c.retry_max_delay_ms AS "retry_max_delay_ms?",
+       c.retry_multiplier AS "retry_multiplier?", c.lease_expires_at AS "lease_expires_at?",
+       (c.id IS NOT NULL AND s.status = 'running') AS "took_over?",
+       CASE
+           WHEN c.id IS NOT NULL THEN 'claimed'
+           WHEN s.id IS NULL THEN 'unknown'
+           WHEN s.status IN ('succeeded', 'failed', 'cancelled', 'skipped') THEN 'finished'
+           WHEN s.lease_token IS DISTINCT FROM i.lease_token THEN 'token_mismatch'
+           WHEN s.status = 'leased' AND s.lease_expires_at <= now() THEN 'lease_expired'
+           WHEN s.status = 'running' AND s.lease_expires_at <= now() THEN 'lease_expired'
+           ELSE 'held'
+       END AS "verdict!",
+       CASE
+           WHEN s.status = 'leased' AND s.next_run_at > now()
+               THEN (extract(epoch FROM s.next_run_at - now()) * 1000)::bigint
+           WHEN s.status = 'running' AND s.lease_expires_at > now()
+               THEN (extract(epoch FROM s.lease_expires_at - now()) * 1000)::bigint
+           ELSE $4::bigint
+       END AS "held_ms?"
+FROM input i
+LEFT JOIN claimed c ON c.id = i.step_id AND c.lease_token = i.lease_token
+LEFT JOIN steps s ON s.id = i.step_id
+ORDER BY i.ord

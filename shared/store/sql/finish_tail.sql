@@ -1,0 +1,54 @@
+-- The shared tail of every statement that finishes steps other than by success, composed as
+-- `WITH RECURSIVE targets AS (<targets>), <this>` (outcome.rs). It expects a `targets` CTE
+-- with columns (id, new_status, error, attempt_outcome) whose rows are locked (FOR UPDATE),
+-- so its conditions hold when the rows change. The dependents it skips get the error bound
+-- as the parameter after the targets' own (written `{dependency_failed}` below).
+finished AS (
+    UPDATE steps s
+    SET status = t.new_status, error = t.error, leased_by = NULL, lease_token = NULL,
+        lease_expires_at = NULL, finished_at = now(), updated_at = now()
+    FROM targets t
+    WHERE s.id = t.id
+    RETURNING s.id, s.run_id, s.attempt, s.status
+),
+closed AS (
+    UPDATE step_attempts a
+    SET outcome = t.attempt_outcome, error = t.error, finished_at = now()
+    FROM finished f JOIN targets t ON t.id = f.id
+    WHERE a.step_id = f.id AND a.attempt = f.attempt AND a.outcome = 'running'
+),
+downstream(id) AS (
+    SELECT d.step_id FROM step_dependencies d JOIN finished f ON d.depends_on = f.id
+    UNION
+    SELECT d.step_id FROM step_dependencies d JOIN downstream x ON d.depends_on = x.id
+),
+skipped AS (
+    UPDATE steps s
+    SET status = 'skipped', finished_at = now(), updated_at = now(), error = {dependency_failed}
+    FROM downstream x
+    WHERE s.id = x.id AND s.status = 'pending' AND s.id NOT IN (SELECT id FROM targets)
+    RETURNING s.id, s.run_id, s.status
+),
+tally AS (
+    SELECT run_id, count(*)::int AS finished,
+           count(*) FILTER (WHERE status = 'failed')::int AS failed,
+           count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+    FROM (SELECT run_id, status FROM finished UNION ALL SELECT run_id, status FROM skipped) x
+    GROUP BY run_id
+),
+runs AS (
+    UPDATE workflow_runs w
+    SET steps_unfinished = w.steps_unfinished - t.finished,
+        steps_failed = w.steps_failed + t.failed,
+        steps_cancelled = w.steps_cancelled + t.cancelled,
+        status = CASE
+            WHEN w.steps_unfinished - t.finished > 0 THEN w.status
+            WHEN w.steps_failed + t.failed > 0 THEN 'failed'
+            WHEN w.steps_cancelled + t.cancelled > 0 THEN 'cancelled'
+            ELSE 'succeeded' END::rara_run_status,
+        finished_at = CASE WHEN w.steps_unfinished - t.finished = 0 THEN now() END,
+        updated_at = now()
+    FROM tally t
+    WHERE w.id = t.run_id
+)
+SELECT id FROM finished

@@ -1,0 +1,133 @@
+//! Every statement the store runs, by name, with its parameter types: the [`catalogue`].
+//!
+//! The statements live in `shared/store/sql/`, one `.sql` file each, with a comment that says
+//! what it does and what its parameters are; paste one into `psql` (`PREPARE`/`EXECUTE`) to
+//! run it. Most are complete as they stand, and the modules run them with
+//! `sqlx::query_file!`, so the build checks them against the schema (offline, from the
+//! committed `.sqlx/`). A few are composed here, and are catalogued in their composed form:
+//!
+//! - the fenced writes, whose files mark where the holder goes (`{holder}`, `{holders}`)
+//!   and get the one predicate of [`fence`](crate::fence);
+//! - the statements that finish steps other than by success: their targets, then the shared
+//!   `finish_tail.sql` (`WITH RECURSIVE targets AS (<targets>), <tail>`);
+//! - `ANALYZE` of each hot table ([`statistics`](crate::statistics)).
+//!
+//! `tests/catalogue.rs` prepares every statement of the catalogue against the migrated
+//! schema and checks its parameter types. `cargo run -q -p rara-store --example sql -- NAME`
+//! prints one as it runs (composed), `--example sql` alone lists them.
+
+use std::sync::LazyLock;
+
+use crate::{fence, statistics};
+
+macro_rules! sql_file {
+    ($name:literal) => {
+        include_str!(concat!("../sql/", $name, ".sql"))
+    };
+}
+
+/// One statement: its name (the `.sql` file's), its text, and the types of `$1`, `$2`, …
+/// as Postgres names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Statement {
+    pub name: &'static str,
+    pub sql: &'static str,
+    pub params: &'static [&'static str],
+}
+
+// The scheduler (lease.rs).
+pub const LEASE_DUE: &str = sql_file!("lease_due");
+pub const RELEASE: &str = sql_file!("release");
+pub const REAP_RELEASE: &str = sql_file!("reap_release");
+pub static REAP_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("reap_fail_targets"), 3));
+
+// The executor (claim.rs, running.rs, outcome.rs).
+pub const CLAIM: &str = sql_file!("claim");
+pub static HEARTBEAT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("heartbeat")));
+pub static PROGRESS: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("progress")));
+pub static ARTIFACT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("artifact")));
+pub static SUCCEED: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("succeed")));
+pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("retry")));
+pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
+pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
+
+// Operators (outcome.rs, submit.rs, read.rs).
+pub static CANCEL_STEP: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_step_targets"), 3));
+pub static CANCEL_RUN: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_run_targets"), 3));
+pub const RETRY_STEP: &str = sql_file!("retry_step");
+pub const NOTIFY_DUE: &str = sql_file!("notify_due");
+pub const SUBMIT_RUN: &str = sql_file!("submit_run");
+pub const RUN_BY_KEY: &str = sql_file!("run_by_key");
+pub const SUBMIT_STEPS: &str = sql_file!("submit_steps");
+pub const SUBMIT_DEPENDENCIES: &str = sql_file!("submit_dependencies");
+pub const READ_RUN: &str = sql_file!("read_run");
+pub const READ_STEPS: &str = sql_file!("read_steps");
+pub const READ_DEPENDENCIES: &str = sql_file!("read_dependencies");
+pub const READ_ATTEMPTS: &str = sql_file!("read_attempts");
+pub const READ_ARTIFACTS: &str = sql_file!("read_artifacts");
+pub const RUN_EXISTS: &str = sql_file!("run_exists");
+pub const STEP_EXISTS: &str = sql_file!("step_exists");
+pub const LIST_RUNS: &str = sql_file!("list_runs");
+pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
+
+// Planner statistics (statistics.rs).
+pub const GROWN_TABLES: &str = sql_file!("grown_tables");
+/// `ANALYZE (SKIP_LOCKED) <table>` for each of [`statistics::TABLES`], in that order.
+pub static ANALYZE: LazyLock<Vec<String>> =
+    LazyLock::new(|| statistics::TABLES.iter().map(|t| format!("ANALYZE (SKIP_LOCKED) {t}")).collect());
+
+/// `WITH RECURSIVE targets AS (<targets>), <finish_tail.sql>`, the error of the dependents it
+/// skips bound as `$skip_error`.
+fn finish(targets: &str, skip_error: u8) -> String {
+    let tail = sql_file!("finish_tail").replace("{dependency_failed}", &format!("${skip_error}::jsonb"));
+    format!("WITH RECURSIVE targets AS (\n{targets}),\n{tail}")
+}
+
+const HOLDER: [&str; 3] = ["uuid", "text", "int8"];
+const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
+
+/// Every statement of the store, composed statements in their composed form.
+pub fn catalogue() -> Vec<Statement> {
+    let s = |name, sql, params| Statement { name, sql, params };
+    let mut all = vec![
+        s("lease_due", LEASE_DUE, &["int8", "text", "int8"]),
+        s("release", RELEASE, &["uuid[]", "uuid[]"]),
+        s("reap_release", REAP_RELEASE, &["int8", "jsonb"]),
+        s("reap_fail", REAP_FAIL.as_str(), &["int8", "jsonb", "jsonb"]),
+        s("claim", CLAIM, &["uuid[]", "uuid[]", "text", "int8", "jsonb"]),
+        s("heartbeat", HEARTBEAT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "int8"]),
+        s("progress", PROGRESS.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "float8", "text"]),
+        s("artifact", ARTIFACT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "text", "text", "text", "int8", "text"]),
+        s("succeed", SUCCEED.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "text"]),
+        s("retry", RETRY.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "int8[]", "int8"]),
+        s("fail", FAIL.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "jsonb"]),
+        s("release_running", RELEASE_RUNNING.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb", "text"]),
+        s("cancel_step", CANCEL_STEP.as_str(), &["uuid", "jsonb", "jsonb"]),
+        s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
+        s("retry_step", RETRY_STEP, &["uuid"]),
+        s("notify_due", NOTIFY_DUE, &["text"]),
+        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4"]),
+        s("run_by_key", RUN_BY_KEY, &["text"]),
+        s(
+            "submit_steps",
+            SUBMIT_STEPS,
+            &[
+                "uuid[]", "uuid", "int4[]", "text[]", "text[]", "text[]", "jsonb[]", "int4[]", "int4[]", "int4[]",
+                "int8[]", "int8[]", "float8[]",
+            ],
+        ),
+        s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),
+        s("read_run", READ_RUN, &["uuid"]),
+        s("read_steps", READ_STEPS, &["uuid"]),
+        s("read_dependencies", READ_DEPENDENCIES, &["uuid"]),
+        s("read_attempts", READ_ATTEMPTS, &["uuid"]),
+        s("read_artifacts", READ_ARTIFACTS, &["uuid"]),
+        s("run_exists", RUN_EXISTS, &["uuid"]),
+        s("step_exists", STEP_EXISTS, &["uuid"]),
+        s("list_runs", LIST_RUNS, &["rara_run_status", "int8"]),
+        s("run_of_step", RUN_OF_STEP, &["uuid"]),
+        s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
+    ];
+    all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));
+    all
+}
