@@ -9,7 +9,8 @@
 #   gathered within a 20 ms batching window), BENCH_EXECUTORS (2), BENCH_RUNS (2),
 #   and the PGBENCH_* variables of scripts/pgbench-lease-complete.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 steps=${BENCH_STEPS:-40000}
 batches=${BENCH_BATCHES:-10 100}
@@ -19,9 +20,7 @@ export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 
 scripts/ensure-postgres.sh
 cargo build --release -p rara-bench
-# Where cargo put it (CARGO_TARGET_DIR, build.target-dir or target/).
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-bench="$target_dir/release/rara-bench"
+bench="$(target_dir)/release/rara-bench"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(psql -Atq "$DATABASE_URL" -c 'SHOW server_version'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$runs"); do

@@ -17,14 +17,14 @@
 # whether a TLS handshake is part of it (the local server has ssl = on, so the default
 # `prefer` negotiates TLS, as RDS requires).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 runs=${1:-5}
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rara}
 scripts/ensure-postgres.sh
 cargo build --release --quiet -p rara -p scheduler -p executor
-# Where cargo put them (CARGO_TARGET_DIR, build.target-dir or target/).
+RARA_RELEASE_DIR="$(target_dir)/release"
 export RARA_RELEASE_DIR
-RARA_RELEASE_DIR="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release"
 "$RARA_RELEASE_DIR/rara" migrate >/dev/null
 
 export RARA_QUEUE_URL=http://127.0.0.1:4566/000000000000/rara-cold-start
