@@ -72,26 +72,25 @@ deploy-localstack: ## Deploy queues, DLQ and roles into LocalStack and check the
 	@scripts/deploy-localstack.sh
 
 .PHONY: bench
-bench: ## Benchmark: pgbench lease+complete baseline vs rara bench (release), twice, with the ratio
+bench: ## Benchmark: pgbench lease+complete baseline vs rara-bench flat (release), twice, with the ratio
 	@scripts/bench.sh
 
 BENCH_DB ?= postgres://postgres@127.0.0.1:5432/postgres
+# The benchmark binary (tools/bench), built in release wherever cargo puts its target dir.
+BENCH := cargo run --release -q -p rara-bench --
 
 .PHONY: bench-wakeup
 bench-wakeup: ## Newly due step -> enqueued, scheduler listening (NOTIFY) vs polling every second
-	@cargo build --release -q -p rara
-	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --steps 10000 --rate 500 --poll-ms 1000
-	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --steps 10000 --rate 500 --poll-ms 1000 --no-listen
+	@DATABASE_URL=$(BENCH_DB) $(BENCH) rate --steps 10000 --rate 500 --poll-ms 1000
+	@DATABASE_URL=$(BENCH_DB) $(BENCH) rate --steps 10000 --rate 500 --poll-ms 1000 --no-listen
 
 .PHONY: bench-scale
 bench-scale: ## Claim latency with 10 thousand and with 10 million finished steps (about 5 minutes, ~6 GB)
-	@cargo build --release -q -p rara
-	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --scale
+	@DATABASE_URL=$(BENCH_DB) $(BENCH) scale
 
 .PHONY: bench-soak
 bench-soak: ## 10 minutes of steady submit (3,000 steps/s) + execute, steps/s and latency per minute
-	@cargo build --release -q -p rara
-	@DATABASE_URL=$(BENCH_DB) target/release/rara bench --soak-minutes 10 --rate 3000
+	@DATABASE_URL=$(BENCH_DB) $(BENCH) soak --minutes 10 --rate 3000
 
 .PHONY: cold-start
 cold-start: ## Process start -> ready of the release Lambda bootstraps, and their idle RSS

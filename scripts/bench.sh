@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: build rara in release, then in the same session run the pgbench baseline
-# (a naive lease-one-row-then-complete-it queue, 16 clients) and `rara bench` on the
+# `make bench`: build rara-bench in release, then in the same session run the pgbench baseline
+# (a naive lease-one-row-then-complete-it queue, 16 clients) and `rara-bench flat` on the
 # Postgres path at each executor batch size of BENCH_BATCHES, and print the ratio of their
 # throughputs. See BENCHMARKS.md.
 #
@@ -9,7 +9,8 @@
 #   gathered within a 20 ms batching window), BENCH_EXECUTORS (2), BENCH_RUNS (2),
 #   and the PGBENCH_* variables of scripts/pgbench-lease-complete.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 steps=${BENCH_STEPS:-40000}
 batches=${BENCH_BATCHES:-10 100}
@@ -18,8 +19,8 @@ runs=${BENCH_RUNS:-2}
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 
 scripts/ensure-postgres.sh
-cargo build --release -p rara
-rara=target/release/rara
+cargo build --release -p rara-bench
+bench="$(target_dir)/release/rara-bench"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(psql -Atq "$DATABASE_URL" -c 'SHOW server_version'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$runs"); do
@@ -27,7 +28,7 @@ for i in $(seq 1 "$runs"); do
     baseline=$(scripts/pgbench-lease-complete.sh --json)
     echo "pgbench: $baseline"
     for batch in $batches; do
-        report=$("$rara" bench --steps "$steps" --batch "$batch" --executors "$executors" --json)
+        report=$("$bench" flat --steps "$steps" --batch "$batch" --executors "$executors" --json)
         echo "rara (batch $batch): $report"
         python3 - "$baseline" "$report" <<'PY'
 import json, sys

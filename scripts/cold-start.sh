@@ -17,12 +17,15 @@
 # whether a TLS handshake is part of it (the local server has ssl = on, so the default
 # `prefer` negotiates TLS, as RDS requires).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 runs=${1:-5}
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rara}
 scripts/ensure-postgres.sh
 cargo build --release --quiet -p rara -p scheduler -p executor
-target/release/rara migrate >/dev/null
+RARA_RELEASE_DIR="$(target_dir)/release"
+export RARA_RELEASE_DIR
+"$RARA_RELEASE_DIR/rara" migrate >/dev/null
 
 export RARA_QUEUE_URL=http://127.0.0.1:4566/000000000000/rara-cold-start
 export RARA_DLQ_URL=http://127.0.0.1:4566/000000000000/rara-cold-start-dlq
@@ -34,6 +37,7 @@ python3 - "$runs" <<'PY'
 import http.server, os, socket, statistics, subprocess, sys, threading, time
 
 runs = int(sys.argv[1])
+release = os.environ["RARA_RELEASE_DIR"]
 
 class Api(http.server.BaseHTTPRequestHandler):
     ready = None
@@ -60,7 +64,7 @@ for function in ("scheduler", "executor"):
         Api.ready = threading.Event()
         env = dict(os.environ, AWS_LAMBDA_RUNTIME_API=api)
         start = time.perf_counter()
-        proc = subprocess.Popen([f"target/release/{function}"], env=env, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([f"{release}/{function}"], env=env, stderr=subprocess.PIPE)
         ok = Api.ready.wait(20)
         if ok:
             # Resident memory once ready and idle, waiting for its first event.
@@ -72,7 +76,7 @@ for function in ("scheduler", "executor"):
         if not ok:
             sys.exit(f"{function} never asked for an event:\n{err.decode(errors='replace')}")
         times.append((Api.ready.stamp - start) * 1000)
-    size = os.path.getsize(f"target/release/{function}") / 2**20
+    size = os.path.getsize(f"{release}/{function}") / 2**20
     print(f"{function:9} start -> ready: median {statistics.median(times):.1f} ms, "
           f"min {min(times):.1f} ms, max {max(times):.1f} ms over {runs} runs; "
           f"idle RSS {statistics.median(rss):.1f} MiB; binary {size:.1f} MiB")

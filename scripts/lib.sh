@@ -17,6 +17,8 @@
 #                              it has no python
 #   venv_pip VENV KEY ARG...   venv_ensure, then `pip install ARG...` into it unless the
 #                              script's stamp in VENV already holds KEY (stamped on success)
+#   target_dir                 the absolute path of cargo's target directory (honours
+#                              CARGO_TARGET_DIR)
 #   rara_bin                   the absolute path of the debug `rara` binary (honours
 #                              CARGO_TARGET_DIR)
 #
@@ -101,8 +103,10 @@ venv_pip() {
   stamp_write "$stamp" "$key"
 }
 
-rara_bin() {
+target_dir() {
   local dir=${CARGO_TARGET_DIR:-target}
   [[ "$dir" == /* ]] || dir="$PWD/$dir"
-  echo "$dir/debug/rara"
+  echo "$dir"
 }
+
+rara_bin() { echo "$(target_dir)/debug/rara"; }

@@ -100,3 +100,25 @@ fn missing_run_and_bad_definitions_fail_with_clear_messages_and_codes() {
         .unwrap_or_default();
     assert_eq!(steps, "0", "rejected definitions store nothing");
 }
+
+#[test]
+fn an_unknown_status_is_a_usage_error_not_a_filter() {
+    let db = ScratchDb::new();
+    let out = db.rara(&["list", "--status", "runing"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let message = stderr(&out);
+    assert!(message.contains("runing") && message.contains("possible values: running"), "{message}");
+}
+
+#[test]
+fn the_operator_binary_lists_operator_commands_and_no_benchmark() {
+    let db = ScratchDb::new();
+    let help = db.rara(&["--help"]);
+    assert!(help.status.success(), "{}", stderr(&help));
+    let text = stdout(&help);
+    for command in ["migrate", "submit", "status", "watch", "list", "cancel", "retry", "dlq", "scheduler", "executor"] {
+        assert!(text.contains(&format!("  {command} ")), "`rara --help` lists {command}:\n{text}");
+    }
+    assert!(!text.to_lowercase().contains("bench"), "{text}");
+    assert_eq!(db.rara(&["bench"]).status.code(), Some(2), "`rara bench` is gone (it is `rara-bench`)");
+}

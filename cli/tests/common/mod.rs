@@ -4,22 +4,20 @@
 
 use std::process::{Command, Output};
 
+use rara_testkit::scratch;
 use uuid::Uuid;
 
-/// A scratch database URL on the server of `DATABASE_URL` (dropped at the end of the test).
+/// A scratch database on the server of `DATABASE_URL`, not created (`rara migrate` creates
+/// it), dropped at the end of the test ([`rara_testkit::scratch`]).
 pub struct ScratchDb {
     pub url: String,
-    admin: String,
-    name: String,
+    db: scratch::ScratchDb,
 }
 
 impl ScratchDb {
     pub fn new() -> Self {
-        let base =
-            std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let (server, _) = base.rsplit_once('/').expect("DATABASE_URL has a database name");
-        let name = format!("rara_cli_{}", Uuid::new_v4().simple());
-        ScratchDb { url: format!("{server}/{name}"), admin: format!("{server}/postgres"), name }
+        let db = scratch::ScratchDb::on_server_of_env("rara_cli").expect("DATABASE_URL is a Postgres URL");
+        ScratchDb { url: db.url.clone(), db }
     }
 
     pub fn rara(&self, args: &[&str]) -> Output {
@@ -39,9 +37,7 @@ impl ScratchDb {
 
 impl Drop for ScratchDb {
     fn drop(&mut self) {
-        let _ = Command::new("psql")
-            .args([&self.admin, "-qc", &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)])
-            .output();
+        self.db.drop_blocking();
     }
 }
 

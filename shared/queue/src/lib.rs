@@ -6,15 +6,17 @@
 //! - [`message`]: the step message (format version, step id, lease token) and its strict parser.
 //! - [`port`]: the [`Queue`] trait the scheduler and the executor use, and its value types.
 //! - [`sqs`]: the SQS adapter (AWS SDK; `AWS_ENDPOINT_URL` points it at LocalStack).
-//! - [`memory`]: an in-memory queue with SQS semantics (visibility, receive counts,
+//! - `memory` (feature `memory`): an in-memory queue with SQS semantics (visibility, receive counts,
 //!   redrive to a DLQ), for benchmarks; `tests/contract.rs` holds it to the same suite
 //!   as the SQS adapter.
 
+#[cfg(feature = "memory")]
 pub mod memory;
 pub mod message;
 pub mod port;
 pub mod sqs;
 
+#[cfg(feature = "memory")]
 pub use memory::MemoryQueue;
 pub use message::StepMessage;
 pub use port::{Error, Outgoing, Queue, Received};

@@ -47,6 +47,8 @@ pub mod running;
 pub mod sql;
 pub mod statistics;
 pub mod submit;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::time::Duration;
 

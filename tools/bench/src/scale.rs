@@ -1,12 +1,11 @@
-//! `rara bench --scale`: does the hot path slow down as finished history piles up?
+//! `rara-bench scale`: does the hot path slow down as finished history piles up?
 //!
 //! On one scratch database, the claim (and the lease and the success) of fresh noop steps is
 //! timed statement by statement twice: with `--history-small` finished steps in the tables
 //! (default 10 thousand), then again after filling them up to `--history` (default 10
-//! million). Finished steps are written as the store leaves them (status `succeeded`, one
-//! finished attempt each, runs of 1,000 steps, their run `succeeded`), straight in SQL so a
-//! fill of millions takes minutes, followed by `VACUUM ANALYZE` as autovacuum would.
-//! History ids are time-ordered like the store's own (UUIDv7), older than any fresh step.
+//! million). The history is written by the store's `testing` feature
+//! ([`rara_store::testing::fill_history`]: finished steps as the store leaves them, in bulk,
+//! so a fill of millions takes minutes), followed by `VACUUM ANALYZE` as autovacuum would.
 //! Statistics are refreshed after every chunk of the fill, as autovacuum would during a
 //! slower growth: the foreign-key checks of the inserts are planned from them.
 
@@ -15,18 +14,19 @@ use std::time::Duration;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use rara_domain::workflow::{StepDefinition, WorkflowDefinition};
-use rara_store::Store;
 use rara_store::claim::{ClaimOutcome, ClaimRequest};
+use rara_store::{Store, testing};
 use serde::Serialize;
 use sqlx::PgPool;
 use tokio::time::Instant;
 
-use crate::bench::{Latency, percentiles};
+use rara_testkit::scratch::ScratchDb;
+
+use crate::report::{Latency, percentiles};
+use crate::system;
 
 /// History rows written per statement (one transaction each).
 const FILL_CHUNK: u64 = 250_000;
-/// Steps per history run, as `rara bench` submits them.
-const RUN_SIZE: u64 = 1000;
 /// Fresh steps timed at each history size, and the batch sizes of the Lambdas.
 const PROBE_STEPS: usize = 3000;
 const LEASE_BATCH: u32 = 100;
@@ -62,8 +62,15 @@ pub struct Probe {
     pub succeed_ms: Latency,
 }
 
-pub async fn run(options: Options, pool: &PgPool, store: &Store) -> anyhow::Result<Report> {
-    let load_before = crate::bench::load_average();
+pub async fn run(options: Options, scratch: &ScratchDb) -> anyhow::Result<Report> {
+    let pool = system::pool(&scratch.connect_options(), 1).await.context("cannot connect to the scratch database")?;
+    let report = measure(options, &pool, &Store::new(pool.clone())).await;
+    pool.close().await;
+    report
+}
+
+async fn measure(options: Options, pool: &PgPool, store: &Store) -> anyhow::Result<Report> {
+    let load_before = system::load_average();
     fill(pool, 0, options.small).await?;
     let small = probe(pool, store, options.small).await?;
     let started = Instant::now();
@@ -80,11 +87,12 @@ pub async fn run(options: Options, pool: &PgPool, store: &Store) -> anyhow::Resu
         small,
         large,
         fill_seconds,
-        load_average_1m: [load_before, crate::bench::load_average()],
+        load_average_1m: [load_before, system::load_average()],
     })
 }
 
-/// Writes finished steps `from..to` (and their runs and attempts), then vacuums and analyzes.
+/// Writes finished steps `from..to` (and their runs and attempts) in chunks, then vacuums
+/// and analyzes.
 async fn fill(pool: &PgPool, from: u64, to: u64) -> anyhow::Result<()> {
     let bar = ProgressBar::new(to.saturating_sub(from));
     bar.set_style(
@@ -95,55 +103,12 @@ async fn fill(pool: &PgPool, from: u64, to: u64) -> anyhow::Result<()> {
     let mut at = from;
     while at < to {
         let end = (at + FILL_CHUNK).min(to);
-        let mut tx = pool.begin().await?;
-        sqlx::query(
-            "INSERT INTO workflow_runs (id, name, status, steps_total, steps_unfinished, finished_at)
-             SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(r), 12, '0'))::uuid, 'history', 'succeeded', $3, 0, now()
-             FROM generate_series($1 / $3, ($2 - 1) / $3) r
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(at as i64)
-        .bind(end as i64)
-        .bind(RUN_SIZE as i64)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO steps (id, run_id, name, position, operation, input, status, attempt, max_attempts,
-                                timeout_seconds, retry_initial_delay_ms, retry_max_delay_ms, retry_multiplier,
-                                output, created_at, updated_at, finished_at)
-             SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid,
-                    ('00000000-0000-7000-8000-' || lpad(to_hex(i / $3), 12, '0'))::uuid,
-                    's' || (i % $3), (i % $3)::int, 'noop', '{}', 'succeeded', 1, 3, 300, 1000, 300000, 2,
-                    '{}', now(), now(), now()
-             FROM generate_series($1, $2 - 1) i",
-        )
-        .bind(at as i64)
-        .bind(end as i64)
-        .bind(RUN_SIZE as i64)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token, outcome, started_at, finished_at)
-             SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 1, -i, 'history',
-                    gen_random_uuid(), 'succeeded', now(), now()
-             FROM generate_series($1, $2 - 1) i",
-        )
-        .bind(at as i64)
-        .bind(end as i64)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        // Foreign-key checks run on plans made from the statistics: without fresh ones the
-        // check of each new step would scan every run (a plan made when there were few).
-        sqlx::query("ANALYZE workflow_runs, steps").execute(pool).await?;
+        testing::fill_history(pool, at, end).await.context("cannot write the history")?;
         bar.inc(end - at);
         at = end;
     }
     bar.set_message("vacuum analyze");
-    for table in ["steps", "step_attempts", "workflow_runs"] {
-        // Fixed table names.
-        sqlx::query(&format!("VACUUM ANALYZE {table}")).execute(pool).await?;
-    }
+    testing::vacuum_history(pool).await?;
     bar.finish_and_clear();
     Ok(())
 }
@@ -166,35 +131,7 @@ async fn probe(pool: &PgPool, store: &Store, history: u64) -> anyhow::Result<Pro
         .collect();
     let workflow = WorkflowDefinition { name: "bench-scale".into(), idempotency_key: None, steps };
     store.submit(&workflow.plan(&settings)?).await?;
-
-    let lease = Duration::from_secs(60);
-    let (mut lease_ms, mut claim_ms, mut succeed_ms) = (Vec::new(), Vec::new(), Vec::new());
-    loop {
-        let t = Instant::now();
-        let leased = store.lease_due("bench-scale-scheduler", LEASE_BATCH, lease).await?;
-        lease_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        if leased.is_empty() {
-            break;
-        }
-        for chunk in leased.chunks(CLAIM_BATCH) {
-            let requests: Vec<ClaimRequest> =
-                chunk.iter().map(|l| ClaimRequest { step_id: l.step_id, lease_token: l.lease_token }).collect();
-            let t = Instant::now();
-            let outcomes = store.claim("bench-scale-executor", &requests, lease).await?;
-            claim_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-            let done: Vec<_> = outcomes
-                .into_iter()
-                .filter_map(|o| match o {
-                    ClaimOutcome::Claimed(c) => Some((c.holder, serde_json::json!({}))),
-                    _ => None,
-                })
-                .collect();
-            anyhow::ensure!(done.len() == chunk.len(), "a fresh step could not be claimed");
-            let t = Instant::now();
-            store.succeed(&done).await?;
-            succeed_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        }
-    }
+    let timings = time_lifecycle(store).await?;
     let (finished, bytes): (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM steps WHERE status = 'succeeded'), pg_total_relation_size('steps')",
     )
@@ -208,15 +145,56 @@ async fn probe(pool: &PgPool, store: &Store, history: u64) -> anyhow::Result<Pro
     Ok(Probe {
         finished_steps: history,
         steps_table_mb: bytes as f64 / 1024.0 / 1024.0,
-        claim_ms: percentiles(claim_ms),
-        lease_ms: percentiles(lease_ms),
-        succeed_ms: percentiles(succeed_ms),
+        claim_ms: percentiles(timings.claim),
+        lease_ms: percentiles(timings.lease),
+        succeed_ms: percentiles(timings.succeed),
     })
 }
 
-pub fn print_report(r: &Report) {
+/// Milliseconds per statement.
+#[derive(Debug, Default)]
+struct Timings {
+    lease: Vec<f64>,
+    claim: Vec<f64>,
+    succeed: Vec<f64>,
+}
+
+/// Leases every due step in batches of LEASE_BATCH, claims and succeeds them in batches of
+/// CLAIM_BATCH, timing each statement.
+async fn time_lifecycle(store: &Store) -> anyhow::Result<Timings> {
+    let lease = Duration::from_secs(60);
+    let mut timings = Timings::default();
+    loop {
+        let t = Instant::now();
+        let leased = store.lease_due("bench-scale-scheduler", LEASE_BATCH, lease).await?;
+        timings.lease.push(t.elapsed().as_secs_f64() * 1000.0);
+        if leased.is_empty() {
+            return Ok(timings);
+        }
+        for chunk in leased.chunks(CLAIM_BATCH) {
+            let requests: Vec<ClaimRequest> =
+                chunk.iter().map(|l| ClaimRequest { step_id: l.step_id, lease_token: l.lease_token }).collect();
+            let t = Instant::now();
+            let outcomes = store.claim("bench-scale-executor", &requests, lease).await?;
+            timings.claim.push(t.elapsed().as_secs_f64() * 1000.0);
+            let done: Vec<_> = outcomes
+                .into_iter()
+                .filter_map(|o| match o {
+                    ClaimOutcome::Claimed(c) => Some((c.holder, serde_json::json!({}))),
+                    _ => None,
+                })
+                .collect();
+            anyhow::ensure!(done.len() == chunk.len(), "a fresh step could not be claimed");
+            let t = Instant::now();
+            store.succeed(&done).await?;
+            timings.succeed.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+}
+
+pub fn print(r: &Report) {
     println!(
-        "rara bench --scale: claim latency against finished history ({} fresh steps, claim batch {})",
+        "rara-bench scale: claim latency against finished history ({} fresh steps, claim batch {})",
         r.probe_steps, r.claim_batch
     );
     for p in [&r.small, &r.large] {

@@ -1,36 +1,47 @@
-//! Commands over SQS and remote executors: `rara queue create`, `rara dlq list|redrive`,
-//! `rara capabilities`. The SQS client follows the SDK's standard environment
-//! (`AWS_ENDPOINT_URL` for LocalStack).
+//! `rara dlq list|redrive`: the dead-letter queue (RARA_DLQ_URL). The SQS client follows the
+//! SDK's standard environment (`AWS_ENDPOINT_URL` for LocalStack).
 
 use std::time::Duration;
 
-use anyhow::Context;
-use rara_domain::config::Config;
-use rara_queue::sqs::{DLQ_REASON, DLQ_REASON_CODE, SqsQueue, create_queue_pair};
+use clap::{Args, Subcommand};
+use rara_queue::sqs::{DLQ_REASON, DLQ_REASON_CODE, SqsQueue};
 use rara_queue::{Outgoing, Queue};
 
-use crate::Failure;
-use crate::table;
+use crate::{Failure, table};
+
+/// Inspect or redrive the dead-letter queue (RARA_DLQ_URL).
+#[derive(Debug, Args)]
+pub struct Dlq {
+    #[command(subcommand)]
+    command: DlqCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DlqCommand {
+    /// Show the messages on the DLQ with their reasons (they stay there).
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Move the DLQ's messages back to the step queue.
+    Redrive {
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
+}
+
+pub async fn run(args: Dlq, json: bool) -> Result<(), Failure> {
+    match args.command {
+        DlqCommand::List { limit } => list(limit, json).await,
+        DlqCommand::Redrive { limit } => redrive(limit, json).await,
+    }
+}
 
 fn required(var: &str) -> Result<String, Failure> {
     std::env::var(var)
         .ok()
         .filter(|v| !v.trim().is_empty())
         .ok_or_else(|| anyhow::anyhow!("{var} is not set (run `rara queue create` and export what it prints)").into())
-}
-
-pub async fn create(config: &Config, name: &str, json: bool) -> Result<(), Failure> {
-    let client = SqsQueue::client_from_env().await;
-    let pair = create_queue_pair(&client, name, config.visibility_timeout, config.max_receive_count)
-        .await
-        .context("cannot create the queues (is the SQS endpoint up? AWS_ENDPOINT_URL for LocalStack)")?;
-    if json {
-        println!("{}", serde_json::to_string(&pair).context("encode")?);
-    } else {
-        println!("export RARA_QUEUE_URL={}", pair.queue_url);
-        println!("export RARA_DLQ_URL={}", pair.dlq_url);
-    }
-    Ok(())
 }
 
 /// A queue over the DLQ (for peeking, deleting) and one over the step queue.
@@ -41,7 +52,7 @@ async fn dlq_and_queue() -> Result<(SqsQueue, SqsQueue), Failure> {
     Ok((dlq, queue))
 }
 
-pub async fn dlq_list(limit: u32, json: bool) -> Result<(), Failure> {
+async fn list(limit: u32, json: bool) -> Result<(), Failure> {
     let (dlq, _) = dlq_and_queue().await?;
     let mut rows = Vec::new();
     let mut receipts = Vec::new();
@@ -75,7 +86,7 @@ pub async fn dlq_list(limit: u32, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-pub async fn dlq_redrive(limit: u32, json: bool) -> Result<(), Failure> {
+async fn redrive(limit: u32, json: bool) -> Result<(), Failure> {
     let (dlq, queue) = dlq_and_queue().await?;
     let mut moved = 0u32;
     while moved < limit {
@@ -108,27 +119,6 @@ pub async fn dlq_redrive(limit: u32, json: bool) -> Result<(), Failure> {
         println!("{}", serde_json::json!({"redriven": moved}));
     } else {
         println!("moved {moved} message(s) back to the step queue");
-    }
-    Ok(())
-}
-
-pub async fn capabilities(endpoint: &str, json: bool) -> Result<(), Failure> {
-    let remote = rara_remote::RemoteExecutors::from_config_value(endpoint)?;
-    remote.refresh().await;
-    let capabilities = remote.capabilities().await;
-    if capabilities.is_empty() {
-        return Err(
-            anyhow::anyhow!("{endpoint} answered no capabilities (is a rara.v1 executor listening there?)").into()
-        );
-    }
-    if json {
-        let list: Vec<_> = capabilities
-            .iter()
-            .map(|c| serde_json::json!({"name": c.name, "version": c.version, "description": c.description}))
-            .collect();
-        println!("{}", serde_json::Value::Array(list));
-    } else {
-        print!("{}", table::capabilities(&capabilities));
     }
     Ok(())
 }

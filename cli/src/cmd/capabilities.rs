@@ -1,0 +1,34 @@
+//! `rara capabilities`: what a remote executor offers.
+
+use clap::Args;
+
+use crate::{Failure, table};
+
+/// List the capabilities (name, version) a remote executor offers.
+#[derive(Debug, Args)]
+pub struct Capabilities {
+    /// e.g. http://127.0.0.1:50051
+    endpoint: String,
+}
+
+pub async fn run(args: Capabilities, json: bool) -> Result<(), Failure> {
+    let endpoint = &args.endpoint;
+    let remote = rara_remote::RemoteExecutors::from_config_value(endpoint)?;
+    remote.refresh().await;
+    let capabilities = remote.capabilities().await;
+    if capabilities.is_empty() {
+        return Err(
+            anyhow::anyhow!("{endpoint} answered no capabilities (is a rara.v1 executor listening there?)").into()
+        );
+    }
+    if json {
+        let list: Vec<_> = capabilities
+            .iter()
+            .map(|c| serde_json::json!({"name": c.name, "version": c.version, "description": c.description}))
+            .collect();
+        println!("{}", serde_json::Value::Array(list));
+    } else {
+        print!("{}", table::capabilities(&capabilities));
+    }
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! `rara dev`: migrate, create the queues, and run the scheduler and the executor in this
+//! process until Ctrl-C, against `DATABASE_URL` and the SQS API of `AWS_ENDPOINT_URL`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use rara_queue::Queue;
+use rara_runtime::runner::{RunnerOptions, run_executor};
+use rara_runtime::wiring::Wiring;
+
+use crate::Failure;
+
+/// Keep a local stack running: migrate, create the queues, run the scheduler and the
+/// executor in this process until Ctrl-C.
+#[derive(Debug, Args)]
+pub struct Dev {
+    /// The queue name to create and use.
+    #[arg(long, default_value = "rara-dev")]
+    queue_name: String,
+}
+
+pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
+    rara_runtime::wiring::init_logging();
+    let lookup = |k: &str| std::env::var(k).ok();
+    let core = rara_domain::config::Config::from_lookup("dev", lookup)?;
+    super::migrate::migrate_quietly(&core).await?;
+    let client = rara_queue::sqs::SqsQueue::client_from_env().await;
+    let pair =
+        rara_queue::sqs::create_queue_pair(&client, &args.queue_name, core.visibility_timeout, core.max_receive_count)
+            .await?;
+    eprintln!("rara dev: queue {} (DLQ {})", pair.queue_url, pair.dlq_url);
+    let settings = rara_runtime::settings::Settings::from_lookup("dev", |k| match k {
+        "RARA_QUEUE_URL" => Some(pair.queue_url.clone()),
+        "RARA_DLQ_URL" => Some(pair.dlq_url.clone()),
+        _ => lookup(k),
+    })?;
+    let wiring = Wiring::connect(settings).await?;
+    let scheduler = wiring.scheduler();
+    let executor = wiring.batch_executor().await?;
+    let options = RunnerOptions {
+        batch_size: 10,
+        batching_window: Duration::ZERO,
+        wait: Duration::from_secs(1),
+        batch_timeout: wiring.settings.core.function_timeout,
+        margin: wiring.settings.deadline_margin,
+        until_idle: None,
+    };
+    let stop = super::stop_on_signal();
+    let queue: Arc<dyn Queue> = wiring.queue.clone();
+    eprintln!("rara dev: scheduler and executor running; Ctrl-C to stop");
+    let (scheduled, executed) =
+        tokio::join!(scheduler.run(None, stop.clone()), run_executor(&executor, queue, &options, stop.clone()));
+    let mut counters = scheduled?;
+    counters += executed?;
+    super::summary("dev", &counters, false);
+    Ok(())
+}

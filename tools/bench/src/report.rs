@@ -1,0 +1,188 @@
+//! The report of a throughput run: its types (the JSON keys scripts and BENCHMARKS.md rely
+//! on: keep them) and its text form.
+
+use serde::Serialize;
+
+use crate::cost::AwsEstimate;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub mode: &'static str,
+    pub queue: &'static str,
+    pub steps: u64,
+    pub batch: u32,
+    pub executors: u32,
+    pub elapsed_s: f64,
+    pub steps_per_s: f64,
+    pub commits: u64,
+    pub rollbacks: u64,
+    pub commits_per_step: f64,
+    /// Every statement on this path runs in its own autocommit transaction, so statements
+    /// = transactions (pg_stat_statements is not needed).
+    pub statements_per_step: f64,
+    /// Counted in the scheduler loop: 2 per reaper run (every `RARA_REAP_INTERVAL_MS`) + one
+    /// lease statement per round.
+    pub scheduler_statements: u64,
+    /// Whether the scheduler woke on `NOTIFY` (else it polled every `--poll-ms`).
+    pub listen: bool,
+    /// Scheduler waits ended early by a `NOTIFY`.
+    pub scheduler_wakeups: u64,
+    pub tuples_per_step: Tuples,
+    /// Tuples read per step by relation (`pg_stat_user_tables` / `pg_stat_user_indexes`).
+    pub reads_per_step: Vec<(String, f64)>,
+    /// Share of `steps` updates that were HOT (no new index entries).
+    pub steps_hot_update_ratio: f64,
+    /// `--rate`: the submission rate (steps/s); its submissions count in the commits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    pub latency_ms: Latency,
+    /// `--rate`: from the start of a step's submission to its message being sent (due to
+    /// enqueued; includes the submission statement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_to_enqueued_ms: Option<Latency>,
+    pub cpu: Cpu,
+    pub peak_rss_mb: f64,
+    pub queue_requests_per_step: QueueRequests,
+    pub aws_estimate: AwsEstimate,
+    pub load_average_1m: [f64; 2],
+    /// Soak mode: steps finished in each minute (the last one scaled to 60 s if it was cut short).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps_per_minute: Vec<u64>,
+    /// Soak: due-to-claimed of the steps claimed in each minute.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub latency_per_minute_ms: Vec<MinuteLatency>,
+}
+
+/// Due-to-claimed of the steps whose first attempt started in one minute of a soak.
+#[derive(Debug, Serialize, sqlx::FromRow)]
+pub struct MinuteLatency {
+    /// 1 = the first minute after the loops started.
+    pub minute: i32,
+    pub claimed: i64,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct Tuples {
+    pub inserted: f64,
+    pub updated: f64,
+    pub deleted: f64,
+    pub returned: f64,
+    pub fetched: f64,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct Latency {
+    /// Due to claimed (attempt 1 started).
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct Cpu {
+    pub process_s: f64,
+    /// `None` when the backends' /proc entries cannot be read (a remote server).
+    pub postgres_backends_s: Option<f64>,
+    pub process_per_1000_steps_s: f64,
+    pub postgres_per_1000_steps_s: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct QueueRequests {
+    pub send: f64,
+    pub receive: f64,
+    pub empty_receive: f64,
+    pub delete: f64,
+    pub change_visibility: f64,
+    pub total: f64,
+}
+
+/// p50, p95, p99 and max of `values` (nearest rank).
+pub fn percentiles(mut values: Vec<f64>) -> Latency {
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if values.is_empty() {
+            f64::NAN
+        } else {
+            values[((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1]
+        }
+    };
+    Latency { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: at(1.0) }
+}
+
+pub fn print(r: &Report) {
+    let opt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
+    println!(
+        "rara-bench: {} steps ({}, {} queue), batch {}, {} executors",
+        r.steps, r.mode, r.queue, r.batch, r.executors
+    );
+    println!("  throughput          {:.0} steps/s ({:.2} s)", r.steps_per_s, r.elapsed_s);
+    println!(
+        "  commits per step    {:.3} ({} commits, {} rollbacks; statements per step {:.3}, scheduler statements {})",
+        r.commits_per_step, r.commits, r.rollbacks, r.statements_per_step, r.scheduler_statements
+    );
+    let t = &r.tuples_per_step;
+    println!(
+        "  tuples per step     inserted {:.2} updated {:.2} deleted {:.2} returned {:.1} fetched {:.1}",
+        t.inserted, t.updated, t.deleted, t.returned, t.fetched
+    );
+    let reads: Vec<String> = r.reads_per_step.iter().map(|(rel, n)| format!("{rel} {n}")).collect();
+    println!("  reads per step      {}", reads.join(", "));
+    println!("  HOT updates (steps) {:.0} %", r.steps_hot_update_ratio * 100.0);
+    let l = &r.latency_ms;
+    println!("  due→claimed (ms)    p50 {:.1} p95 {:.1} p99 {:.1} max {:.1}", l.p50, l.p95, l.p99, l.max);
+    if let Some(l) = &r.due_to_enqueued_ms {
+        println!(
+            "  due→enqueued (ms)   p50 {:.1} p95 {:.1} p99 {:.1} max {:.1} (scheduler {}, {} wake-ups)",
+            l.p50,
+            l.p95,
+            l.p99,
+            l.max,
+            if r.listen { "listening" } else { "polling only" },
+            r.scheduler_wakeups
+        );
+    }
+    println!(
+        "  CPU per 1000 steps  rara {:.3} s, Postgres backends {} s",
+        r.cpu.process_per_1000_steps_s,
+        opt(r.cpu.postgres_per_1000_steps_s)
+    );
+    println!("  peak RSS            {:.1} MiB", r.peak_rss_mb);
+    let q = &r.queue_requests_per_step;
+    println!(
+        "  queue requests/step send {:.3} receive {:.3} (empty {:.3}) delete {:.3} visibility {:.3}",
+        q.send, q.receive, q.empty_receive, q.delete, q.change_visibility
+    );
+    let a = &r.aws_estimate;
+    println!(
+        "  AWS per 1 M steps   ${:.3} (Lambda compute ${:.3} at {:.1} ms/batch, Lambda requests ${:.3}, SQS ${:.3}); scheduler ${:.2}/month; prices {}",
+        a.total_usd_per_million_steps,
+        a.lambda_compute_usd,
+        a.mean_batch_ms,
+        a.lambda_requests_usd,
+        a.sqs_requests_usd,
+        a.scheduler_usd_per_month,
+        a.price_date
+    );
+    println!("  load average (1 m)  {:.2} before, {:.2} after", r.load_average_1m[0], r.load_average_1m[1]);
+    if !r.steps_per_minute.is_empty() {
+        let minutes: Vec<String> = r.steps_per_minute.iter().map(|n| format!("{:.0}", *n as f64 / 60.0)).collect();
+        println!("  steps/s per minute  {}", minutes.join(", "));
+        if let (Some(first), Some(last)) = (r.steps_per_minute.first(), r.steps_per_minute.last()) {
+            println!("  last / first minute {:.2}", *last as f64 / (*first).max(1) as f64);
+        }
+    }
+    for m in &r.latency_per_minute_ms {
+        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
+        println!(
+            "  minute {:>3}          {} claimed, due→claimed p50 {} p99 {} ms",
+            m.minute,
+            m.claimed,
+            ms(m.p50),
+            ms(m.p99)
+        );
+    }
+}
