@@ -59,7 +59,7 @@ pub fn stop_on_signal() -> CancellationToken {
         }
         #[cfg(not(unix))]
         let _ = ctrl_c.await;
-        eprintln!("stopping: finishing what is held...");
+        eprintln!("stopping: held work has RARA_SHUTDOWN_GRACE_SECONDS to finish, then it is given back...");
         fire.cancel();
     });
     stop
