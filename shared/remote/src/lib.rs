@@ -13,6 +13,8 @@
 //! - [`router`]: [`RemoteExecutors`], the [`rara_domain::registry::RemoteRouter`] built from
 //!   `RARA_REMOTE_EXECUTORS`: one lazily connected channel per endpoint, capability discovery
 //!   cached with a refresh interval, routing by name and version.
+//! - [`transport`]: the channels to the endpoints and their deadlines ([`Transport`]:
+//!   connect timeout, TCP and HTTP/2 keep-alive).
 //! - [`version`]: how capability versions compare when a step pins none.
 //!
 //! Wiring, once per Lambda container (inside the Tokio runtime):
@@ -31,7 +33,9 @@ pub mod client;
 pub mod pb;
 pub mod protocol;
 pub mod router;
+pub mod transport;
 pub mod version;
 
 pub use client::RemoteExecutor;
-pub use router::{RemoteCapability, RemoteExecutors, Transport};
+pub use router::{RemoteCapability, RemoteExecutors};
+pub use transport::Transport;

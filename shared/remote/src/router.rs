@@ -28,11 +28,12 @@ use tokio::sync::{Mutex, RwLock};
 use tokio::time::Instant;
 use tonic::codegen::http::Uri;
 use tonic::codegen::http::uri::InvalidUri;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::Channel;
 
 use crate::client::RemoteExecutor;
 use crate::pb;
 use crate::pb::executor_service_client::ExecutorServiceClient;
+use crate::transport::{Transport, connect_lazy};
 use crate::version;
 
 /// How often the cached capabilities are refreshed while operations are found.
@@ -43,32 +44,6 @@ pub const DEFAULT_MISS_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long opening a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// How often an HTTP/2 ping checks that a remote executor's connection is alive.
-pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
-/// How long a ping may go unanswered before the connection is closed (and every stream on
-/// it ends as a retryable `EXECUTOR_UNAVAILABLE`).
-pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The deadlines of the connections to remote executors: a peer that accepts and never
-/// answers is found out by the connect timeout or, on an open connection, by an unanswered
-/// keep-alive ping (also while a long step's stream is quiet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transport {
-    pub connect_timeout: Duration,
-    pub keepalive_interval: Duration,
-    pub keepalive_timeout: Duration,
-}
-
-impl Default for Transport {
-    fn default() -> Self {
-        Transport {
-            connect_timeout: CONNECT_TIMEOUT,
-            keepalive_interval: KEEPALIVE_INTERVAL,
-            keepalive_timeout: KEEPALIVE_TIMEOUT,
-        }
-    }
-}
-
 /// A bad `RARA_REMOTE_EXECUTORS` value or endpoint.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -176,21 +151,6 @@ fn origin(raw: &str, position: usize) -> Result<String, Error> {
         return Err(Error::Port { url: raw.to_owned() });
     }
     Ok(format!("{scheme}://{authority}"))
-}
-
-fn connect_lazy(origin: &str, transport: &Transport) -> Result<Channel, Error> {
-    let channel_error = |source| Error::Channel { url: origin.to_owned(), source };
-    let mut endpoint = Endpoint::from_shared(origin.to_owned())
-        .map_err(channel_error)?
-        .connect_timeout(transport.connect_timeout)
-        .tcp_keepalive(Some(transport.keepalive_interval))
-        .http2_keep_alive_interval(transport.keepalive_interval)
-        .keep_alive_timeout(transport.keepalive_timeout)
-        .keep_alive_while_idle(true);
-    if origin.starts_with("https://") {
-        endpoint = endpoint.tls_config(ClientTlsConfig::new().with_webpki_roots()).map_err(channel_error)?;
-    }
-    Ok(endpoint.connect_lazy())
 }
 
 impl RemoteExecutors {

@@ -78,29 +78,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
     if !redactor.is_empty() {
         tracing::info!("secret references resolved");
     }
-    let lost = CancellationToken::new();
-    let stop_reason = StopReason::default();
-    let reporter = Arc::new(RedactingReporter {
-        redactor: redactor.clone(),
-        inner: Arc::new(StoreReporter::new(
-            env.store.clone(),
-            step.holder.clone(),
-            env.progress_interval,
-            Loss { lost: lost.clone(), reason: stop_reason.clone() },
-        )),
-    });
-    let ctx = ExecutionContext {
-        run_id: step.run_id,
-        step_id: step.holder.step_id,
-        operation: step.operation.clone(),
-        version: step.version.clone(),
-        attempt: step.attempt,
-        fence: step.holder.fence,
-        deadline: step_deadline,
-        cancel: lost.clone(),
-        stop_reason: stop_reason.clone(),
-        reporter,
-    };
+    let (ctx, lost, stop_reason) = context(env, step, step_deadline, redactor.clone());
 
     // Both side tasks are aborted when this future ends or unwinds: no heartbeat outlives
     // its execution, and no executor keeps running for a step nobody records.
@@ -155,6 +133,41 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         }
     };
     execution
+}
+
+/// The context an executor runs with: a fenced, throttled, redacting reporter, and the
+/// cancellation (with its reason) that a lost lease, the deadline or a shutdown fires.
+fn context(
+    env: &Environment,
+    step: &ClaimedStep,
+    deadline: Instant,
+    redactor: secrets::Redactor,
+) -> (ExecutionContext, CancellationToken, StopReason) {
+    let lost = CancellationToken::new();
+    let stop_reason = StopReason::default();
+    let reporter = Arc::new(RedactingReporter {
+        redactor,
+        inner: Arc::new(StoreReporter::new(
+            env.store.clone(),
+            step.holder.clone(),
+            env.progress_interval,
+            Loss { lost: lost.clone(), reason: stop_reason.clone() },
+        )),
+    });
+    let ctx = ExecutionContext {
+        run_id: step.run_id,
+        step_id: step.holder.step_id,
+        operation: step.operation.clone(),
+        version: step.version.clone(),
+        attempt: step.attempt,
+        fence: step.holder.fence,
+        deadline,
+        cancel: lost.clone(),
+        stop_reason: stop_reason.clone(),
+        reporter,
+    };
+
+    (ctx, lost, stop_reason)
 }
 
 /// Gives a cancelled executor a moment to stop on its own (a remote one sends `Cancel`),

@@ -9,7 +9,7 @@
 //! - [`scheduler`]: reap expired leases, lease due steps, send their messages, release
 //!   the leases whose messages could not be sent.
 //! - [`batch`]: the executor's batch: parse, claim in one statement, run concurrently,
-//!   record outcomes in micro-batches, decide each message's fate.
+//!   record outcomes in micro-batches (`batch/record.rs`), decide each message's fate.
 //! - [`fate`]: a message's fate as a value: the batch report lists what was acknowledged
 //!   (everything else comes back), and the pure planning of outcomes.
 //! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics.

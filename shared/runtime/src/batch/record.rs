@@ -1,0 +1,130 @@
+//! Recording what finished executions planned ([`crate::fate::plan`]): one statement per
+//! kind of outcome for everything that finished together, then each record's fate.
+
+use rara_domain::StepError;
+use rara_domain::step_error::codes;
+use rara_store::Holder;
+use rara_store::outcome::RetryVia;
+
+use super::{BatchExecutor, BatchReport, Record};
+use crate::fate::{Ack, Plan};
+
+/// A finished execution, with what recording it must do.
+pub(super) struct Finished {
+    pub(super) record: Record,
+    pub(super) holder: Holder,
+    pub(super) plan: Plan,
+}
+
+impl BatchExecutor {
+    pub(super) async fn record(&self, finished: Vec<Finished>, report: &mut BatchReport) {
+        let mut successes = Vec::new();
+        let mut failures = Vec::new();
+        let mut via_postgres = Vec::new();
+        let mut via_message = Vec::new();
+        let mut released = Vec::new();
+        for Finished { record, holder, plan } in finished {
+            match plan {
+                Plan::Succeed(output) => successes.push((record, (holder, output))),
+                Plan::Fail(error) => {
+                    tracing::warn!(step_id = %holder.step_id, code = %error.code, retryable = error.retryable, "step failed for good");
+                    failures.push((record, (holder, error)));
+                }
+                Plan::RetryByPostgres { error, delay } => via_postgres.push((record, (holder, error, delay))),
+                Plan::RetryByMessage { error, delay } => via_message.push((record, (holder, error, delay))),
+                Plan::Release => released.push((record, holder)),
+                Plan::Nothing => {
+                    report.counters.lease_lost += 1;
+                    tracing::info!(step_id = %holder.step_id, "lease lost; nothing recorded");
+                    report.acknowledge(record.message_id, Ack::LeaseLost);
+                }
+            }
+        }
+        if !successes.is_empty() {
+            let (records, items) = unzip(successes);
+            let results = self.env.store.succeed(&items).await;
+            for (record, _) in self.settle(records, items, results, report) {
+                report.counters.succeeded += 1;
+                report.acknowledge(record.message_id, Ack::Succeeded);
+            }
+        }
+        if !failures.is_empty() {
+            let (records, items) = unzip(failures);
+            let results = self.env.store.fail(&items).await;
+            for (record, _) in self.settle(records, items, results, report) {
+                report.counters.failed += 1;
+                report.acknowledge(record.message_id, Ack::Failed);
+            }
+        }
+        if !via_postgres.is_empty() {
+            let (records, items) = unzip(via_postgres);
+            let results = self.env.store.retry(&items, RetryVia::Postgres).await;
+            for (record, _) in self.settle(records, items, results, report) {
+                report.counters.retried += 1;
+                report.counters.deferred += 1;
+                report.acknowledge(record.message_id, Ack::RetryInPostgres);
+            }
+        }
+        if !released.is_empty() {
+            let (records, holders) = unzip(released);
+            let error = StepError::retryable(
+                codes::EXECUTOR_SHUTDOWN,
+                "the runner stopped before the step finished; the step was given back",
+            );
+            let results = self.env.store.release_running(&holders, &error).await;
+            for (record, holder) in self.settle(records, holders, results, report) {
+                report.counters.released += 1;
+                tracing::info!(step_id = %holder.step_id, "step given back; another executor runs it");
+                report.acknowledge(record.message_id, Ack::Released);
+            }
+        }
+        if !via_message.is_empty() {
+            let (records, items) = unzip(via_message);
+            // The same message comes back after the delay: its lease lasts the delay plus the
+            // delivery timeout, like a fresh one.
+            let results = self.env.store.retry(&items, RetryVia::Message { lease: self.delivery_timeout }).await;
+            for (record, (holder, error, delay)) in self.settle(records, items, results, report) {
+                report.counters.retried += 1;
+                tracing::info!(step_id = %holder.step_id, code = %error.code, delay_ms = delay.as_millis() as u64, "retry scheduled; the message comes back after the delay");
+                self.come_back(&record, delay).await;
+            }
+        }
+    }
+
+    /// The records (with their items) whose outcome landed. A lost lease is acknowledged
+    /// (someone else owns the step now); any other failure to record leaves the record to
+    /// come back, and the claim decides again when it does.
+    fn settle<T>(
+        &self,
+        records: Vec<Record>,
+        items: Vec<T>,
+        results: Result<Vec<Result<(), rara_store::Error>>, rara_store::Error>,
+        report: &mut BatchReport,
+    ) -> Vec<(Record, T)> {
+        let results = match results {
+            Ok(results) => results,
+            Err(e) => {
+                tracing::error!(error = %e, "recording outcomes failed; their messages come back");
+                return Vec::new();
+            }
+        };
+        let mut landed = Vec::with_capacity(records.len());
+        for ((record, item), result) in records.into_iter().zip(items).zip(results) {
+            match result {
+                Ok(()) => landed.push((record, item)),
+                Err(rara_store::Error::LeaseLost { step_id, .. }) => {
+                    report.counters.lease_lost += 1;
+                    tracing::info!(%step_id, "lease lost before the outcome was recorded; nothing written");
+                    report.acknowledge(record.message_id, Ack::LeaseLost);
+                }
+                Err(e) => tracing::error!(error = %e, "an outcome could not be recorded; the message comes back"),
+            }
+        }
+        landed
+    }
+}
+
+/// Splits `(record, item)` pairs into the records and the store's items.
+fn unzip<T>(pairs: Vec<(Record, T)>) -> (Vec<Record>, Vec<T>) {
+    pairs.into_iter().unzip()
+}
