@@ -82,14 +82,14 @@ pub fn dead_letters(rows: &[serde_json::Value]) -> String {
             }
             vec![
                 text(&r["message_id"]),
-                text(&r["reason_code"]),
+                text(&r["state"]),
                 r["receive_count"].to_string(),
-                text(&r["reason"]),
+                text(&r["classification"]),
                 body,
             ]
         })
         .collect();
-    render(&["MESSAGE", "REASON CODE", "RECEIVES", "REASON", "BODY"], &rows)
+    render(&["MESSAGE", "STATE", "RECEIVES", "CLASSIFICATION", "BODY"], &rows)
 }
 
 pub fn capabilities(capabilities: &[rara_remote::RemoteCapability]) -> String {

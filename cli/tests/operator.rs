@@ -1,5 +1,5 @@
 //! The operator commands against a live stack (Postgres, LocalStack's SQS, the `rara`
-//! runners): queue create, list, cancel, watch, retry, dlq list and redrive.
+//! runners): queue create, list, cancel, watch, retry, dlq list, purge and redrive.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -188,6 +188,126 @@ async fn dlq_list_shows_reasons_and_redrive_moves_messages_back() {
         .unwrap_or_default();
     assert_eq!(back.len(), 1);
     assert_eq!(back[0].body.as_deref(), Some("definitely not a step message"));
+}
+
+/// Moves every message on the step queue to the DLQ through SQS redrive: received without
+/// being deleted until the queue (visibility 1 s, `maxReceiveCount` 1) holds none.
+async fn redrive_all_to_dlq(queues: &Queues, count: usize) {
+    let mut received = std::collections::HashSet::new();
+    for _ in 0..20 {
+        let messages = queues
+            .client
+            .receive_message()
+            .queue_url(&queues.url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap()
+            .messages
+            .unwrap_or_default();
+        if messages.is_empty() && received.len() == count {
+            return;
+        }
+        received.extend(messages.into_iter().filter_map(|m| m.message_id));
+        tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    }
+    panic!("SQS did not move the {count} messages to the DLQ");
+}
+
+#[tokio::test]
+async fn dlq_entries_moved_by_sqs_redrive_are_classified_purged_when_stale_and_redriven_when_live() {
+    use rara_queue::Queue;
+    let queues = Queues::new(1, 1).await;
+    let db = ScratchDb::new();
+    let env = stack_env(&queues);
+    assert!(db.rara(&["migrate"]).status.success());
+    let run_id = submit(
+        &db,
+        "name: dlq\nsteps:\n  - {name: done, operation: noop}\n  - {name: again, operation: noop}\n  - {name: back, operation: noop}\n  - {name: waits, operation: noop}\n",
+    );
+    let status = json(&db.rara(&["status", &run_id.to_string(), "--json"]));
+    let id_of = |name: &str| -> Uuid {
+        let steps = status["steps"].as_array().unwrap();
+        steps.iter().find(|s| s["name"] == name).unwrap()["id"].as_str().unwrap().parse().unwrap()
+    };
+    let store = rara_store::Store::connect(&db.url, 2).await.unwrap();
+    let lease = std::time::Duration::from_secs(600);
+    let leased = store.lease_due("test-scheduler", 10, lease).await.unwrap();
+    assert_eq!(leased.len(), 4);
+    let token_of = |step: Uuid| leased.iter().find(|l| l.step_id == step).unwrap().lease_token;
+    let body = |step: Uuid, token: Uuid| format!(r#"{{"v":1,"step_id":"{step}","lease_token":"{token}"}}"#);
+    for l in &leased {
+        queues.send_raw(&body(l.step_id, l.lease_token)).await;
+    }
+    redrive_all_to_dlq(&queues, 4).await;
+
+    // What became of each step since: finished, leased again, handed back, still waiting.
+    let (done, again, back, waits) = (id_of("done"), id_of("again"), id_of("back"), id_of("waits"));
+    assert!(store.cancel_step(done, "an operator cancelled it").await.unwrap());
+    assert_eq!(store.release(&[(again, token_of(again))]).await.unwrap(), 1);
+    let released = store.lease_due("test-scheduler", 10, lease).await.unwrap();
+    assert_eq!(released.iter().map(|l| l.step_id).collect::<Vec<_>>(), vec![again]);
+    assert_eq!(store.release(&[(back, token_of(back))]).await.unwrap(), 1);
+    // Beside them: rara's own dead-letter with its reason, and a message for no known step.
+    queues.queue().dead_letter("oops", "MALFORMED_MESSAGE", "not JSON").await.unwrap();
+    let stranger = body(Uuid::new_v4(), Uuid::new_v4());
+    queues.client.send_message().queue_url(&queues.dlq_url).message_body(&stranger).send().await.unwrap();
+
+    let listed = run(&db, &env, &["--json", "dlq", "list"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let listed = json(&listed);
+    let entry = |body: &str| -> (String, String) {
+        let entries = listed.as_array().unwrap();
+        let e = entries.iter().find(|e| e["body"] == body).unwrap_or_else(|| panic!("no entry {body}: {listed}"));
+        (e["state"].as_str().unwrap().to_owned(), e["classification"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(listed.as_array().unwrap().len(), 6, "{listed}");
+    let (state, why) = entry(&body(done, token_of(done)));
+    assert_eq!(state, "stale");
+    assert!(why.starts_with("stale: step cancelled at 20") && why.ends_with(" UTC"), "{why}");
+    assert_eq!(
+        entry(&body(again, token_of(again))),
+        ("stale".into(), "stale: the step was leased again (new message sent)".into())
+    );
+    assert_eq!(
+        entry(&body(back, token_of(back))),
+        ("stale".into(), "stale: step handed back; it will be leased again".into())
+    );
+    assert_eq!(
+        entry(&body(waits, token_of(waits))),
+        ("live".into(), "live: the step still waits for this message (redrive it)".into())
+    );
+    assert_eq!(entry("oops"), ("rejected".into(), "MALFORMED_MESSAGE: not JSON".into()));
+    assert_eq!(entry(&stranger), ("unknown".into(), "unknown step".into()));
+    let table = run(&db, &env, &["dlq", "list"]);
+    assert!(stdout(&table).contains("STATE") && stdout(&table).contains("stale: step cancelled at"));
+
+    let refused = run(&db, &env, &["dlq", "purge"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("purge needs --stale"), "{}", stderr(&refused));
+    let purged = run(&db, &env, &["dlq", "purge", "--stale"]);
+    assert!(purged.status.success(), "{}", stderr(&purged));
+    assert!(stdout(&purged).contains("removed 3 stale message(s)"), "{}", stdout(&purged));
+    let left = json(&run(&db, &env, &["--json", "dlq", "list"]));
+    let mut states: Vec<&str> = left.as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
+    states.sort_unstable();
+    assert_eq!(states, ["live", "rejected", "unknown"]);
+
+    let redriven = run(&db, &env, &["--json", "dlq", "redrive"]);
+    assert!(redriven.status.success(), "{}", stderr(&redriven));
+    let redriven = json(&redriven);
+    assert_eq!(redriven["redriven"], 2, "the live one and rara's own dead-letter: {redriven}");
+    assert_eq!(redriven["skipped"]["unknown"], 1);
+    let left = json(&run(&db, &env, &["--json", "dlq", "list"]));
+    assert_eq!(left.as_array().unwrap().len(), 1);
+    assert_eq!(left[0]["body"], stranger.as_str());
+    let mut back_on_queue: Vec<String> = queues.drain(&queues.url).await.into_iter().filter_map(|m| m.body).collect();
+    back_on_queue.sort();
+    back_on_queue.dedup();
+    let mut expected = vec![body(waits, token_of(waits)), "oops".to_owned()];
+    expected.sort();
+    assert_eq!(back_on_queue, expected);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps, release a lease, reap expired leases.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
+//! - [`dlq`]: what the steps of dead-lettered messages are now (`rara dlq`).
 //! - [`due`]: the due channel: `NOTIFY` when steps become due, a scheduler's listener.
 //! - [`fence`]: the fence rule, written once: the [`Holder`], the predicate every fenced
 //!   write composes (one holder, a batch), and zero rows as [`Error::LeaseLost`].
@@ -36,6 +37,7 @@
 //! off. The proof is `tests/explain.rs`.
 
 pub mod claim;
+pub mod dlq;
 pub mod due;
 pub mod error;
 pub mod fence;

@@ -51,7 +51,7 @@ pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("re
 pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
 pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
 
-// Operators (outcome.rs, submit.rs, read.rs).
+// Operators (outcome.rs, submit.rs, read.rs, dlq.rs).
 pub static CANCEL_STEP: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_step_targets"), 3));
 pub static CANCEL_RUN: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_run_targets"), 3));
 pub const RETRY_STEP: &str = sql_file!("retry_step");
@@ -70,6 +70,7 @@ pub const STEP_EXISTS: &str = sql_file!("step_exists");
 pub const LIST_RUNS: &str = sql_file!("list_runs");
 pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
 pub const LOST_REASON: &str = sql_file!("lost_reason");
+pub const DLQ_STEP: &str = sql_file!("dlq_step");
 
 // Planner statistics (statistics.rs).
 pub const GROWN_TABLES: &str = sql_file!("grown_tables");
@@ -128,6 +129,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("list_runs", LIST_RUNS, &["rara_run_status", "int8"]),
         s("run_of_step", RUN_OF_STEP, &["uuid"]),
         s("lost_reason", LOST_REASON, &["uuid"]),
+        s("dlq_step", DLQ_STEP, &["uuid[]"]),
         s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
     ];
     all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));

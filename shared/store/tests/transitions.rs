@@ -535,3 +535,22 @@ async fn steps_that_become_due_notify_listening_schedulers(pool: PgPool) {
     assert!(due_notification(&mut listener, Duration::from_secs(5)).await.is_some(), "a retry by hand notifies");
     listener.close().await;
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn dlq_steps_reads_a_page_of_steps_and_leaves_unknown_ids_out(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let run = store.submit(&plan(CHAIN)).await.unwrap();
+    let a = store.lease_due("scheduler", 10, LEASE).await.unwrap().remove(0);
+    let b = step_id(&pool, run.run_id, "b").await;
+    assert!(store.cancel_step(b, "an operator cancelled it").await.unwrap());
+    let c = step_id(&pool, run.run_id, "c").await;
+    let mut steps = store.dlq_steps(&[a.step_id, b, c, Uuid::new_v4()]).await.unwrap();
+    steps.sort_by_key(|s| [a.step_id, b, c].iter().position(|id| *id == s.id));
+    let seen: Vec<_> = steps.iter().map(|s| (s.id, s.status, s.lease_token, s.finished_at.is_some())).collect();
+    use rara_domain::state::StepStatus::{Cancelled, Leased, Skipped};
+    assert_eq!(
+        seen,
+        [(a.step_id, Leased, Some(a.lease_token), false), (b, Cancelled, None, true), (c, Skipped, None, true)],
+        "the unknown id is absent"
+    );
+}
