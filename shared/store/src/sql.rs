@@ -72,6 +72,11 @@ pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
 pub const LOST_REASON: &str = sql_file!("lost_reason");
 pub const DLQ_STEP: &str = sql_file!("dlq_step");
 
+// Test and benchmark history (testing.rs, feature `testing`).
+pub const HISTORY_RUNS: &str = sql_file!("history_runs");
+pub const HISTORY_STEPS: &str = sql_file!("history_steps");
+pub const HISTORY_ATTEMPTS: &str = sql_file!("history_attempts");
+
 // Planner statistics (statistics.rs).
 pub const GROWN_TABLES: &str = sql_file!("grown_tables");
 /// `ANALYZE (SKIP_LOCKED) <table>` for each of [`statistics::TABLES`], in that order.
@@ -131,6 +136,9 @@ pub fn catalogue() -> Vec<Statement> {
         s("lost_reason", LOST_REASON, &["uuid"]),
         s("dlq_step", DLQ_STEP, &["uuid[]"]),
         s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
+        s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),
+        s("history_steps", HISTORY_STEPS, &["int8", "int8", "int8"]),
+        s("history_attempts", HISTORY_ATTEMPTS, &["int8", "int8"]),
     ];
     all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));
     all
