@@ -120,7 +120,9 @@ impl RemoteExecutor {
             attempt: ctx.attempt,
             fence: ctx.fence,
             operation: self.operation.clone(),
-            capability_version: self.version.clone(),
+            // The pinned version, or empty for an unpinned step: the executor runs its newest
+            // (the router's cached view of versions may be older than the executor's).
+            capability_version: ctx.version.clone().unwrap_or_default(),
             input_json: input.to_string(),
             deadline: Some(prost_types::Timestamp::from(SystemTime::now() + remaining)),
             trace_context: HashMap::new(),

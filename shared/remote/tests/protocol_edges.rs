@@ -101,7 +101,8 @@ async fn a_well_behaved_stream_returns_the_output_and_forwards_reports_in_order(
     let sent = seen.executes.lock().unwrap()[0].clone();
     assert_eq!(sent.run_id, run_id.to_string());
     assert_eq!(sent.step_id, step_id.to_string());
-    assert_eq!((sent.operation.as_str(), sent.capability_version.as_str()), ("well_behaved", "1.0.0"));
+    // An unpinned step sends no version: the executor runs its newest.
+    assert_eq!((sent.operation.as_str(), sent.capability_version.as_str()), ("well_behaved", ""));
     assert_eq!((sent.attempt, sent.fence), (1, 7));
     assert_eq!(serde_json::from_str::<serde_json::Value>(&sent.input_json).unwrap(), json!({"k": "v"}));
     let deadline = sent.deadline.expect("the deadline is always sent");
