@@ -122,3 +122,30 @@ fn the_operator_binary_lists_operator_commands_and_no_benchmark() {
     assert!(!text.to_lowercase().contains("bench"), "{text}");
     assert_eq!(db.rara(&["bench"]).status.code(), Some(2), "`rara bench` is gone (it is `rara-bench`)");
 }
+
+#[test]
+fn a_database_that_cannot_be_reached_says_why_and_what_to_do() {
+    let run = Uuid::new_v4().to_string();
+    let rara = |url: &str| {
+        Command::new(env!("CARGO_BIN_EXE_rara"))
+            .args(["status", &run])
+            .env("DATABASE_URL", url)
+            .env("RARA_LOG", "warn")
+            .output()
+            .expect("run rara")
+    };
+    // Nothing listens on port 1.
+    let down = rara("postgres://postgres:hunter2@127.0.0.1:1/rara");
+    assert_eq!(down.status.code(), Some(7), "{}", stderr(&down));
+    let text = stderr(&down);
+    assert!(text.contains("nothing accepts connections at 127.0.0.1:1") && text.contains("start Postgres"), "{text}");
+    assert!(!text.contains("hunter2"), "the password is never printed: {text}");
+    // A server that is up, a database that is not there.
+    let missing = rara(&format!("postgres://postgres@127.0.0.1:5432/rara_missing_{}", Uuid::new_v4().simple()));
+    assert_eq!(missing.status.code(), Some(7), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("does not exist") && stderr(&missing).contains("rara migrate"),
+        "{}",
+        stderr(&missing)
+    );
+}

@@ -30,10 +30,46 @@ pub fn config() -> Result<Config, Failure> {
 }
 
 pub async fn connect(config: &Config) -> Result<Store, Failure> {
+    check_database(&config.database_url).await?;
     Store::connect(&config.database_url, 2)
         .await
         .context("cannot connect to the database at DATABASE_URL (is Postgres running? did you run `rara migrate`?)")
         .map_err(Failure::from)
+}
+
+/// How long the first connection may take before the CLI says Postgres does not answer.
+const CONNECT_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One direct connection first, so that a failure says what is wrong and what to do (a
+/// pool only says it timed out). Never prints the password.
+async fn check_database(url: &str) -> Result<(), Failure> {
+    use sqlx::Connection;
+    let options: sqlx::postgres::PgConnectOptions =
+        url.parse().context("DATABASE_URL is not a valid postgres:// URL").map_err(Failure::from)?;
+    let at = format!("{}:{}", options.get_host(), options.get_port());
+    let database = options.get_database().unwrap_or("postgres").to_owned();
+    let advice = match tokio::time::timeout(CONNECT_CHECK, sqlx::PgConnection::connect_with(&options)).await {
+        Ok(Ok(connection)) => {
+            let _ = connection.close().await;
+            return Ok(());
+        }
+        Err(_) => format!(
+            "Postgres at {at} did not answer within {}: check that the host is right and reachable",
+            rara_domain::human::duration(CONNECT_CHECK)
+        ),
+        Ok(Err(sqlx::Error::Io(e))) if e.kind() == std::io::ErrorKind::ConnectionRefused => format!(
+            "nothing accepts connections at {at}: start Postgres (on this machine `scripts/ensure-postgres.sh` \
+             starts the local cluster) or point DATABASE_URL at a running server"
+        ),
+        Ok(Err(e)) if e.as_database_error().and_then(|d| d.code()).as_deref() == Some("3D000") => {
+            format!("the database {database:?} does not exist at {at}: `rara migrate` creates it and its schema")
+        }
+        Ok(Err(e)) if e.as_database_error().and_then(|d| d.code()).as_deref() == Some("28P01") => {
+            format!("Postgres at {at} refused the credentials in DATABASE_URL")
+        }
+        Ok(Err(e)) => format!("cannot connect to Postgres at {at}: {e}"),
+    };
+    Err(Failure { code: 7, error: anyhow::anyhow!(advice) })
 }
 
 /// A token fired by Ctrl-C or SIGTERM.
