@@ -135,8 +135,19 @@ impl BatchExecutor {
         if !valid.is_empty() {
             let mut running = JoinSet::new();
             let mut in_flight = HashMap::new();
-            self.claim(valid, deadline, &mut running, &mut in_flight, &mut report).await;
-            self.collect(running, in_flight, &mut report).await;
+            // Shortly after an interrupt, a claim or a recording that has not finished (a
+            // silent Postgres) is given up: what it did not settle comes back.
+            let interrupt = self.env.interrupt.clone();
+            let claimed =
+                after_interrupt(&interrupt, self.claim(valid, deadline, &mut running, &mut in_flight, &mut report))
+                    .await;
+            if claimed.is_none()
+                || after_interrupt(&interrupt, self.collect(running, in_flight, &mut report)).await.is_none()
+            {
+                tracing::error!(
+                    "the batch did not settle after the interrupt (is Postgres answering?); its unsettled messages come back"
+                );
+            }
         }
         report.close();
         report

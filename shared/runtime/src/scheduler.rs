@@ -175,10 +175,18 @@ impl Scheduler {
     ) -> Result<Counters, Error> {
         let mut total = Counters::default();
         loop {
-            match self.pass_until(cut).await {
-                Ok(counters) => total += counters,
-                Err(e) if e.is_retryable() => tracing::warn!(error = %e, "scheduler pass failed; trying again"),
-                Err(e) => return Err(e),
+            // A pass still under way shortly after the cut (Postgres silent: nothing can be
+            // released) is given up; what it leased comes back after the delivery timeout.
+            match crate::batch::after_interrupt(cut, self.pass_until(cut)).await {
+                Some(Ok(counters)) => total += counters,
+                Some(Err(e)) if e.is_retryable() => tracing::warn!(error = %e, "scheduler pass failed; trying again"),
+                Some(Err(e)) => return Err(e),
+                None => {
+                    tracing::error!(
+                        "a scheduler pass did not finish after the cut (is Postgres answering?); giving it up"
+                    );
+                    return Ok(total);
+                }
             }
             let now = Instant::now();
             if end.is_some_and(|end| now >= end) || cut.is_cancelled() || stop.is_cancelled() {

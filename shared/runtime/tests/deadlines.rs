@@ -220,3 +220,50 @@ async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_with
     eprintln!("found out {:?} after the peer went silent: {}", silent.elapsed(), error.message);
     assert_eq!((error.code.as_str(), error.retryable), ("EXECUTOR_UNAVAILABLE", true), "{error:?}");
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_executor_runner_whose_postgres_goes_silent_still_stops_within_its_grace(pool: PgPool) {
+    let (store, queues, stack) = Stack::fresh(pool.clone(), &[("RARA_SHUTDOWN_GRACE_SECONDS", "1")]).await;
+    let run_id = submit(
+        &store,
+        &stack.settings,
+        "name: long\nsteps:\n  - {name: a, operation: sleep, input: {seconds: 60}, timeout_seconds: 120}\n",
+    )
+    .await;
+    assert_eq!(stack.scheduler().pass().await.unwrap().sent, 1);
+
+    // The executor reaches Postgres through a peer that will go silent.
+    let options = pool.connect_options().as_ref().clone();
+    let peer = SilentPeer::start(std::net::SocketAddr::from(([127, 0, 0, 1], options.get_port())), false).await;
+    let through = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(2))
+        .connect_with(options.host("127.0.0.1").port(peer.addr().port()))
+        .await
+        .unwrap();
+    let registry = Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap());
+    let executor = BatchExecutor::new(Store::new(through), stack.queue.clone(), registry, &stack.settings);
+    let stop = CancellationToken::new();
+    let options = stack.runner_options(None);
+    let queue: Arc<dyn Queue> = queues.queue();
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { run_executor(&executor, queue, &options, stop).await }
+    });
+    let started = Instant::now();
+    while step_row(&store, run_id).await.0 != "running" {
+        assert!(started.elapsed() < Duration::from_secs(15), "the step never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    peer.set_silent(true);
+    stop.cancel();
+    let counters = tokio::time::timeout(Duration::from_secs(GRACE_SECONDS) + BEYOND_GRACE, task)
+        .await
+        .expect("the runner ends within grace + 5 s although Postgres does not answer")
+        .unwrap()
+        .unwrap();
+    assert_eq!((counters.claimed, counters.released, counters.succeeded), (1, 0, 0), "{counters:?}");
+    // Nothing could be written: the step is still held under its lease, which expires, and
+    // its message was not deleted, so the claim takes the step over when it comes back.
+    assert_eq!(step_row(&store, run_id).await.0, "running");
+}
