@@ -65,7 +65,8 @@ pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) 
                                                "progress": step.progress_fraction(), "error": step.error})
                         );
                     } else {
-                        println!("{:>6.1}s  {:<14} {line}", started.elapsed().as_secs_f64(), step.name);
+                        let at = rara_domain::human::duration(started.elapsed()).to_string();
+                        println!("{at:>10}  {:<14} {line}", step.name);
                     }
                     seen.insert(step.id, line);
                 }
