@@ -26,7 +26,7 @@ use rara_queue::StepMessage;
 use rara_runtime::metrics::Counters;
 use rara_store::Store;
 use rara_testkit::history::{self, Ledger, Report};
-use rara_testkit::{Queues, endpoint};
+use rara_testkit::{Queues, SilentPeer, endpoint, endpoint_addr};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use uuid::Uuid;
@@ -215,6 +215,11 @@ impl Stack {
 
     /// Starts a runner; its log goes to `target/tmp/faults-<scenario>-<name>.log`.
     fn spawn(&mut self, role: &str, name: &str) -> usize {
+        self.spawn_with(role, name, &[])
+    }
+
+    /// [`spawn`](Self::spawn) with environment variables of its own on top.
+    fn spawn_with(&mut self, role: &str, name: &str, extra: &[(&'static str, String)]) -> usize {
         let args: &[&str] = match role {
             "scheduler" => &["--json", "scheduler"],
             // --until-idle only to poll with a 1 s wait (a stop is honoured within a second);
@@ -228,7 +233,7 @@ impl Stack {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).expect("log file"));
-        for (k, v) in self.env(name) {
+        for (k, v) in self.env(name).into_iter().chain(extra.iter().cloned()) {
             command.env(k, v);
         }
         let child = command.spawn().expect("spawn rara");
@@ -634,6 +639,43 @@ async fn duplicate_deliveries_run_nothing_twice() {
     let done = s.finish().await;
     done.assert_nothing_ran_twice();
     assert!(done.report.counters.stale >= again.len() as u64, "{:?}", done.report.counters);
+}
+
+/// 10. A silent SQS (it accepts connections and never answers) in front of the real
+///     `rara scheduler`: SIGTERM ends it within its grace + 5 s, with every lease it took
+///     released; then SQS answers again and a normal stack finishes every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_facing_a_silent_sqs_exits_within_its_grace_and_releases_what_it_leased() {
+    const GRACE: u64 = 1;
+    let mut s = Stack::new("10-silent-sqs-scheduler").await;
+    let peer = SilentPeer::start(endpoint_addr(), true).await;
+    s.submit(10, Shape::FanOut).await;
+    let silent = s.spawn_with(
+        "scheduler",
+        "silent-scheduler",
+        &[("AWS_ENDPOINT_URL", peer.url()), ("RARA_SHUTDOWN_GRACE_SECONDS", GRACE.to_string())],
+    );
+    // It leases the roots and hangs on sending their messages.
+    let end = Instant::now() + Duration::from_secs(10);
+    while s.scalar("SELECT count(*) FROM steps WHERE status = 'leased'").await == 0 {
+        assert!(Instant::now() < end, "the scheduler leased nothing");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stopped = Instant::now();
+    let counters = s.runners[silent].stop().expect("the scheduler exits with its counters");
+    let took = stopped.elapsed();
+    assert!(took <= Duration::from_secs(GRACE + 5), "SIGTERM to exit took {took:?}");
+    assert_eq!((counters.sent, counters.released), (0, counters.leased), "{counters:?}");
+    assert_eq!(s.scalar("SELECT count(*) FROM steps WHERE status = 'leased'").await, 0, "no step stays leased");
+    s.notes.push(format!("SIGTERM to exit {:.1} s facing a silent SQS (grace {GRACE} s)", took.as_secs_f64()));
+    s.ledger.runners.push(counters);
+    s.faults += 1;
+    // SQS answers again: the normal stack runs everything.
+    s.spawn_scheduler();
+    s.spawn("executor", "exec-a");
+    let done = s.finish().await;
+    done.assert_nothing_ran_twice();
 }
 
 /// 4. Messages carrying an older lease token after the step was re-leased: the original
