@@ -183,6 +183,9 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// The same at the deadline, where the margin left is for recording the outcome.
 const DEADLINE_STOP_GRACE: Duration = Duration::from_millis(500);
 
+/// How long reading why a lease was lost may delay the stop.
+const WHY_LOST_BOUND: Duration = Duration::from_secs(1);
+
 /// How an execution is told that its lease is gone: the reason first (read from the store:
 /// cancelled by an operator, the run cancelled, taken over, reaped), then the token.
 #[derive(Debug, Clone)]
@@ -195,7 +198,11 @@ impl Loss {
     /// Records why `holder` lost its step, then fires the token.
     pub async fn lose(&self, store: &Store, holder: &Holder) {
         if !self.lost.is_cancelled() {
-            let reason = store.why_lost(holder).await.unwrap_or_else(|_| "rara lost the step's lease".into());
+            // Bounded: the reason must never hold up the stop.
+            let reason = match tokio::time::timeout(WHY_LOST_BOUND, store.why_lost(holder)).await {
+                Ok(Ok(reason)) => reason,
+                _ => "rara lost the step's lease".into(),
+            };
             self.reason.set(reason);
         }
         self.lost.cancel();
