@@ -32,78 +32,123 @@ async fn step_row(store: &Store, run_id: Uuid) -> (String, Option<Uuid>, i32, i3
         .unwrap()
 }
 
+/// A scheduler that reaches SQS through a silent peer, one noop step submitted, running
+/// until its token is cancelled.
+struct SilentScheduler {
+    store: Store,
+    queues: Queues,
+    peer: SilentPeer,
+    run_id: Uuid,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Result<rara_runtime::metrics::Counters, rara_runtime::scheduler::Error>>,
+}
+
+impl SilentScheduler {
+    async fn start(pool: PgPool, extra: &[(&str, &str)]) -> SilentScheduler {
+        let store = Store::new(pool);
+        let queues = Queues::new(30, 10).await;
+        let settings = Arc::new(settings(&queues, extra));
+        let peer = SilentPeer::start(endpoint_addr(), true).await;
+        let scheduler =
+            Scheduler::new(store.clone(), queues.queue_through(&peer, &settings.timeouts).await, settings.clone());
+        let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
+        let stop = CancellationToken::new();
+        let task = tokio::spawn({
+            let stop = stop.clone();
+            async move { scheduler.run(None, stop).await }
+        });
+        SilentScheduler { store, queues, peer, run_id, stop, task }
+    }
+}
+
+/// Submits one 60 s sleep and lets the scheduler send its message (through LocalStack).
+async fn submit_long_step(store: &Store, stack: &Stack, max_attempts: u32) -> Uuid {
+    let yaml = format!(
+        "name: long\nsteps:\n  - {{name: a, operation: sleep, input: {{seconds: 60}}, timeout_seconds: 120, max_attempts: {max_attempts}}}\n"
+    );
+    let run_id = submit(store, &stack.settings, &yaml).await;
+    assert_eq!(stack.scheduler().pass().await.unwrap().sent, 1);
+    run_id
+}
+
+/// Runs `executor` over `queue` until the step of `run_id` is running; returns the stop
+/// token and the runner.
+async fn runner_with_a_running_step(
+    store: &Store,
+    stack: &Stack,
+    executor: BatchExecutor,
+    queue: Arc<dyn Queue>,
+    run_id: Uuid,
+) -> (CancellationToken, tokio::task::JoinHandle<Result<rara_runtime::metrics::Counters, rara_queue::Error>>) {
+    let stop = CancellationToken::new();
+    let options = stack.runner_options(None);
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { run_executor(&executor, queue, &options, stop).await }
+    });
+    let started = Instant::now();
+    while step_row(store, run_id).await.0 != "running" {
+        assert!(started.elapsed() < Duration::from_secs(15), "the step never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (stop, task)
+}
+
+/// What `task` returned, which it must do within the grace plus [`BEYOND_GRACE`].
+async fn within_grace<T, E: std::fmt::Debug>(task: tokio::task::JoinHandle<Result<T, E>>, what: &str) -> T {
+    tokio::time::timeout(Duration::from_secs(GRACE_SECONDS) + BEYOND_GRACE, task)
+        .await
+        .unwrap_or_else(|_| panic!("{what} ends within grace + 5 s"))
+        .unwrap()
+        .unwrap()
+}
+
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_scheduler_facing_a_silent_sqs_stops_within_its_grace_and_releases_its_leases(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
     // SDK deadlines far beyond the grace: the stop must not wait for them.
-    let settings = Arc::new(settings(
-        &queues,
+    let s = SilentScheduler::start(
+        pool,
         &[
             ("RARA_SHUTDOWN_GRACE_SECONDS", "1"),
             ("RARA_SQS_ATTEMPT_TIMEOUT_MS", "30000"),
             ("RARA_SQS_OPERATION_TIMEOUT_MS", "60000"),
         ],
-    ));
-    let peer = SilentPeer::start(endpoint_addr(), true).await;
-    let scheduler =
-        Scheduler::new(store.clone(), queues.queue_through(&peer, &settings.timeouts).await, settings.clone());
-    let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
-
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let stop = stop.clone();
-        async move { scheduler.run(None, stop).await }
-    });
+    )
+    .await;
     // The first pass leases the step and hangs on the send.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(step_row(&store, run_id).await.0, "leased", "leased, its message stuck in the silent peer");
-    stop.cancel();
+    assert_eq!(step_row(&s.store, s.run_id).await.0, "leased", "leased, its message stuck in the silent peer");
+    s.stop.cancel();
     let stopped = Instant::now();
-    let counters = tokio::time::timeout(Duration::from_secs(GRACE_SECONDS) + BEYOND_GRACE, task)
-        .await
-        .expect("the scheduler ends within grace + 5 s")
-        .unwrap()
-        .unwrap();
+    let counters = within_grace(s.task, "the scheduler").await;
     eprintln!("stopped {:?} after SIGTERM", stopped.elapsed());
     assert_eq!((counters.leased, counters.sent, counters.released), (1, 0, 1));
-    let (status, token, _, _) = step_row(&store, run_id).await;
+    let (status, token, _, _) = step_row(&s.store, s.run_id).await;
     assert_eq!((status.as_str(), token), ("pending", None), "the lease was given back at once");
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_scheduler_resumes_sending_when_a_silent_sqs_speaks_again(pool: PgPool) {
-    let store = Store::new(pool);
-    let queues = Queues::new(30, 10).await;
-    let settings = Arc::new(settings(
-        &queues,
+    let s = SilentScheduler::start(
+        pool,
         &[
             ("RARA_SQS_CONNECT_TIMEOUT_MS", "500"),
             ("RARA_SQS_ATTEMPT_TIMEOUT_MS", "700"),
             ("RARA_SQS_OPERATION_TIMEOUT_MS", "1500"),
             ("RARA_SCHEDULER_POLL_MS", "200"),
         ],
-    ));
-    let peer = SilentPeer::start(endpoint_addr(), true).await;
-    let scheduler =
-        Scheduler::new(store.clone(), queues.queue_through(&peer, &settings.timeouts).await, settings.clone());
-    let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let stop = stop.clone();
-        async move { scheduler.run(None, stop).await }
-    });
-
+    )
+    .await;
     // While the peer is silent, every send times out and its lease is released.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(queues.queue().receive(1, Duration::from_secs(1)).await.unwrap().is_empty());
-    peer.set_silent(false);
-    let received = queues.queue().receive(1, Duration::from_secs(15)).await.unwrap();
+    assert!(s.queues.queue().receive(1, Duration::from_secs(1)).await.unwrap().is_empty());
+    s.peer.set_silent(false);
+    let received = s.queues.queue().receive(1, Duration::from_secs(15)).await.unwrap();
     assert_eq!(received.len(), 1, "the same scheduler sent the step once SQS answered again");
-    stop.cancel();
-    let counters = task.await.unwrap().unwrap();
+    s.stop.cancel();
+    let counters = s.task.await.unwrap().unwrap();
     assert!(counters.released >= 1 && counters.sent == 1, "{counters:?}");
-    let (status, token, _, _) = step_row(&store, run_id).await;
+    let (status, token, _, _) = step_row(&s.store, s.run_id).await;
     assert_eq!(status, "leased");
     let message = rara_queue::StepMessage::parse(&received[0].body).unwrap();
     assert_eq!(token, Some(message.lease_token), "the message carries the step's current lease");
@@ -120,40 +165,15 @@ async fn an_executor_runner_stopped_while_sqs_is_silent_gives_its_running_step_b
         ],
     )
     .await;
-    let run_id = submit(
-        &store,
-        &stack.settings,
-        "name: long\nsteps:\n  - {name: a, operation: sleep, input: {seconds: 60}, timeout_seconds: 120, max_attempts: 2}\n",
-    )
-    .await;
-    assert_eq!(stack.scheduler().pass().await.unwrap().sent, 1);
-
+    let run_id = submit_long_step(&store, &stack, 2).await;
     let peer = SilentPeer::start(endpoint_addr(), false).await;
     let queue: Arc<dyn Queue> = queues.queue_through(&peer, &stack.settings.timeouts).await;
-    let executor = BatchExecutor::new(
-        store.clone(),
-        queue.clone(),
-        Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap()),
-        &stack.settings,
-    );
-    let stop = CancellationToken::new();
-    let options = stack.runner_options(None);
-    let task = tokio::spawn({
-        let stop = stop.clone();
-        async move { run_executor(&executor, queue, &options, stop).await }
-    });
-    let started = Instant::now();
-    while step_row(&store, run_id).await.0 != "running" {
-        assert!(started.elapsed() < Duration::from_secs(15), "the step never started");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let registry = Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap());
+    let executor = BatchExecutor::new(store.clone(), queue.clone(), registry, &stack.settings);
+    let (stop, task) = runner_with_a_running_step(&store, &stack, executor, queue, run_id).await;
     peer.set_silent(true);
     stop.cancel();
-    let counters = tokio::time::timeout(Duration::from_secs(GRACE_SECONDS) + BEYOND_GRACE, task)
-        .await
-        .expect("the runner ends within grace + 5 s")
-        .unwrap()
-        .unwrap();
+    let counters = within_grace(task, "the runner").await;
     assert_eq!((counters.claimed, counters.released), (1, 1), "{counters:?}");
 
     let (status, token, attempt, max_attempts) = step_row(&store, run_id).await;
@@ -224,13 +244,7 @@ async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_with
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn an_executor_runner_whose_postgres_goes_silent_still_stops_within_its_grace(pool: PgPool) {
     let (store, queues, stack) = Stack::fresh(pool.clone(), &[("RARA_SHUTDOWN_GRACE_SECONDS", "1")]).await;
-    let run_id = submit(
-        &store,
-        &stack.settings,
-        "name: long\nsteps:\n  - {name: a, operation: sleep, input: {seconds: 60}, timeout_seconds: 120}\n",
-    )
-    .await;
-    assert_eq!(stack.scheduler().pass().await.unwrap().sent, 1);
+    let run_id = submit_long_step(&store, &stack, 3).await;
 
     // The executor reaches Postgres through a peer that will go silent.
     let options = pool.connect_options().as_ref().clone();
@@ -243,25 +257,11 @@ async fn an_executor_runner_whose_postgres_goes_silent_still_stops_within_its_gr
         .unwrap();
     let registry = Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap());
     let executor = BatchExecutor::new(Store::new(through), stack.queue.clone(), registry, &stack.settings);
-    let stop = CancellationToken::new();
-    let options = stack.runner_options(None);
-    let queue: Arc<dyn Queue> = queues.queue();
-    let task = tokio::spawn({
-        let stop = stop.clone();
-        async move { run_executor(&executor, queue, &options, stop).await }
-    });
-    let started = Instant::now();
-    while step_row(&store, run_id).await.0 != "running" {
-        assert!(started.elapsed() < Duration::from_secs(15), "the step never started");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (stop, task) = runner_with_a_running_step(&store, &stack, executor, queues.queue(), run_id).await;
     peer.set_silent(true);
     stop.cancel();
-    let counters = tokio::time::timeout(Duration::from_secs(GRACE_SECONDS) + BEYOND_GRACE, task)
-        .await
-        .expect("the runner ends within grace + 5 s although Postgres does not answer")
-        .unwrap()
-        .unwrap();
+    // Although Postgres does not answer.
+    let counters = within_grace(task, "the runner").await;
     assert_eq!((counters.claimed, counters.released, counters.succeeded), (1, 0, 0), "{counters:?}");
     // Nothing could be written: the step is still held under its lease, which expires, and
     // its message was not deleted, so the claim takes the step over when it comes back.

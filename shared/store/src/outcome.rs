@@ -18,7 +18,8 @@ use crate::{DUE_CHANNEL, Error, Holder, Store, millis, sql};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryVia {
     /// The same message returns after the delay: the step stays `leased` with the same lease
-    /// token, and its lease ends one lease duration after the retry is due.
+    /// token, and its lease ends `lease` after the retry is due (the runtime passes the
+    /// delivery timeout, as for a fresh lease).
     Message { lease: Duration },
     /// The delay is too long for SQS visibility: the step goes back to `pending` with
     /// `next_run_at`, the lease is cleared and the message must be deleted.
