@@ -50,9 +50,6 @@ pub struct SqsQueue {
     client: Client,
     queue_url: String,
     dlq_url: Option<String>,
-    /// The client's (connect, attempt, operation) timeouts, when it has them: a long-poll
-    /// receive gets its wait added to the attempt and operation timeouts.
-    timeouts: Option<(Duration, Duration, Duration)>,
 }
 
 fn sqs_error(operation: &'static str, e: impl std::error::Error) -> Error {
@@ -77,15 +74,7 @@ fn string_attribute(value: &str) -> Result<MessageAttributeValue, Error> {
 
 impl SqsQueue {
     pub fn new(client: Client, queue_url: impl Into<String>, dlq_url: Option<String>) -> Self {
-        SqsQueue { client, queue_url: queue_url.into(), dlq_url, timeouts: None }
-    }
-
-    /// Tells the adapter the client's timeouts, so that a long-poll receive (which may
-    /// rightly take its whole wait) gets its wait added to the attempt and operation
-    /// timeouts instead of timing out.
-    pub fn with_timeouts(mut self, connect: Duration, attempt: Duration, operation: Duration) -> Self {
-        self.timeouts = Some((connect, attempt, operation));
-        self
+        SqsQueue { client, queue_url: queue_url.into(), dlq_url }
     }
 
     /// A client from the SDK's standard environment (region, credentials, `AWS_ENDPOINT_URL`).
@@ -127,13 +116,22 @@ impl SqsQueue {
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .message_attribute_names(attributes)
             .customize();
-        if let Some((connect, attempt, operation)) = self.timeouts {
-            let timeouts = aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
-                .connect_timeout(connect)
-                .operation_attempt_timeout(attempt + wait)
-                .operation_timeout(operation + wait)
-                .build();
-            request = request.config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeouts));
+        // A long poll may rightly take its whole wait: it gets the wait on top of the client's
+        // attempt and operation timeouts (the rest of the client's timeouts as they are).
+        if let Some(t) = self.client.config().timeout_config()
+            && (t.operation_attempt_timeout().is_some() || t.operation_timeout().is_some())
+        {
+            let mut timeouts = aws_sdk_sqs::config::timeout::TimeoutConfig::builder();
+            if let Some(connect) = t.connect_timeout() {
+                timeouts = timeouts.connect_timeout(connect);
+            }
+            if let Some(attempt) = t.operation_attempt_timeout() {
+                timeouts = timeouts.operation_attempt_timeout(attempt + wait);
+            }
+            if let Some(operation) = t.operation_timeout() {
+                timeouts = timeouts.operation_timeout(operation + wait);
+            }
+            request = request.config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeouts.build()));
         }
         let out = request.send().await.map_err(|e| sqs_error("ReceiveMessage", e))?;
         Ok(out

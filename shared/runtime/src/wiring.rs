@@ -104,10 +104,11 @@ impl Wiring {
             .await
             .map_err(rara_store::Error::from)?;
         let store = Store::new(pool);
-        let queue = Arc::new(
-            SqsQueue::new(aws_sdk_sqs::Client::new(&aws), settings.queue_url.clone(), settings.dlq_url.clone())
-                .with_timeouts(timeouts.aws_connect, timeouts.aws_attempt, timeouts.aws_operation),
-        );
+        let queue = Arc::new(SqsQueue::new(
+            aws_sdk_sqs::Client::new(&aws),
+            settings.queue_url.clone(),
+            settings.dlq_url.clone(),
+        ));
         tracing::info!(worker = %settings.core.worker_id, "wired");
         Ok(Wiring { settings: Arc::new(settings), store, queue, aws })
     }

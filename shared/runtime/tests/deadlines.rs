@@ -267,3 +267,20 @@ async fn an_executor_runner_whose_postgres_goes_silent_still_stops_within_its_gr
     // its message was not deleted, so the claim takes the step over when it comes back.
     assert_eq!(step_row(&store, run_id).await.0, "running");
 }
+
+#[tokio::test]
+async fn a_long_poll_may_take_its_whole_wait_beyond_the_attempt_timeout() {
+    let queues = Queues::new(30, 10).await;
+    let lookup = |k: &str| match k {
+        "RARA_SQS_ATTEMPT_TIMEOUT_MS" => Some("500".to_owned()),
+        "RARA_SQS_OPERATION_TIMEOUT_MS" => Some("800".to_owned()),
+        _ => None,
+    };
+    let timeouts = rara_runtime::timeouts::Timeouts::from_vars(&rara_domain::config::Vars(&lookup)).unwrap();
+    let peer = SilentPeer::start(endpoint_addr(), false).await;
+    let queue = queues.queue_through(&peer, &timeouts).await;
+    let started = Instant::now();
+    let received = queue.receive(1, Duration::from_secs(2)).await.expect("an empty long poll is not a timeout");
+    assert!(received.is_empty());
+    assert!(started.elapsed() >= Duration::from_millis(1500), "it waited: {:?}", started.elapsed());
+}

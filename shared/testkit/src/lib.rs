@@ -108,8 +108,7 @@ impl Queues {
             .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "rara-tests"))
             .build();
         let client = Client::from_conf(config);
-        let queue = SqsQueue::new(client, self.url.clone(), Some(self.dlq_url.clone()));
-        Arc::new(queue.with_timeouts(timeouts.aws_connect, timeouts.aws_attempt, timeouts.aws_operation))
+        Arc::new(SqsQueue::new(client, self.url.clone(), Some(self.dlq_url.clone())))
     }
 
     pub async fn send_raw(&self, body: &str) {
