@@ -126,6 +126,7 @@ impl RemoteExecutor {
             input_json: input.to_string(),
             deadline: Some(prost_types::Timestamp::from(SystemTime::now() + remaining)),
             trace_context: HashMap::new(),
+            detachable: false,
         }
     }
 

@@ -176,6 +176,7 @@ impl Seen {
             version: version.into(),
             description: format!("{name} {version}"),
             input_schema: None,
+            detachable: false,
         });
     }
 }
@@ -249,6 +250,13 @@ impl ExecutorService for Scripted {
     async fn cancel(&self, request: Request<pb::CancelRequest>) -> Result<Response<pb::CancelResponse>, Status> {
         self.seen.cancels.lock().unwrap().push(request.into_inner());
         Ok(Response::new(pb::CancelResponse { found: true }))
+    }
+
+    type AttachStream = ReceiverStream<Result<pb::ExecuteResponse, Status>>;
+
+    /// Scripted attempts never detach: no capability here says `detachable`.
+    async fn attach(&self, _request: Request<pb::AttachRequest>) -> Result<Response<Self::AttachStream>, Status> {
+        Err(Status::unimplemented("the scripted server runs no detachable capability"))
     }
 }
 

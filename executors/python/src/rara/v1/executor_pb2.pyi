@@ -20,19 +20,21 @@ class GetCapabilitiesResponse(_message.Message):
     def __init__(self, capabilities: _Optional[_Iterable[_Union[Capability, _Mapping]]] = ...) -> None: ...
 
 class Capability(_message.Message):
-    __slots__ = ("name", "version", "description", "input_schema")
+    __slots__ = ("name", "version", "description", "input_schema", "detachable")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    DETACHABLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     description: str
     input_schema: str
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[str] = ...) -> None: ...
+    detachable: bool
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[str] = ..., detachable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "deadline", "trace_context")
+    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "deadline", "trace_context", "detachable")
     class TraceContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +51,7 @@ class ExecuteRequest(_message.Message):
     INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    DETACHABLE_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     step_id: str
     attempt: int
@@ -58,7 +61,29 @@ class ExecuteRequest(_message.Message):
     input_json: str
     deadline: _timestamp_pb2.Timestamp
     trace_context: _containers.ScalarMap[str, str]
-    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    detachable: bool
+    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., detachable: _Optional[bool] = ...) -> None: ...
+
+class AttachRequest(_message.Message):
+    __slots__ = ("step_id", "attempt", "fence", "after_sequence", "trace_context")
+    class TraceContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    STEP_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    step_id: str
+    attempt: int
+    fence: int
+    after_sequence: int
+    trace_context: _containers.ScalarMap[str, str]
+    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., after_sequence: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
     __slots__ = ("sequence", "timestamp", "accepted", "running", "progress", "artifact", "succeeded", "failed", "cancelled")

@@ -51,6 +51,11 @@ class ExecutorServiceStub:
                 request_serializer=rara_dot_v1_dot_executor__pb2.CancelRequest.SerializeToString,
                 response_deserializer=rara_dot_v1_dot_executor__pb2.CancelResponse.FromString,
                 _registered_method=True)
+        self.Attach = channel.unary_stream(
+                '/rara.v1.ExecutorService/Attach',
+                request_serializer=rara_dot_v1_dot_executor__pb2.AttachRequest.SerializeToString,
+                response_deserializer=rara_dot_v1_dot_executor__pb2.ExecuteResponse.FromString,
+                _registered_method=True)
 
 
 class ExecutorServiceServicer:
@@ -72,15 +77,45 @@ class ExecutorServiceServicer:
         Requests the executor cannot run (unknown operation, invalid input, deadline
         already past) follow the same order and end with `failed`. Any other order is
         a protocol error; a stream that breaks before its terminal event is a
-        retryable failure.
+        retryable failure. `Attach` streams the same events (ExecuteResponse).
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Cancel(self, request, context):
-        """Asks the executor to cancel a running attempt. Its `Execute` stream then ends
-        with `cancelled`.
+        """Asks the executor to cancel a running attempt, attached or detached. Its stream
+        (if one is open) then ends with `cancelled`; a detached attempt keeps its
+        `cancelled` event for the next `Attach`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Attach(self, request, context):
+        """Re-attaches to an attempt that runs detached from its `Execute` stream (see
+        `ExecuteRequest.detachable`) and streams its events after `after_sequence`.
+
+        Why a new RPC rather than `Execute` with a resume field: an executor that predates
+        detaching answers UNIMPLEMENTED instead of starting a second execution under the
+        same fence, and the stream's events are exactly those of `Execute` (same messages,
+        same sequence numbers, same order), so one order checker serves both.
+
+        Events: every event of the attempt whose sequence is above `after_sequence`, in
+        order, with the attempt's own sequence numbers (no gaps); then, as they happen, the
+        attempt's further events, up to its terminal event, then the stream ends. Events
+        at or below `after_sequence` are acknowledged: the executor may drop them.
+
+        Errors (gRPC status codes):
+        - NOT_FOUND: the executor does not know the attempt (it restarted, or the
+        attempt ended longer ago than its retention). rara treats it as a retryable
+        failure of the attempt: a new attempt runs, under a new fence.
+        - FAILED_PRECONDITION: `fence` is older than the attempt's (a stale holder),
+        or `after_sequence` is beyond the last event sent.
+        - INVALID_ARGUMENT: malformed ids.
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -103,6 +138,11 @@ def add_ExecutorServiceServicer_to_server(servicer, server):
                     servicer.Cancel,
                     request_deserializer=rara_dot_v1_dot_executor__pb2.CancelRequest.FromString,
                     response_serializer=rara_dot_v1_dot_executor__pb2.CancelResponse.SerializeToString,
+            ),
+            'Attach': grpc.unary_stream_rpc_method_handler(
+                    servicer.Attach,
+                    request_deserializer=rara_dot_v1_dot_executor__pb2.AttachRequest.FromString,
+                    response_serializer=rara_dot_v1_dot_executor__pb2.ExecuteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -188,6 +228,33 @@ class ExecutorService:
             '/rara.v1.ExecutorService/Cancel',
             rara_dot_v1_dot_executor__pb2.CancelRequest.SerializeToString,
             rara_dot_v1_dot_executor__pb2.CancelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Attach(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/rara.v1.ExecutorService/Attach',
+            rara_dot_v1_dot_executor__pb2.AttachRequest.SerializeToString,
+            rara_dot_v1_dot_executor__pb2.ExecuteResponse.FromString,
             options,
             channel_credentials,
             insecure,
