@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rara_domain::config::{Config, Error, Vars};
+use rara_domain::config::{Config, Error, MAX_VISIBILITY_DELAY, Vars};
 
 use crate::timeouts::Timeouts;
 
@@ -14,6 +14,7 @@ pub const DEFAULT_SCHEDULER_POLL_MS: u64 = 1000;
 pub const DEFAULT_REAP_INTERVAL_MS: u64 = 5000;
 pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2000;
 pub const DEFAULT_PROGRESS_INTERVAL_MS: u64 = 1000;
+pub const DEFAULT_REATTACH_INTERVAL_SECONDS: u64 = 30;
 
 /// Settings of both functions.
 #[derive(Debug, Clone)]
@@ -56,6 +57,10 @@ pub struct Settings {
     /// can keep coming back before SQS redrives it to the DLQ. At least the visibility
     /// timeout. An execution's lease (`RARA_LEASE_SECONDS`) starts only at the claim.
     pub delivery_timeout: Duration,
+    /// `RARA_REATTACH_INTERVAL_SECONDS`: how long a parked remote attempt runs detached before
+    /// its message comes back and an executor re-attaches to record what it did (at most the
+    /// 12-hour visibility limit). Lambda time is paid only while attached.
+    pub reattach_interval: Duration,
 }
 
 /// Where secret references are resolved.
@@ -103,6 +108,11 @@ impl Settings {
                 core.visibility_timeout.as_secs() * u64::from(core.max_receive_count),
                 "a whole number of seconds",
             )?),
+            reattach_interval: Duration::from_secs(vars.parse(
+                "RARA_REATTACH_INTERVAL_SECONDS",
+                DEFAULT_REATTACH_INTERVAL_SECONDS,
+                "a whole number of seconds",
+            )?),
             core,
         };
         if settings.lease_batch == 0 {
@@ -119,6 +129,13 @@ impl Settings {
                 rara_domain::human::duration(settings.delivery_timeout),
                 rara_domain::human::duration(settings.core.visibility_timeout)
             )));
+        }
+        if settings.reattach_interval.is_zero() || settings.reattach_interval > MAX_VISIBILITY_DELAY {
+            return Err(Error::Invalid {
+                var: "RARA_REATTACH_INTERVAL_SECONDS",
+                value: settings.reattach_interval.as_secs().to_string(),
+                reason: "must be from 1 second to 12 hours (the longest a message can stay hidden)".into(),
+            });
         }
         if settings.deadline_margin >= settings.core.function_timeout {
             return Err(Error::Misaligned(format!(
