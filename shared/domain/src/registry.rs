@@ -75,6 +75,12 @@ impl Registry {
         self
     }
 
+    /// The in-process executor that routing gives `operation` (at `version` when pinned): an
+    /// explicit registration comes first. Such a step runs inside one invocation.
+    pub fn in_process(&self, operation: &str, version: Option<&str>) -> Option<&Arc<dyn Executor>> {
+        self.local.get(operation).filter(|local| version.is_none_or(|v| v == local.version()))
+    }
+
     /// The registered in-process operation names.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.local.keys().map(String::as_str)
@@ -97,9 +103,7 @@ impl Registry {
     /// `UNKNOWN_OPERATION` when nothing serves it, or the remote router's error (retryable
     /// `EXECUTOR_UNAVAILABLE`) when the remote executors that might serve it cannot be asked.
     pub async fn resolve(&self, operation: &str, version: Option<&str>) -> Result<Arc<dyn Executor>, StepError> {
-        if let Some(local) = self.local.get(operation)
-            && version.is_none_or(|v| v == local.version())
-        {
+        if let Some(local) = self.in_process(operation, version) {
             return Ok(local.clone());
         }
         if let Some(remote) = &self.remote

@@ -12,7 +12,7 @@ pub const DEFAULT_REAP_BATCH: u32 = 1000;
 pub const DEFAULT_SCHEDULER_BUDGET_SECONDS: u64 = 50;
 pub const DEFAULT_SCHEDULER_POLL_MS: u64 = 1000;
 pub const DEFAULT_REAP_INTERVAL_MS: u64 = 5000;
-pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2000;
+pub use rara_domain::config::DEFAULT_DEADLINE_MARGIN_MS;
 pub const DEFAULT_PROGRESS_INTERVAL_MS: u64 = 1000;
 pub const DEFAULT_REATTACH_INTERVAL_SECONDS: u64 = 30;
 
@@ -38,7 +38,8 @@ pub struct Settings {
     /// `RARA_REAP_INTERVAL_MS`: how often a running scheduler looks for expired leases (its
     /// first pass always does). Expired leases are minutes old by nature; leasing is not.
     pub reap_interval: Duration,
-    /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes.
+    /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes
+    /// (read with the core configuration, which checks it: [`Config::deadline_margin`]).
     pub deadline_margin: Duration,
     /// `RARA_PROGRESS_INTERVAL_MS`: progress is written at most this often per step.
     pub progress_interval: Duration,
@@ -87,7 +88,7 @@ impl Settings {
             scheduler_poll: vars.millis("RARA_SCHEDULER_POLL_MS", DEFAULT_SCHEDULER_POLL_MS)?,
             scheduler_listen: vars.parse("RARA_SCHEDULER_LISTEN", true, "`true` or `false`")?,
             reap_interval: vars.millis("RARA_REAP_INTERVAL_MS", DEFAULT_REAP_INTERVAL_MS)?,
-            deadline_margin: vars.millis("RARA_DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS)?,
+            deadline_margin: core.deadline_margin,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
             remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),
             secrets_backend: match vars.optional("RARA_SECRETS_BACKEND").as_deref() {
@@ -136,13 +137,6 @@ impl Settings {
                 value: settings.reattach_interval.as_secs().to_string(),
                 reason: "must be from 1 second to 12 hours (the longest a message can stay hidden)".into(),
             });
-        }
-        if settings.deadline_margin >= settings.core.function_timeout {
-            return Err(Error::Misaligned(format!(
-                "RARA_DEADLINE_MARGIN_MS ({} ms) must be shorter than RARA_FUNCTION_TIMEOUT_SECONDS ({} s)",
-                settings.deadline_margin.as_millis(),
-                settings.core.function_timeout.as_secs()
-            )));
         }
         Ok(settings)
     }
