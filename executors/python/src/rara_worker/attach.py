@@ -21,13 +21,13 @@ event after ``after_sequence``, then live events up to the terminal one.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator
 
 import grpc
 
 from rara.v1 import executor_pb2 as pb
 from rara_worker.attempt import Attempt
 from rara_worker.attempts import AttemptTable
+from rara_worker.log import Reader
 
 
 class Refused(Exception):
@@ -41,7 +41,7 @@ class Refused(Exception):
 
 def open_attach(
     table: AttemptTable, request: pb.AttachRequest
-) -> tuple[Attempt, AsyncGenerator[pb.ExecuteResponse, None]]:
+) -> tuple[Attempt, Reader]:
     """The attempt and a reader of its events after ``request.after_sequence``."""
     try:
         uuid.UUID(request.step_id)

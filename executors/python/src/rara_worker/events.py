@@ -12,10 +12,9 @@ detached attempt nobody acknowledges). All methods run on the event loop's threa
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncGenerator
 
 from rara.v1 import executor_pb2 as pb
-from rara_worker.log import EventLog
+from rara_worker.log import EventLog, Reader
 
 
 class Phase(enum.Enum):
@@ -84,7 +83,7 @@ class EventStream:
         """Terminal: the attempt was cancelled."""
         return self._end(pb.ExecuteResponse(cancelled=pb.Cancelled(reason=reason)))
 
-    def events(self) -> AsyncGenerator[pb.ExecuteResponse, None]:
+    def events(self) -> Reader:
         """Every event from the first, live, until the terminal one (attaches a reader)."""
         return self.log.attach(0)
 

@@ -25,8 +25,6 @@ All methods run on the event loop's thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
-
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from rara.v1 import executor_pb2 as pb
@@ -107,42 +105,63 @@ class EventLog:
         if self._kept:
             del self._kept[: max(0, sequence - self._kept[0].sequence + 1)]
 
-    def attach(self, after: int) -> AsyncGenerator[pb.ExecuteResponse, None]:
+    def attach(self, after: int) -> Reader:
         """A new reader of the events after ``after``; the previous reader ends.
 
         The caller checks ``after`` first (``acknowledged <= after <= last_sequence``). The
-        reader counts as attached from now until it ends or is superseded; close it (e.g.
-        ``contextlib.aclosing``) so that a reader whose stream went away detaches at once.
+        reader counts as attached from now until it ends, is superseded or is closed
+        (``aclose``, e.g. through ``contextlib.aclosing``: a stream that went away).
         """
         self._generation += 1
         self._attached = self._generation
         self._wake()  # the superseded reader, if any, sees it and ends
-        return self._read(self._generation, after)
+        return Reader(self, self._generation, after)
 
-    async def _read(self, generation: int, after: int) -> AsyncGenerator[pb.ExecuteResponse, None]:
-        cursor = after
-        try:
-            while self._attached == generation:
-                changed = self._changed
-                for event in self._after(cursor):
-                    yield event
-                    cursor = event.sequence
-                    if not self._keep:
-                        self.acknowledge(cursor)
-                    if self._attached != generation:
-                        return
-                if self._ended and cursor >= self._last:
-                    return
-                await changed.wait()
-        finally:
-            if self._attached == generation:
-                self._attached = 0
-
-    def _after(self, cursor: int) -> list[pb.ExecuteResponse]:
+    def _next_after(self, cursor: int) -> pb.ExecuteResponse | None:
         if not self._kept:
-            return []
-        return self._kept[max(0, cursor + 1 - self._kept[0].sequence) :]
+            return None
+        index = max(0, cursor + 1 - self._kept[0].sequence)
+        return self._kept[index] if index < len(self._kept) else None
+
+    def _detach(self, generation: int) -> None:
+        if self._attached == generation:
+            self._attached = 0
 
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+
+class Reader:
+    """One attached reader of an ``EventLog``: an async iterator of its events, in order.
+
+    It ends after the terminal event, or as soon as a newer reader is attached.
+    """
+
+    def __init__(self, log: EventLog, generation: int, after: int) -> None:
+        self._log = log
+        self._generation = generation
+        self._cursor = after
+
+    def __aiter__(self) -> Reader:
+        return self
+
+    async def __anext__(self) -> pb.ExecuteResponse:
+        log = self._log
+        while log._attached == self._generation:
+            changed = log._changed
+            event = log._next_after(self._cursor)
+            if event is not None:
+                self._cursor = event.sequence
+                if not log._keep:
+                    log.acknowledge(self._cursor)
+                return event
+            if log._ended and self._cursor >= log._last:
+                break
+            await changed.wait()
+        await self.aclose()
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        """Detach (when still the attached reader); the iterator then ends."""
+        self._log._detach(self._generation)

@@ -236,7 +236,7 @@ async def start(
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     offered = ", ".join(f"{c.name} {c.version}" for c in registry) or "none"
     log.info(
-        "detached attempts: finished ones retained %.0fs, at most %d events kept while detached",
+        "detached attempts: finished ones retained %gs, at most %d events kept while detached",
         detach.retention_seconds, detach.max_kept_events,
     )
     log.info("serving %d capabilities on %s:%d: %s", len(registry), host, bound, offered)
