@@ -41,7 +41,7 @@ async def attach_error(
     stub: pb_grpc.ExecutorServiceStub, req: pb.AttachRequest
 ) -> grpc.aio.AioRpcError:
     with pytest.raises(grpc.aio.AioRpcError) as refused:
-        await attach(stub, req)
+        await asyncio.wait_for(attach(stub, req), timeout=5)
     return refused.value
 
 

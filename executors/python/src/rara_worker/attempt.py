@@ -132,6 +132,9 @@ class Attempt:
             await self._run()
         except Exception as exc:  # a bug here must still end the stream
             self._fail(errors.make_error(errors.INTERNAL, "executor error", False), exc)
+        finally:
+            # A retained attempt keeps its ids and events, not its (possibly large) input.
+            self._request.ClearField("input_json")
 
     async def _run(self) -> None:
         req = self._request

@@ -93,6 +93,10 @@ class ExecutorService(pb_grpc.ExecutorServiceServicer):
             else self.attempts.admit(attempt)
         )
         if refusal is not None:
+            log.info(
+                "refused step=%.100s attempt=%d fence=%d code=%s",
+                request.step_id, request.attempt, request.fence, refusal.code,
+            )
             attempt.refuse(refusal)
         else:
             task = asyncio.create_task(attempt.run())
