@@ -76,8 +76,14 @@ async def test_a_detached_attempt_runs_on_and_attach_resumes_after_the_last_seen
     await asyncio.sleep(0.1)  # events are produced while nobody listens
     assert not attempt.ended and attempt.log.last_sequence > 4
 
-    rest = await attach(stub, attach_request(req, after=seen[-1].sequence))
-    whole = assert_continues(seen, rest)
+    # The attached stream goes away too: the attempt still runs on.
+    middle = await leave_after(
+        stub.Attach(attach_request(req, after=seen[-1].sequence)), lambda e: e.sequence == 8
+    )
+    await eventually(lambda: not attempt.log.attached)
+    rest = await attach(stub, attach_request(req, after=middle[-1].sequence))
+    whole = assert_continues(seen, middle + rest)
+    assert middle[0].sequence == 5 and rest[0].sequence == 9
     assert kinds(whole).count("progress") == 20
     assert json.loads(whole[-1].succeeded.output_json) == {"ticks": 20}
 

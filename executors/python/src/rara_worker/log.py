@@ -25,6 +25,7 @@ All methods run on the event loop's thread.
 from __future__ import annotations
 
 import asyncio
+
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from rara.v1 import executor_pb2 as pb
