@@ -20,6 +20,14 @@ from rara_worker.examples import build_registry
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
+_GATES: dict[str, asyncio.Event] = {}
+
+
+def gate(step_id: str) -> asyncio.Event:
+    """The event a gated ``probe.ticks`` of ``step_id`` waits for before it starts ticking."""
+    return _GATES.setdefault(step_id, asyncio.Event())
+
+
 def make_registry(cancel_seen: list[str], data_dir: Path) -> CapabilityRegistry:
     """The examples (reading below ``data_dir``) plus handlers that fail in known ways."""
     reg = CapabilityRegistry()
@@ -75,9 +83,12 @@ def make_registry(cancel_seen: list[str], data_dir: Path) -> CapabilityRegistry:
 
     @reg.capability("probe.ticks", version="1.0.0")
     async def ticks(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
-        """After ``delay`` s, ``ticks`` progress reports ``interval`` s apart; an artifact
-        before each tick listed in ``artifact_at``."""
+        """After ``delay`` s (and, with ``"gated": true``, once ``gate(step_id)`` is set),
+        ``ticks`` progress reports ``interval`` s apart; an artifact before each tick listed
+        in ``artifact_at``."""
         await asyncio.sleep(float(input.get("delay", 0)))
+        if input.get("gated"):
+            await gate(ctx.step_id).wait()
         n, interval = int(input["ticks"]), float(input.get("interval", 0))
         for i in range(n):
             if i in input.get("artifact_at", []):
