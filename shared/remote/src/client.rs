@@ -370,22 +370,14 @@ impl RemoteExecutor {
     }
 
     async fn send_cancel(&self, ctx: &ExecutionContext, reason: &str) {
-        let mut client = self.client.clone();
-        let request =
-            pb::CancelRequest { step_id: ctx.step_id.to_string(), attempt: ctx.attempt, reason: reason.into() };
-        match tokio::time::timeout(self.cancel_timeout, client.cancel(request)).await {
-            Ok(Ok(response)) => tracing::info!(
-                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
-                found = response.into_inner().found, reason, "remote attempt cancelled"
-            ),
-            Ok(Err(status)) => tracing::warn!(
-                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
-                code = ?status.code(), reason, "cancel refused"
-            ),
-            Err(_) => tracing::warn!(
-                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
-                reason, "cancel timed out"
-            ),
+        let sent =
+            crate::cancel::cancel(self.client.clone(), ctx.step_id, ctx.attempt, reason, self.cancel_timeout).await;
+        let (step_id, attempt, endpoint) = (ctx.step_id, ctx.attempt, &*self.endpoint);
+        match sent {
+            Ok(found) => {
+                tracing::info!(%step_id, attempt, %endpoint, found, reason, "remote attempt cancelled")
+            }
+            Err(error) => tracing::warn!(%step_id, attempt, %endpoint, %error, reason, "cancel not answered"),
         }
     }
 
