@@ -43,9 +43,17 @@ scripts/build-lambdas.sh --install-only >/dev/null
 venv_pip .venv-tools "$BOTO3" "$BOTO3"
 export PATH="$PWD/.venv-tools/bin:$PATH"
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rara_demo}
+# One scheduler pass per invocation. A short function timeout: an invocation whose deadline is
+# unusable (issue 14: the emulator sends one in 1970) gets 20 s, and a step that hangs ends
+# within them; a long remote step outlives an invocation after these 20 s. The functions and
+# the CLI (`rara submit` checks that in-process steps fit one invocation) read the same.
+export RARA_SCHEDULER_BUDGET_SECONDS=0
+export RARA_FUNCTION_TIMEOUT_SECONDS=${RARA_FUNCTION_TIMEOUT_SECONDS:-20}
 scripts/ensure-postgres.sh
 localstack_up
-cargo build --quiet -p rara -p scheduler -p executor
+# The functions as `cargo lambda watch` builds them (`cargo run --bin <name>` at the root:
+# features unified over the workspace), so that they start at once and a build error shows here.
+cargo build --quiet --bin rara --bin scheduler --bin executor
 rara="$(rara_bin)"
 "$rara" migrate >/dev/null
 
@@ -62,11 +70,6 @@ EOF
 }
 on_exit delete_queues
 
-# One scheduler pass per invocation; a short function timeout, so that a step that hangs, or
-# an invocation whose deadline is unusable (issue 14: the emulator sends one in 1970), ends
-# within seconds. Both functions read this environment.
-export RARA_SCHEDULER_BUDGET_SECONDS=0
-export RARA_FUNCTION_TIMEOUT_SECONDS=${RARA_FUNCTION_TIMEOUT_SECONDS:-20}
 # PYTHON EXECUTOR: a scenario with remote steps starts it here (as scripts/demo.sh does) and
 # exports RARA_REMOTE_EXECUTORS, so the executor discovers its capabilities when it starts.
 
@@ -91,6 +94,7 @@ journal=.lambda-poller-journal.log
 : >"$journal"
 start_bg .venv-tools/bin/python scripts/sqs-to-lambda.py --queue-url "$RARA_QUEUE_URL" --port "$port" \
   --function executor --log "$journal" 2>.lambda-poller.log
+poller=$BG_PID
 
 # Prints "<status> <attempts...>" of a run, read with the CLI.
 run_state() {
@@ -137,6 +141,7 @@ run_scenario() {
   while true; do
     state=$(run_state "$run_id")
     [[ "${state%% *}" == running ]] || break
+    kill -0 "$poller" 2>/dev/null || { cat .lambda-poller.log >&2; die "the SQS poller exited"; }
     if (($(ms_since "$t0") >= SCENARIO_TIMEOUT_SECONDS * 1000)); then
       problem="still running after ${SCENARIO_TIMEOUT_SECONDS} s"
       break
