@@ -23,8 +23,11 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     let config = super::config()?;
     let file = &args.file;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
+    let builtins = rara_runtime::wiring::builtin_registry()?;
+    let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();
     let plan = WorkflowDefinition::parse(&text, Format::from_path(file))
-        .and_then(|definition| definition.plan(&config))
+        .and_then(|definition| definition.plan_for(&config, in_process))
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
     let store = super::connect(&config).await?;
     let submitted = store.submit(&plan).await?;

@@ -50,6 +50,8 @@ pub static SUCCEED: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("
 pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("retry")));
 pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
 pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
+pub static PARK: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("park")));
+pub const DETACHED_ATTEMPTS: &str = sql_file!("detached_attempts");
 
 // Operators (outcome.rs, submit.rs, read.rs, dlq.rs).
 pub static CANCEL_STEP: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_step_targets"), 3));
@@ -109,6 +111,12 @@ pub fn catalogue() -> Vec<Statement> {
         s("retry", RETRY.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "int8[]", "int8"]),
         s("fail", FAIL.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "jsonb"]),
         s("release_running", RELEASE_RUNNING.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb", "text"]),
+        s(
+            "park",
+            PARK.as_str(),
+            &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "text[]", "int8[]", "timestamptz[]", "int8", "int8"],
+        ),
+        s("detached_attempts", DETACHED_ATTEMPTS, &["uuid"]),
         s("cancel_step", CANCEL_STEP.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
