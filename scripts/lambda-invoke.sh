@@ -31,7 +31,8 @@ SCENARIOS=(
   "retry-same-message|tests/fixtures/lambda-retry-once.yaml|succeeded|2|same_message"
   # THIRD SCENARIO goes here (being built on another branch): a remote Python step that
   # outlives one invocation (longer than RARA_FUNCTION_TIMEOUT_SECONDS below), parked and
-  # re-attached through its same message, one attempt. One more entry, e.g.
+  # re-attached through its same message, one attempt (RARA_ATTACH_WINDOW_SECONDS and
+  # RARA_REATTACH_INTERVAL_SECONDS small, to keep it short). One more entry, e.g.
   #   "long-remote|tests/fixtures/lambda-long-remote.yaml|succeeded|1|same_message"
   # plus the Python executor started before `cargo lambda watch` (see PYTHON EXECUTOR below).
 )
