@@ -19,6 +19,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use rara_queue::Queue;
 use rara_runtime::batch::BatchExecutor;
 use rara_runtime::scheduler::Scheduler;
+use rara_runtime::wiring::FunctionTimeout;
 use rara_store::Store;
 use rara_testkit::python::PythonServer;
 use rara_testkit::{Queues, settings, submit};
@@ -106,7 +107,9 @@ impl Lambda {
             .unwrap()
             .as_millis() as u64;
         let started = Instant::now();
-        let response = executor::handle(&self.executor, MARGIN, LambdaEvent::new(payload, context)).await.unwrap();
+        let timeout = FunctionTimeout::executor(&self.settings);
+        let response =
+            executor::handle(&self.executor, timeout, MARGIN, LambdaEvent::new(payload, context)).await.unwrap();
         self.billed += started.elapsed();
         self.invocations += 1;
         if !response.batch_item_failures.iter().any(|f| f.item_identifier == received.message_id) {
