@@ -194,7 +194,7 @@ async fn a_remote_step_longer_than_an_invocation_succeeds_with_one_attempt_and_o
     let (attempt, attempt_fence, outcome, _, stretches) = attempts[0].clone();
     assert_eq!((attempt, attempt_fence, outcome.as_str()), (1, fence, "succeeded"));
     assert!(stretches >= 1, "parked at least once");
-    assert!(lambda.invocations >= stretches as u32 + 1, "each invocation but the last parked: {stretches}");
+    assert!(lambda.invocations > stretches as u32, "each invocation but the last parked: {stretches}");
     assert!(progress.len() >= 3 && progress.windows(2).all(|w| w[0] < w[1]), "progress went on: {progress:?}");
     assert!(python.log().contains("detached"), "the Python side saw the attempt detach");
     println!(

@@ -381,13 +381,21 @@ impl RemoteExecutor {
         }
     }
 
+    /// The contract's output: a JSON object; empty means `{}` (as for `input_json`). Anything
+    /// else (not JSON, or JSON that is not an object) is a permanent `PROTOCOL_VIOLATION`.
     fn output(&self, output_json: &str) -> Result<serde_json::Value, StepError> {
-        serde_json::from_str(output_json).map_err(|err| {
-            self.located(StepError::permanent(
-                codes::PROTOCOL_VIOLATION,
-                format!("the succeeded event's output_json is not JSON ({err})"),
-            ))
-        })
+        if output_json.trim().is_empty() {
+            return Ok(serde_json::json!({}));
+        }
+        let violation = |what: String| self.located(StepError::permanent(codes::PROTOCOL_VIOLATION, what));
+        match serde_json::from_str::<serde_json::Value>(output_json) {
+            Ok(output @ serde_json::Value::Object(_)) => Ok(output),
+            Ok(other) => Err(violation(format!(
+                "the succeeded event's output_json must be a JSON object, not {}",
+                json_kind(&other)
+            ))),
+            Err(err) => Err(violation(format!("the succeeded event's output_json is not JSON ({err})"))),
+        }
     }
 
     fn remote_error(&self, error: Option<pb::Error>) -> StepError {
@@ -505,6 +513,18 @@ fn report(result: Result<(), ReportError>) -> Result<(), Interrupted> {
             tracing::warn!(error = %err, "a report from the remote executor was not recorded");
             Ok(())
         }
+    }
+}
+
+/// What kind of JSON value `value` is, for a violation's message (never the value itself).
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 

@@ -53,6 +53,8 @@ fn scripts() -> Vec<(&'static str, Vec<Step>)> {
             vec![accepted(1), running(2), Step::Send(3, Event::Cancelled(pb::Cancelled { reason: "operator".into() }))],
         ),
         ("bad_output", vec![accepted(1), running(2), succeeded(3, "not json")]),
+        ("array_output", vec![accepted(1), running(2), succeeded(3, "[1,2,3]")]),
+        ("empty_output", vec![accepted(1), running(2), succeeded(3, "")]),
     ]
 }
 
@@ -150,6 +152,14 @@ async fn an_event_without_a_case_is_a_permanent_protocol_violation() {
 async fn output_that_is_not_json_is_a_permanent_protocol_violation() {
     let (outcome, _) = run("bad_output").await;
     assert_error(outcome, codes::PROTOCOL_VIOLATION, false);
+}
+
+#[tokio::test]
+async fn output_that_is_not_an_object_is_a_permanent_protocol_violation_and_empty_output_is_an_empty_object() {
+    let err = run("array_output").await.0.unwrap_err();
+    assert_eq!((err.code.as_str(), err.retryable), (codes::PROTOCOL_VIOLATION, false));
+    assert!(err.message.contains("must be a JSON object, not an array"), "{}", err.message);
+    assert_eq!(run("empty_output").await.0.unwrap(), json!({}));
 }
 
 #[tokio::test]

@@ -71,7 +71,9 @@ class ExecutorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Execute(self, request, context):
-        """Runs one attempt of one step and streams its events. Order on every stream:
+        """Runs one attempt of one step and streams its events. The executor must stop the work
+        when the call is cancelled (the client went away), unless the attempt is detachable
+        (`ExecuteRequest.detachable`), and when `deadline` passes. Order on every stream:
         `accepted`, `running`, then any number of `progress` and `artifact`, then
         exactly one of `succeeded`, `failed`, `cancelled`, then the stream ends.
         Requests the executor cannot run (unknown operation, invalid input, deadline
