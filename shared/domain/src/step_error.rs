@@ -29,6 +29,12 @@ pub mod codes {
     pub const SECRET_NOT_FOUND: &str = "SECRET_NOT_FOUND";
     /// The secret store could not answer; another attempt may.
     pub const SECRET_UNAVAILABLE: &str = "SECRET_UNAVAILABLE";
+    /// A reference in the step's input (`$output`, `$artifact`, `$input`) found nothing at
+    /// claim (the error names the field, the upstream step and the pointer, never a value).
+    pub const INPUT_REFERENCE_MISSING: &str = "INPUT_REFERENCE_MISSING";
+    /// The values the step's input references could not be read or its resolved input could
+    /// not be recorded (database trouble); another attempt may.
+    pub const INPUT_REFERENCE_UNAVAILABLE: &str = "INPUT_REFERENCE_UNAVAILABLE";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".

@@ -113,7 +113,7 @@ fn definition() -> impl Strategy<Value = WorkflowDefinition> {
         for d in &defects {
             apply(&mut steps, d);
         }
-        WorkflowDefinition { name: "generated".into(), idempotency_key: None, steps }
+        WorkflowDefinition { name: "generated".into(), idempotency_key: None, inputs: Default::default(), steps }
     })
 }
 
