@@ -27,6 +27,8 @@ pub struct RunView {
     pub name: String,
     pub status: RunStatus,
     pub idempotency_key: Option<String>,
+    /// The run's inputs (`{"$input": "/pointer"}` references read them).
+    pub inputs: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub steps: Vec<StepView>,
@@ -77,6 +79,10 @@ pub struct AttemptView {
     pub finished_at: Option<DateTime<Utc>>,
     /// For a retrying attempt: when the next attempt was due.
     pub retry_at: Option<DateTime<Utc>>,
+    /// The input the attempt ran with when its step's input holds references (substituted;
+    /// secret references kept as references). Absent: it ran with the step's input as stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -143,6 +149,7 @@ impl Store {
                     started_at: a.started_at,
                     finished_at: a.finished_at,
                     retry_at: a.retry_at,
+                    input: a.input,
                 });
             }
         }
@@ -165,6 +172,7 @@ impl Store {
             name: run.name,
             status: run.status,
             idempotency_key: run.idempotency_key,
+            inputs: run.inputs,
             created_at: run.created_at,
             finished_at: run.finished_at,
             steps,

@@ -41,7 +41,7 @@ pub const RELEASE: &str = sql_file!("release");
 pub const REAP_RELEASE: &str = sql_file!("reap_release");
 pub static REAP_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("reap_fail_targets"), 3));
 
-// The executor (claim.rs, running.rs, outcome.rs).
+// The executor (claim.rs, running.rs, outcome.rs, references.rs).
 pub const CLAIM: &str = sql_file!("claim");
 pub static HEARTBEAT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("heartbeat")));
 pub static PROGRESS: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("progress")));
@@ -50,6 +50,10 @@ pub static SUCCEED: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("
 pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("retry")));
 pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
 pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
+
+// Data flow at claim (references.rs).
+pub const REFERENCES: &str = sql_file!("references");
+pub static ATTEMPT_INPUT: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("attempt_input")));
 
 // Operators (outcome.rs, submit.rs, read.rs, dlq.rs).
 pub static CANCEL_STEP: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_step_targets"), 3));
@@ -109,11 +113,13 @@ pub fn catalogue() -> Vec<Statement> {
         s("retry", RETRY.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "int8[]", "int8"]),
         s("fail", FAIL.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "jsonb"]),
         s("release_running", RELEASE_RUNNING.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb", "text"]),
+        s("references", REFERENCES, &["uuid[]", "text[]", "uuid[]", "text[]", "text[]", "uuid[]"]),
+        s("attempt_input", ATTEMPT_INPUT.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]"]),
         s("cancel_step", CANCEL_STEP.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4"]),
+        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb"]),
         s("run_by_key", RUN_BY_KEY, &["text"]),
         s(
             "submit_steps",
