@@ -39,6 +39,7 @@ use crate::settings::Settings;
 pub use crate::fate::BatchReport;
 
 mod record;
+mod references;
 use record::Finished;
 
 /// One delivered message.
@@ -58,6 +59,8 @@ pub struct BatchExecutor {
     non_retryable_codes: Arc<[String]>,
     shutdown_grace: Duration,
     delivery_timeout: Duration,
+    /// `RARA_MAX_INPUT_BYTES`: the largest input a step runs with, references substituted.
+    max_input_bytes: usize,
 }
 
 impl std::fmt::Debug for BatchExecutor {
@@ -95,6 +98,7 @@ impl BatchExecutor {
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),
             shutdown_grace: settings.timeouts.shutdown_grace,
             delivery_timeout: settings.delivery_timeout,
+            max_input_bytes: core.max_input_bytes,
         }
     }
 
@@ -164,19 +168,24 @@ impl BatchExecutor {
     ) {
         let requests: Vec<ClaimRequest> =
             valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
-        let outcomes = match self.env.store.claim(&self.worker, &requests, self.env.lease).await {
+        let mut outcomes = match self.env.store.claim(&self.worker, &requests, self.env.lease).await {
             Ok(outcomes) => outcomes,
             Err(e) => {
                 tracing::error!(error = %e, "claim failed; every message of the batch comes back");
                 return;
             }
         };
+        // Data flow: references substituted for the batch; a step that must not run ends here.
+        let mut ended = self.substitute_references(&mut outcomes).await;
         for ((record, message), outcome) in valid.into_iter().zip(outcomes) {
             match outcome {
                 ClaimOutcome::Claimed(step) => {
                     report.counters.claimed += 1;
                     let step: Arc<ClaimedStep> = Arc::from(step);
-                    let id = self.spawn(running, &record, step.clone(), deadline);
+                    let id = match ended.remove(&step.holder.step_id) {
+                        Some(execution) => references::spawn_ended(running, &step, execution),
+                        None => self.spawn(running, &record, step.clone(), deadline),
+                    };
                     in_flight.insert(id, InFlight { record, step });
                 }
                 ClaimOutcome::Stale(reason) => {
