@@ -237,6 +237,38 @@ pub(crate) fn check(steps: &[PlannedStep], inputs: &Value) -> Vec<Problem> {
     problems
 }
 
+/// What submit refuses in the run's `outputs` (an object of values holding references): a
+/// malformed reference, a step that is not one of the run's, a run input that is not there, a
+/// secret reference (outputs are shown, never executed).
+pub(crate) fn check_outputs(steps: &[PlannedStep], outputs: &Value, inputs: &Value) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for path in secret_references(outputs) {
+        problems.push(Problem {
+            path: join("outputs", &path),
+            message: "a run output cannot be a secret reference (secrets never flow through references)".into(),
+        });
+    }
+    for Found { path, reference } in scan(outputs) {
+        let message = match reference {
+            Err(malformed) => malformed.to_string(),
+            Ok(r @ (Reference::Output { step: name, .. } | Reference::Artifact { step: name, .. })) => {
+                if steps.iter().any(|s| s.name == name) {
+                    continue;
+                }
+                format!("{} {name:?} is not a step of the workflow", r.key())
+            }
+            Ok(Reference::Input { pointer }) => {
+                if inputs.pointer(pointer).is_some() {
+                    continue;
+                }
+                format!("{INPUT_KEY} {pointer:?} finds nothing in the run's inputs")
+            }
+        };
+        problems.push(Problem { path: join("outputs", &path), message });
+    }
+    problems
+}
+
 /// The names of the steps `i` depends on, directly or transitively.
 fn ancestors(steps: &[PlannedStep], i: usize) -> HashSet<&str> {
     let mut seen = HashSet::new();
@@ -312,6 +344,12 @@ impl Missing {
         }
         StepError::permanent(codes::INPUT_REFERENCE_MISSING, self.to_string()).with_details(details)
     }
+}
+
+/// The run's `outputs` (as defined) with their references replaced, like [`substitute`]; the
+/// field of a [`Missing`] starts with `outputs`.
+pub fn substitute_outputs(outputs: &Value, sources: &impl Sources) -> Result<Value, Missing> {
+    substitute(outputs, sources).map_err(|m| Missing { field: m.field.replacen("input", "outputs", 1), ..m })
 }
 
 /// `input` with every well-formed reference replaced by the value it finds (secret references

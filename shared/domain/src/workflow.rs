@@ -24,6 +24,7 @@
 //! (`rara submit --input key=value` adds or overrides one), and a step's input takes values
 //! from them and from the steps it depends on:
 //! `input: { text: { $output: fetch, pointer: /body }, date: { $input: /date } }`.
+//! `outputs:` are the run's outputs, references to any of its steps, resolved once it succeeded.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -51,6 +52,10 @@ pub struct WorkflowDefinition {
     /// The run's inputs, read by `{"$input": "/pointer"}` references.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub inputs: serde_json::Map<String, serde_json::Value>,
+    /// The run's outputs: values holding references to any of its steps and to its inputs,
+    /// resolved when the succeeded run is read.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub outputs: serde_json::Map<String, serde_json::Value>,
     pub steps: Vec<StepDefinition>,
 }
 
@@ -148,6 +153,8 @@ pub struct Plan {
     pub idempotency_key: Option<String>,
     /// The run's inputs (an object).
     pub inputs: serde_json::Value,
+    /// The run's outputs as defined (an object of values holding references).
+    pub outputs: serde_json::Value,
     pub steps: Vec<PlannedStep>,
 }
 
@@ -265,6 +272,8 @@ impl WorkflowDefinition {
         }
 
         problems.extend(references::check(&steps, &inputs));
+        let outputs = serde_json::Value::Object(self.outputs.clone());
+        problems.extend(references::check_outputs(&steps, &outputs, &inputs));
         if problems.is_empty()
             && let Some(cycle) = find_cycle(&steps)
         {
@@ -277,7 +286,7 @@ impl WorkflowDefinition {
         if !problems.is_empty() {
             return Err(Error::Invalid(problems));
         }
-        Ok(Plan { name: self.name.clone(), idempotency_key: self.idempotency_key.clone(), inputs, steps })
+        Ok(Plan { name: self.name.clone(), idempotency_key: self.idempotency_key.clone(), inputs, outputs, steps })
     }
 }
 
@@ -583,6 +592,29 @@ mod tests {
     }
 
     #[test]
+    fn run_outputs_reference_any_step_of_the_run() {
+        let yaml = concat!(
+            "name: r\ninputs: {date: d}\n",
+            "outputs: {summary: {$output: b, pointer: /x}, file: {$artifact: a, name: f}, when: [{$input: /date}]}\n",
+            "steps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop}\n",
+        );
+        let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
+        assert_eq!(plan.outputs["when"], serde_json::json!([{"$input": "/date"}]));
+        let p = problems(concat!(
+            "name: r\noutputs: {s: {$output: c}, t: {$input: /nope}, u: {$secret: api}, v: {$artifact: a}}\n",
+            "steps:\n  - {name: a, operation: noop}\n",
+        ));
+        assert_eq!(p.len(), 4, "{p:?}");
+        assert!(p.contains(&r#"outputs.s: $output "c" is not a step of the workflow"#.to_owned()), "{p:?}");
+        assert!(p.contains(&r#"outputs.t: $input "/nope" finds nothing in the run's inputs"#.to_owned()), "{p:?}");
+        assert!(p.iter().any(|l| l.starts_with("outputs.u: a run output cannot be a secret reference")), "{p:?}");
+        assert!(
+            p.iter().any(|l| l.starts_with(r#"outputs.v: malformed $artifact reference ("name" is missing"#)),
+            "{p:?}"
+        );
+    }
+
+    #[test]
     fn run_inputs_hold_no_secrets_and_respect_the_size_limit() {
         let p = problems(concat!(
             "name: r\ninputs: {token: {$secret: api}, db: {password: hunter2}, list: [{$secret: x}]}\n",
@@ -622,7 +654,7 @@ mod tests {
                     steps[from].depends_on.push(dep);
                 }
             }
-            let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, inputs: Default::default(), steps };
+            let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, inputs: Default::default(), outputs: Default::default(), steps };
             prop_assert!(def.plan(&config()).is_ok());
             let mut cyclic = def.clone();
             cyclic.steps[0].depends_on.push(format!("s{}", n - 1));

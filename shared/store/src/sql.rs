@@ -119,7 +119,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb"]),
+        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb"]),
         s("run_by_key", RUN_BY_KEY, &["text"]),
         s(
             "submit_steps",

@@ -27,7 +27,8 @@ impl Store {
             &plan.name,
             plan.idempotency_key.as_deref(),
             total,
-            &plan.inputs
+            &plan.inputs,
+            &plan.outputs
         )
         .fetch_optional(&mut *tx)
         .await?;

@@ -131,3 +131,45 @@ async fn the_resolved_input_is_recorded_on_the_attempt_only_by_its_holder(pool: 
     let fetch = run.steps.iter().find(|s| s.name == "fetch").unwrap();
     assert_eq!(fetch.attempts[0].input, None, "an input without references is not copied");
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_succeeded_run_shows_its_outputs_resolved(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let with_outputs = |body_pointer: &str| {
+        FLOW.replace(
+            "steps:",
+            &format!("outputs: {{body: {{$output: fetch, pointer: {body_pointer}}}, report: {{$artifact: fetch, name: report}}, date: [{{$input: /date}}], all: {{$output: summarise}}}}\nsteps:"),
+        )
+    };
+    let good = store.submit(&plan(&with_outputs("/body"))).await.unwrap().run_id;
+    let bad = store.submit(&plan(&with_outputs("/bdy"))).await.unwrap().run_id;
+    let leased = store.lease_due("scheduler", 100, LEASE).await.unwrap();
+    for run in [good, bad] {
+        let leak = json!({"body": "hi", "leak": {"$secret": "api"}});
+        succeed_fetch(&store, &pool, &leased, run, leak, &[artifact("report", "s3://b/r")]).await;
+    }
+    assert_eq!(store.run(good).await.unwrap().outputs, None, "a run still running has no outputs yet");
+
+    let leased = store.lease_due("scheduler", 100, LEASE).await.unwrap();
+    for run in [good, bad] {
+        let id = step_id(&pool, run, "summarise").await;
+        let step = claim_one(&store, "executor", leased.iter().find(|l| l.step_id == id).unwrap()).await;
+        let output = json!({"summary": "short", "echo": {"$secret": "api"}});
+        store.succeed(&[(step.holder, output)]).await.unwrap().remove(0).unwrap();
+    }
+    let run = store.run(good).await.unwrap();
+    assert_eq!(run_status(&pool, good).await, "succeeded");
+    assert_eq!(
+        run.outputs,
+        Some(json!({
+            "body": "hi",
+            "report": {"uri": "s3://b/r", "media_type": "text/plain", "size_bytes": 12, "digest": "sha256:ab"},
+            "date": ["2026-12-04"],
+            "all": {"summary": "short", "echo": {"$$secret": "api"}},
+        }))
+    );
+    assert_eq!(run.outputs_error, None);
+    let run = store.run(bad).await.unwrap();
+    assert_eq!(run.outputs, None);
+    assert_eq!(run.outputs_error.as_deref(), Some(r#"outputs.body: the output of step "fetch" has nothing at "/bdy""#));
+}

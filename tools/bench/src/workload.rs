@@ -47,6 +47,7 @@ pub fn flat(steps: usize) -> Vec<WorkflowDefinition> {
             name: "bench".into(),
             idempotency_key: None,
             inputs: Default::default(),
+            outputs: Default::default(),
             steps: defs,
         });
     }
@@ -74,6 +75,7 @@ pub fn dag(steps: usize) -> Vec<WorkflowDefinition> {
             name: "bench-dag".into(),
             idempotency_key: None,
             inputs: Default::default(),
+            outputs: Default::default(),
             steps: defs,
         });
     }
