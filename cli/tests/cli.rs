@@ -149,3 +149,26 @@ fn a_database_that_cannot_be_reached_says_why_and_what_to_do() {
         stderr(&missing)
     );
 }
+
+#[test]
+fn submit_refuses_an_in_process_step_that_cannot_fit_one_invocation_and_accepts_a_remote_one() {
+    let db = ScratchDb::new();
+    assert!(db.rara(&["migrate"]).status.success());
+    let dir = tempdir();
+    // The built-in `sleep` runs inside one invocation: 60 s function timeout less 2 s.
+    let built_in =
+        write(&dir, "nap.yaml", "name: nap\nsteps:\n  - {name: nap, operation: sleep, timeout_seconds: 180}\n");
+    let out = db.rara(&["submit", &built_in]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("steps[0].timeout_seconds: 180; \"sleep\" runs in-process"), "{err}");
+    assert!(err.contains("at most 58"), "{err}");
+    // Pinned to the Python executor's `sleep` 1.0.0: remote, it detaches.
+    let remote = write(
+        &dir,
+        "train.yaml",
+        "name: train\nsteps:\n  - {name: train, operation: sleep, version: \"1.0.0\", timeout_seconds: 180}\n",
+    );
+    let out = db.rara(&["submit", &remote]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

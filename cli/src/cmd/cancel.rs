@@ -1,4 +1,5 @@
-//! `rara cancel`: cancel a run (every unfinished step) or a single step.
+//! `rara cancel`: cancel a run (every unfinished step) or a single step; attempts that run
+//! detached on a remote executor are told at once ([`rara_runtime::cancel`]).
 
 use clap::Args;
 use uuid::Uuid;
@@ -16,13 +17,20 @@ pub struct Cancel {
 
 /// Cancels a run, or else a step, by id.
 pub async fn run(args: Cancel, json: bool) -> Result<(), Failure> {
-    let (id, reason) = (args.id, args.reason.as_str());
+    let id = args.id;
     let store = super::connect(&super::config()?).await?;
-    let (kind, cancelled) = match store.cancel_run(id, reason).await {
-        Ok(n) => ("run", n),
-        Err(rara_store::Error::RunNotFound(_)) => ("step", u64::from(store.cancel_step(id, reason).await?)),
-        Err(e) => return Err(e.into()),
-    };
+    let done = rara_runtime::cancel::cancel(&store, id, &args.reason).await?;
+    let (kind, cancelled) = (done.kind, done.steps);
+    for (attempt, told) in &done.told {
+        let (endpoint, step, n) = (&attempt.endpoint, attempt.step_id, attempt.attempt);
+        match told {
+            Ok(true) => eprintln!("told {endpoint} to stop step {step} attempt {n} (running detached)"),
+            Ok(false) => eprintln!("step {step} attempt {n} had already ended on {endpoint}"),
+            Err(error) => eprintln!(
+                "warning: could not tell {endpoint} to stop step {step} attempt {n} ({error}); it stops at its next re-attach"
+            ),
+        }
+    }
     if json {
         println!("{}", serde_json::json!({"id": id, "kind": kind, "cancelled_steps": cancelled}));
     } else if cancelled == 0 {

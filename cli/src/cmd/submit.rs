@@ -56,10 +56,13 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     if let Some((key, _)) = args.inputs.iter().chain(&args.json_inputs).find(|(key, _)| !given.insert(key)) {
         return Err(Failure { code: 2, error: anyhow::anyhow!("the run input {key:?} is given twice") });
     }
+    // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
+    let builtins = rara_runtime::wiring::builtin_registry()?;
+    let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();
     let plan = WorkflowDefinition::parse(&text, Format::from_path(file))
         .and_then(|mut definition| {
             definition.inputs.extend(args.inputs.into_iter().chain(args.json_inputs));
-            definition.plan(&config)
+            definition.plan_for(&config, in_process)
         })
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
     let store = super::connect(&config).await?;

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import grpc
@@ -10,6 +10,7 @@ import pytest
 from support import make_registry
 
 from rara.v1 import executor_pb2_grpc as pb_grpc
+from rara_worker.attempts import DetachConfig
 from rara_worker.server import RunningServer, start
 
 
@@ -39,3 +40,27 @@ async def server(
 async def stub(server: RunningServer) -> AsyncIterator[pb_grpc.ExecutorServiceStub]:
     async with grpc.aio.insecure_channel(server.address) as channel:
         yield pb_grpc.ExecutorServiceStub(channel)
+
+
+@pytest.fixture
+async def start_server(
+    tmp_path: Path, data_dir: Path, cancel_seen: list[str]
+) -> AsyncIterator[Callable[[DetachConfig], Awaitable[tuple[RunningServer, pb_grpc.ExecutorServiceStub]]]]:
+    """Start a server with a given ``DetachConfig``; returns it and a stub (both closed after)."""
+    servers: list[RunningServer] = []
+    channels: list[grpc.aio.Channel] = []
+
+    async def make(detach: DetachConfig) -> tuple[RunningServer, pb_grpc.ExecutorServiceStub]:
+        running = await start(
+            make_registry(cancel_seen, data_dir), artifacts_dir=tmp_path / "artifacts",
+            detach=detach,
+        )
+        servers.append(running)
+        channels.append(grpc.aio.insecure_channel(running.address))
+        return running, pb_grpc.ExecutorServiceStub(channels[-1])
+
+    yield make
+    for channel in channels:
+        await channel.close()
+    for running in servers:
+        await running.stop(grace=0.5)

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import uuid
 from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,14 @@ from rara_worker import CapabilityRegistry, Context, PermanentError, RetryableEr
 from rara_worker.examples import build_registry
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+_GATES: dict[str, asyncio.Event] = {}
+
+
+def gate(step_id: str) -> asyncio.Event:
+    """The event a gated ``probe.ticks`` of ``step_id`` waits for before it starts ticking."""
+    return _GATES.setdefault(step_id, asyncio.Event())
 
 
 def make_registry(cancel_seen: list[str], data_dir: Path) -> CapabilityRegistry:
@@ -68,6 +77,26 @@ def make_registry(cancel_seen: list[str], data_dir: Path) -> CapabilityRegistry:
             raise
         return {}
 
+    @reg.capability("probe.pinned", version="1.0.0", detachable=False)
+    async def pinned(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        return await cancellable(ctx, input)
+
+    @reg.capability("probe.ticks", version="1.0.0")
+    async def ticks(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        """After ``delay`` s (and, with ``"gated": true``, once ``gate(step_id)`` is set),
+        ``ticks`` progress reports ``interval`` s apart; an artifact before each tick listed
+        in ``artifact_at``."""
+        await asyncio.sleep(float(input.get("delay", 0)))
+        if input.get("gated"):
+            await gate(ctx.step_id).wait()
+        n, interval = int(input["ticks"]), float(input.get("interval", 0))
+        for i in range(n):
+            if i in input.get("artifact_at", []):
+                await ctx.artifact(f"a{i}.txt", f"s3://bucket/a{i}.txt", "text/plain", 1, "sha256:00")
+            await ctx.progress((i + 1) / n, f"tick {i + 1}")
+            await asyncio.sleep(interval)
+        return {"ticks": n}
+
     return reg
 
 
@@ -79,13 +108,16 @@ def request(
     attempt: int = 1,
     deadline_in: float | None = 30.0,
     step_id: str | None = None,
+    fence: int = 42,
+    detachable: bool = False,
 ) -> pb.ExecuteRequest:
     """An ExecuteRequest with fresh ids and a deadline ``deadline_in`` seconds away."""
     req = pb.ExecuteRequest(
         run_id=str(uuid.uuid4()),
         step_id=step_id or str(uuid.uuid4()),
         attempt=attempt,
-        fence=42,
+        fence=fence,
+        detachable=detachable,
         operation=operation,
         capability_version=version,
         input_json=input_json,
@@ -105,6 +137,46 @@ async def collect(
     events = [e async for e in stub.Execute(req)]
     assert_well_formed(events)
     return events
+
+
+def attach_request(
+    req: pb.ExecuteRequest, after: int, *, fence: int | None = None
+) -> pb.AttachRequest:
+    """An AttachRequest for the attempt ``req`` started, after sequence ``after``."""
+    return pb.AttachRequest(
+        step_id=req.step_id, attempt=req.attempt,
+        fence=req.fence if fence is None else fence, after_sequence=after,
+        trace_context=dict(req.trace_context),
+    )
+
+
+async def read_until(
+    call: Any, stop: Callable[[pb.ExecuteResponse], bool]
+) -> list[pb.ExecuteResponse]:
+    """Events of a streaming ``call`` up to the first ``stop`` accepts (the call stays open)."""
+    events: list[pb.ExecuteResponse] = []
+    async for event in call:
+        events.append(event)
+        if stop(event):
+            break
+    return events
+
+
+async def leave_after(
+    call: Any, stop: Callable[[pb.ExecuteResponse], bool]
+) -> list[pb.ExecuteResponse]:
+    """``read_until``, then the client goes away (cancels the call), as a parked caller does."""
+    events = await read_until(call, stop)
+    call.cancel()
+    return events
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait until ``condition()`` holds (polling), or fail."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition never held"
+        await asyncio.sleep(0.01)
 
 
 def kinds(events: list[pb.ExecuteResponse]) -> list[str]:

@@ -148,3 +148,19 @@ async def test_malformed_ids_are_rejected(stub: pb_grpc.ExecutorServiceStub) -> 
     req = request("sleep", '{"seconds": 0}', step_id="../../etc")
     events = await collect(stub, req)
     assert events[-1].failed.error.code == "INVALID_REQUEST"
+
+
+async def test_sleep_reports_progress_when_it_starts_then_each_second_then_at_the_end(
+    stub: pb_grpc.ExecutorServiceStub,
+) -> None:
+    events = await collect(stub, request("sleep", '{"seconds": 2.2}'))
+    progress = [e for e in events if e.HasField("progress")]
+    fractions = [e.progress.fraction for e in progress]
+    assert len(fractions) == 4, fractions  # at 0 s, 1 s, 2 s, and at the end
+    assert fractions[0] < 0.05 and fractions[-1] == 1.0
+    assert fractions[1] == pytest.approx(1 / 2.2, abs=0.05)
+    assert fractions[2] == pytest.approx(2 / 2.2, abs=0.05)
+    stamps = [e.timestamp.ToDatetime() for e in progress]
+    gaps = [(later - earlier).total_seconds() for earlier, later in zip(stamps, stamps[1:])]
+    assert all(0.9 < gap < 1.2 for gap in gaps[:2]), gaps
+    assert json.loads(events[-1].succeeded.output_json)["slept_seconds"] == pytest.approx(2.2, abs=0.1)

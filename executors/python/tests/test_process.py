@@ -122,3 +122,20 @@ async def test_the_data_dir_comes_from_the_environment_else_a_fresh_temporary_on
     lines = await stderr_until(w, "path inputs only below")
     await stop(w)
     assert str(tmp_path / "rara-data") in lines[-1], lines
+
+
+async def test_retention_and_the_event_bound_come_from_the_command_line(tmp_path: Path) -> None:
+    w = await spawn(tmp_path, "--retention", "0.5", "--max-kept-events", "7")
+    lines = await stderr_until(w, "serving 3 capabilities")
+    await stop(w)
+    assert any("retained 0.5s, at most 7 events kept while detached" in line for line in lines), lines
+
+
+async def test_a_bound_below_one_event_is_refused_at_start(tmp_path: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "rara_worker", "--port", "0", "--max-kept-events", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), timeout=20)
+    assert proc.returncode == 2
+    assert b"max kept events must be at least 1" in err

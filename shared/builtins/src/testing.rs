@@ -57,6 +57,7 @@ pub(crate) fn context_with(
         cancel: CancellationToken::new(),
         stop_reason: Default::default(),
         reporter: reporter.clone(),
+        detach: Default::default(),
     };
     (ctx, reporter)
 }

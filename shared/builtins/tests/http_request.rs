@@ -80,6 +80,7 @@ fn context(time_left: Duration) -> ExecutionContext {
         cancel: CancellationToken::new(),
         stop_reason: Default::default(),
         reporter: Arc::new(DiscardReporter),
+        detach: Default::default(),
     }
 }
 

@@ -23,7 +23,7 @@ pub const DEFAULT_FUNCTION_TIMEOUT_SECONDS: u64 = 60;
 pub const DEFAULT_MAX_RECEIVE_COUNT: u32 = 10;
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_MAX_ATTEMPTS_LIMIT: u32 = 5;
-pub const DEFAULT_STEP_TIMEOUT_SECONDS: u64 = 300;
+pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2000;
 pub const DEFAULT_RETRY_INITIAL_DELAY_SECONDS: f64 = 1.0;
 pub const DEFAULT_RETRY_MAX_DELAY_SECONDS: f64 = 300.0;
 pub const DEFAULT_RETRY_MULTIPLIER: f64 = 2.0;
@@ -60,7 +60,12 @@ pub struct Config {
     pub max_attempts_limit: u32,
     /// `RARA_DEFAULT_MAX_ATTEMPTS`, `RARA_RETRY_*`: the retry policy of steps that set none.
     pub default_retry: RetryPolicy,
-    /// `RARA_STEP_TIMEOUT_SECONDS`: the timeout of steps that set none.
+    /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes.
+    pub deadline_margin: Duration,
+    /// `RARA_STEP_TIMEOUT_SECONDS`: the timeout of steps that set none. It must fit one
+    /// invocation ([`invocation_budget`](Self::invocation_budget)), which is its default:
+    /// such a step may run in-process. Longer steps say so (`timeout_seconds`) and run on a
+    /// remote executor that detaches.
     pub default_step_timeout: Duration,
     /// `RARA_MAX_INPUT_BYTES`: the largest step input accepted at submission.
     pub max_input_bytes: usize,
@@ -78,6 +83,7 @@ impl std::fmt::Debug for Config {
             .field("max_receive_count", &self.max_receive_count)
             .field("max_attempts_limit", &self.max_attempts_limit)
             .field("default_retry", &self.default_retry)
+            .field("deadline_margin", &self.deadline_margin)
             .field("default_step_timeout", &self.default_step_timeout)
             .field("max_input_bytes", &self.max_input_bytes)
             .finish()
@@ -88,6 +94,9 @@ impl Config {
     /// Reads and validates the configuration. `role` prefixes a generated worker id.
     pub fn from_lookup(role: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let vars = Vars(&lookup);
+        let function_timeout = vars.seconds("RARA_FUNCTION_TIMEOUT_SECONDS", DEFAULT_FUNCTION_TIMEOUT_SECONDS)?;
+        let deadline_margin = vars.millis("RARA_DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS)?;
+        let budget = Duration::from_secs(function_timeout.saturating_sub(deadline_margin).as_secs().max(1));
         let config = Config {
             database_url: lookup("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
             worker_id: vars
@@ -96,7 +105,8 @@ impl Config {
             lease_duration: vars.seconds("RARA_LEASE_SECONDS", DEFAULT_LEASE_SECONDS)?,
             heartbeat_interval: vars.seconds("RARA_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS)?,
             visibility_timeout: vars.seconds("RARA_VISIBILITY_TIMEOUT_SECONDS", DEFAULT_VISIBILITY_TIMEOUT_SECONDS)?,
-            function_timeout: vars.seconds("RARA_FUNCTION_TIMEOUT_SECONDS", DEFAULT_FUNCTION_TIMEOUT_SECONDS)?,
+            function_timeout,
+            deadline_margin,
             max_receive_count: vars.count("RARA_MAX_RECEIVE_COUNT", DEFAULT_MAX_RECEIVE_COUNT)?,
             max_attempts_limit: vars.count("RARA_MAX_ATTEMPTS_LIMIT", DEFAULT_MAX_ATTEMPTS_LIMIT)?,
             default_retry: RetryPolicy {
@@ -110,16 +120,40 @@ impl Config {
                     .map(|s| s.split(',').map(|c| c.trim().to_owned()).filter(|c| !c.is_empty()).collect())
                     .unwrap_or_default(),
             },
-            default_step_timeout: vars.seconds("RARA_STEP_TIMEOUT_SECONDS", DEFAULT_STEP_TIMEOUT_SECONDS)?,
+            default_step_timeout: vars.seconds("RARA_STEP_TIMEOUT_SECONDS", budget.as_secs())?,
             max_input_bytes: vars.count("RARA_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES as u32)? as usize,
         };
         config.validate()?;
         Ok(config)
     }
 
+    /// The longest an execution can run inside one invocation: the executor function's
+    /// timeout less the margin kept to record outcomes. In-process steps must fit it.
+    pub fn invocation_budget(&self) -> Duration {
+        self.function_timeout.saturating_sub(self.deadline_margin)
+    }
+
     /// The alignment rules of DESIGN.md ("Alignment of SQS and leases") and plain sanity.
     pub fn validate(&self) -> Result<(), Error> {
         let secs = |d: Duration| crate::human::duration(d).to_string();
+        if self.deadline_margin >= self.function_timeout {
+            return Err(Error::Misaligned(format!(
+                "RARA_DEADLINE_MARGIN_MS ({} ms) must be shorter than RARA_FUNCTION_TIMEOUT_SECONDS ({})",
+                self.deadline_margin.as_millis(),
+                secs(self.function_timeout)
+            )));
+        }
+        if self.default_step_timeout > self.invocation_budget() {
+            return Err(Error::Misaligned(format!(
+                "RARA_STEP_TIMEOUT_SECONDS ({}) must fit one invocation: at most RARA_FUNCTION_TIMEOUT_SECONDS ({}) \
+                 less RARA_DEADLINE_MARGIN_MS ({} ms), i.e. {}; steps that need longer set their own \
+                 timeout_seconds and run on a remote executor that detaches",
+                secs(self.default_step_timeout),
+                secs(self.function_timeout),
+                self.deadline_margin.as_millis(),
+                secs(self.invocation_budget())
+            )));
+        }
         if self.visibility_timeout < self.function_timeout {
             return Err(Error::Misaligned(format!(
                 "RARA_VISIBILITY_TIMEOUT_SECONDS ({}) must be at least RARA_FUNCTION_TIMEOUT_SECONDS ({}): \
@@ -249,6 +283,24 @@ mod tests {
         let c = config(&[]).unwrap();
         assert!(c.worker_id.starts_with("test-"));
         assert_eq!(c.lease_duration, Duration::from_secs(DEFAULT_LEASE_SECONDS));
+    }
+
+    #[test]
+    fn the_default_step_timeout_fits_one_invocation_and_a_longer_one_is_refused() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.default_step_timeout, Duration::from_secs(58), "60 s function timeout less the 2 s margin");
+        assert!(c.default_step_timeout <= c.invocation_budget());
+        let c = config(&[("RARA_FUNCTION_TIMEOUT_SECONDS", "20")]).unwrap();
+        assert_eq!(c.default_step_timeout, Duration::from_secs(18));
+        let err = config(&[("RARA_FUNCTION_TIMEOUT_SECONDS", "20"), ("RARA_STEP_TIMEOUT_SECONDS", "300")])
+            .unwrap_err()
+            .to_string();
+        for var in
+            ["RARA_STEP_TIMEOUT_SECONDS (5 min)", "RARA_FUNCTION_TIMEOUT_SECONDS (20 s)", "RARA_DEADLINE_MARGIN_MS"]
+        {
+            assert!(err.contains(var), "{err}");
+        }
+        assert!(err.contains("i.e. 18 s"), "{err}");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! one execution receives: who it runs for (ids, attempt, fence), its deadline, a
 //! cancellation signal and a reporter for progress and artifacts.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -19,9 +20,83 @@ pub trait Executor: Send + Sync + 'static {
         "1"
     }
 
+    /// Whether an attempt of this executor may outlive the invocation that started it
+    /// (DESIGN.md "Long steps"): a remote capability that advertises it. Such an executor
+    /// honours [`Detach`]: when `ctx.detach.park` fires it lets go of the attempt without
+    /// stopping it, and with `ctx.detach.resume` it re-attaches instead of starting one.
+    /// In-process executors run inside the invocation and cannot.
+    fn detachable(&self) -> bool {
+        false
+    }
+
     /// Runs the step. The executor must stop promptly when `ctx.cancel` fires and must not
     /// outlive `ctx.deadline`; the caller enforces both anyway.
     async fn execute(&self, ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError>;
+}
+
+/// Where a detached remote attempt runs and the last of its events rara recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    /// The remote executor's endpoint (`scheme://host:port`).
+    pub endpoint: String,
+    /// The last event sequence recorded; re-attaching asks for the events after it.
+    pub sequence: u64,
+}
+
+/// How a detachable execution lets go of its attempt and picks it up again.
+#[derive(Debug, Clone, Default)]
+pub struct Detach {
+    /// Set when this execution re-attaches to a parked attempt.
+    pub resume: Option<Resume>,
+    /// Fires when the invocation is about to end: a detachable executor stops reading the
+    /// attempt's events (between two events, never while recording one) and returns; the
+    /// remote attempt goes on.
+    pub park: CancellationToken,
+    /// The endpoint that runs the attempt, set by the executor once the attempt runs there.
+    endpoint: Arc<OnceLock<String>>,
+    /// The last event sequence the executor recorded.
+    sequence: Arc<AtomicU64>,
+    /// Set by the executor when it let go of the attempt, which goes on detached.
+    let_go: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Detach {
+    /// A detach that re-attaches at `resume` (or starts afresh with `None`).
+    pub fn new(resume: Option<Resume>) -> Self {
+        let sequence = Arc::new(AtomicU64::new(resume.as_ref().map_or(0, |r| r.sequence)));
+        let endpoint = Arc::new(OnceLock::new());
+        if let Some(r) = &resume {
+            let _ = endpoint.set(r.endpoint.clone());
+        }
+        Detach { resume, park: CancellationToken::new(), endpoint, sequence, let_go: Default::default() }
+    }
+
+    /// The executor let go of the attempt (at `park`, or because it could not re-attach
+    /// now): it goes on detached, and [`resume_point`](Self::resume_point) says where.
+    pub fn let_go(&self) {
+        self.let_go.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the executor let go of the attempt.
+    pub fn was_let_go(&self) -> bool {
+        self.let_go.load(Ordering::SeqCst)
+    }
+
+    /// The executor says where the attempt runs.
+    pub fn runs_on(&self, endpoint: &str) {
+        let _ = self.endpoint.set(endpoint.to_owned());
+    }
+
+    /// The executor recorded the event `sequence`.
+    pub fn recorded(&self, sequence: u64) {
+        self.sequence.fetch_max(sequence, Ordering::SeqCst);
+    }
+
+    /// Where to re-attach, once the attempt runs somewhere.
+    pub fn resume_point(&self) -> Option<Resume> {
+        let endpoint = self.endpoint.get()?.clone();
+        Some(Resume { endpoint, sequence: self.sequence.load(Ordering::SeqCst) })
+    }
 }
 
 /// What one execution knows about itself.
@@ -44,6 +119,8 @@ pub struct ExecutionContext {
     /// run cancelled, the lease lost, the deadline): what a remote executor is told.
     pub stop_reason: StopReason,
     pub reporter: Arc<dyn Reporter>,
+    /// Parking and re-attaching, for executors that are [`Executor::detachable`].
+    pub detach: Detach,
 }
 
 impl std::fmt::Debug for ExecutionContext {

@@ -20,6 +20,12 @@ pub trait RemoteRouter: Send + Sync {
     /// - `Err(error)`: whether one offers it cannot be told now, e.g. no endpoint that could
     ///   serve it has answered discovery (a retryable `EXECUTOR_UNAVAILABLE`).
     async fn route(&self, operation: &str, version: Option<&str>) -> Result<Option<Arc<dyn Executor>>, StepError>;
+
+    /// The executor that re-attaches to an attempt of `operation` running detached on
+    /// `endpoint` (DESIGN.md "Long steps"): the attempt row names the endpoint, and re-attach
+    /// goes there, whatever routing would choose now. `None` when `endpoint` is not one of
+    /// the configured remote executors.
+    fn attach(&self, endpoint: &str, operation: &str) -> Option<Arc<dyn Executor>>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,18 +75,35 @@ impl Registry {
         self
     }
 
+    /// The in-process executor that routing gives `operation` (at `version` when pinned): an
+    /// explicit registration comes first. Such a step runs inside one invocation.
+    pub fn in_process(&self, operation: &str, version: Option<&str>) -> Option<&Arc<dyn Executor>> {
+        self.local.get(operation).filter(|local| version.is_none_or(|v| v == local.version()))
+    }
+
     /// The registered in-process operation names.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.local.keys().map(String::as_str)
+    }
+
+    /// The executor that re-attaches to an attempt of `operation` running detached on
+    /// `endpoint`; a retryable `EXECUTOR_UNAVAILABLE` when that endpoint is no longer
+    /// configured (the attempt then fails and a new one runs where routing says).
+    pub fn attach(&self, endpoint: &str, operation: &str) -> Result<Arc<dyn Executor>, StepError> {
+        self.remote.as_ref().and_then(|remote| remote.attach(endpoint, operation)).ok_or_else(|| {
+            StepError::retryable(
+                codes::EXECUTOR_UNAVAILABLE,
+                format!("the detached attempt runs on {endpoint}, which is not a configured remote executor"),
+            )
+            .with_details(serde_json::json!({ "endpoint": endpoint, "operation": operation }))
+        })
     }
 
     /// The executor for `operation` (at `version` when pinned); a permanent
     /// `UNKNOWN_OPERATION` when nothing serves it, or the remote router's error (retryable
     /// `EXECUTOR_UNAVAILABLE`) when the remote executors that might serve it cannot be asked.
     pub async fn resolve(&self, operation: &str, version: Option<&str>) -> Result<Arc<dyn Executor>, StepError> {
-        if let Some(local) = self.local.get(operation)
-            && version.is_none_or(|v| v == local.version())
-        {
+        if let Some(local) = self.in_process(operation, version) {
             return Ok(local.clone());
         }
         if let Some(remote) = &self.remote
@@ -157,6 +180,10 @@ mod tests {
                 Ok(false) => Ok(None),
                 Err(error) => Err(error.clone()),
             }
+        }
+
+        fn attach(&self, _endpoint: &str, _operation: &str) -> Option<Arc<dyn Executor>> {
+            None
         }
     }
 

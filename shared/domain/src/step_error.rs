@@ -29,6 +29,15 @@ pub mod codes {
     pub const SECRET_NOT_FOUND: &str = "SECRET_NOT_FOUND";
     /// The secret store could not answer; another attempt may.
     pub const SECRET_UNAVAILABLE: &str = "SECRET_UNAVAILABLE";
+    /// The step ran until its invocation's end, longer than one invocation allows, and its
+    /// executor cannot detach (an in-process one, or a remote capability that does not
+    /// advertise it): another attempt would hit the same wall, so it is not retried.
+    pub const STEP_OUTLIVES_INVOCATION: &str = "STEP_OUTLIVES_INVOCATION";
+    /// Re-attaching found that the remote executor no longer knows the detached attempt (it
+    /// restarted, or the attempt ended longer ago than its retention): a new attempt runs.
+    pub const ATTEMPT_NOT_FOUND: &str = "ATTEMPT_NOT_FOUND";
+    /// The remote executor refused to re-attach this holder (an older fence): a new attempt runs.
+    pub const ATTACH_REFUSED: &str = "ATTACH_REFUSED";
     /// A reference in the step's input (`$output`, `$artifact`, `$input`) found nothing at
     /// claim (the error names the field, the upstream step and the pointer, never a value).
     pub const INPUT_REFERENCE_MISSING: &str = "INPUT_REFERENCE_MISSING";

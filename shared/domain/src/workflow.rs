@@ -169,6 +169,14 @@ impl WorkflowDefinition {
 
     /// Checks the definition against the limits of `config` and applies its defaults.
     pub fn plan(&self, config: &Config) -> Result<Plan, Error> {
+        self.plan_for(config, |_, _| false)
+    }
+
+    /// [`plan`](Self::plan), knowing which steps run in-process (`in_process(operation,
+    /// version)`, as routing decides: see `Registry::in_process`). Such a step runs inside one
+    /// invocation and cannot detach, so its timeout must fit
+    /// [`Config::invocation_budget`]; a remote step may ask for up to a day.
+    pub fn plan_for(&self, config: &Config, in_process: impl Fn(&str, Option<&str>) -> bool) -> Result<Plan, Error> {
         let mut problems = Vec::new();
         let mut problem = |path: String, message: String| problems.push(Problem { path, message });
 
@@ -257,6 +265,19 @@ impl WorkflowDefinition {
                 problem(
                     at("timeout_seconds"),
                     format!("{timeout_seconds}; must be between 1 and {MAX_TIMEOUT_SECONDS}"),
+                );
+            } else if timeout_seconds > config.invocation_budget().as_secs()
+                && in_process(&step.operation, step.version.as_deref())
+            {
+                problem(
+                    at("timeout_seconds"),
+                    format!(
+                        "{timeout_seconds}; {:?} runs in-process, inside one invocation, so at most {} \
+                         (RARA_FUNCTION_TIMEOUT_SECONDS less RARA_DEADLINE_MARGIN_MS); a longer step runs on a \
+                         remote executor that detaches",
+                        step.operation,
+                        config.invocation_budget().as_secs()
+                    ),
                 );
             }
             let retry = plan_retry(step.retry.as_ref(), max_attempts, config, &at, &mut problem);
@@ -434,6 +455,23 @@ mod tests {
             cause = c.source();
         }
         text
+    }
+
+    #[test]
+    fn an_in_process_step_must_fit_one_invocation_and_a_remote_one_may_run_a_day() {
+        let yaml = "name: r\nsteps:\n  - {name: nap, operation: sleep, timeout_seconds: 180}\n  - {name: train, operation: sleep, version: \"1.0.0\", timeout_seconds: 86400}\n";
+        let definition = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap();
+        // As routing decides: the built-in `sleep` answers to version "1" or none.
+        let in_process = |op: &str, version: Option<&str>| op == "sleep" && version.is_none_or(|v| v == "1");
+        let problems: Vec<String> = match definition.plan_for(&config(), in_process) {
+            Err(Error::Invalid(p)) => p.iter().map(ToString::to_string).collect(),
+            other => panic!("expected problems, got {other:?}"),
+        };
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("steps[0].timeout_seconds: 180; \"sleep\" runs in-process"), "{problems:?}");
+        assert!(problems[0].contains("at most 58"), "{problems:?}");
+        // Without knowing what runs in-process, both are accepted (a remote step may detach).
+        assert!(definition.plan(&config()).is_ok());
     }
 
     #[test]

@@ -14,6 +14,19 @@
 //! | the server does not implement `rara.v1` (`UNIMPLEMENTED`) | `EXECUTOR_UNAVAILABLE` | no |
 //! | events out of order, bad sequence numbers, output that is not JSON | `PROTOCOL_VIOLATION` | no |
 //!
+//! Detachable capabilities (DESIGN.md "Long steps"): the request says `detachable`, and when
+//! `ctx.detach.park` fires the client stops reading the events between two of them (never
+//! while one is being recorded) and lets go of the call *without* `Cancel`: the attempt goes
+//! on remotely, and `ctx.detach` knows where it runs and the last event recorded. With
+//! `ctx.detach.resume` the client calls `Attach` instead of `Execute` and goes on from the
+//! event after the one recorded. At re-attach:
+//!
+//! | what happened | code | retryable |
+//! |---|---|---|
+//! | `NOT_FOUND`: the executor lost the attempt (restart, retention) | `ATTEMPT_NOT_FOUND` | yes (a new attempt) |
+//! | `FAILED_PRECONDITION`: an older fence, or a sequence beyond the attempt's | `ATTACH_REFUSED` | yes |
+//! | the endpoint cannot be reached | parks again (the step's deadline still holds) | — |
+//!
 //! On cancellation, lease loss and deadline the client sends `Cancel` (best effort, bounded
 //! by a short timeout) with the real reason (`ctx.stop_reason`: the operator's, the run
 //! cancelled, the lease lost, the deadline) *while the call is still open*, then reads the
@@ -54,6 +67,8 @@ pub struct RemoteExecutor {
     operation: String,
     version: String,
     cancel_timeout: Duration,
+    /// The capability advertises `detachable`: its attempts may outlive the call.
+    detachable: bool,
 }
 
 /// Why a call stopped before its stream gave an outcome.
@@ -79,6 +94,8 @@ impl Stop {
 enum Interrupted {
     Failed(StepError),
     LeaseLost,
+    /// The invocation ends: the client let go of a detachable attempt, which goes on.
+    Parked,
 }
 
 impl RemoteExecutor {
@@ -96,7 +113,14 @@ impl RemoteExecutor {
             operation: operation.into(),
             version: version.into(),
             cancel_timeout: DEFAULT_CANCEL_TIMEOUT,
+            detachable: false,
         }
+    }
+
+    /// Whether the capability advertises `detachable` (its attempts may outlive the call).
+    pub fn with_detachable(mut self, detachable: bool) -> Self {
+        self.detachable = detachable;
+        self
     }
 
     /// How long a best-effort `Cancel` may take (default [`DEFAULT_CANCEL_TIMEOUT`]).
@@ -126,7 +150,7 @@ impl RemoteExecutor {
             input_json: input.to_string(),
             deadline: Some(prost_types::Timestamp::from(SystemTime::now() + remaining)),
             trace_context: HashMap::new(),
-            detachable: false,
+            detachable: self.detachable,
         }
     }
 
@@ -144,8 +168,18 @@ impl RemoteExecutor {
         }
         // One `Cancel` per attempt, by whichever path finds out first.
         let cancel_sent = AtomicBool::new(false);
-        let stream = self.stream(ctx, self.request(ctx, &input, remaining), &cancel_sent);
+        let call = match &ctx.detach.resume {
+            Some(resume) => Call::Attach(pb::AttachRequest {
+                step_id: ctx.step_id.to_string(),
+                attempt: ctx.attempt,
+                fence: ctx.fence,
+                after_sequence: resume.sequence,
+                trace_context: HashMap::new(),
+            }),
+            None => Call::Execute(self.request(ctx, &input, remaining)),
+        };
         drop(input);
+        let stream = self.stream(ctx, call, &cancel_sent);
         tokio::pin!(stream);
         let stop = tokio::select! {
             biased;
@@ -156,6 +190,8 @@ impl RemoteExecutor {
                 Err(Interrupted::Failed(err)) => return Err(err),
                 // The stream sent `Cancel` itself, before it let go of the call.
                 Err(Interrupted::LeaseLost) => return Err(self.stopped(Stop::LeaseLost)),
+                // No `Cancel`: the attempt goes on, and `ctx.detach` says where.
+                Err(Interrupted::Parked) => return Err(self.parked(ctx)),
             },
         };
         // `Cancel` first, while the call is still open; then let the stream run (bounded)
@@ -167,6 +203,57 @@ impl RemoteExecutor {
             tracing::warn!(step_id = %ctx.step_id, endpoint = %self.endpoint, "no cancelled event after Cancel");
         }
         Err(self.stopped(stop))
+    }
+
+    /// Opens the call: `Execute` for a new attempt, `Attach` to resume a detached one.
+    async fn open(&self, call: Call) -> Result<(tonic::Streaming<pb::ExecuteResponse>, EventOrder), Interrupted> {
+        let mut client = self.client.clone();
+        match call {
+            Call::Execute(request) => {
+                let events = client
+                    .execute(request)
+                    .await
+                    .map_err(|status| Interrupted::Failed(self.unavailable(&status, "the call could not start")))?;
+                Ok((events.into_inner(), EventOrder::new()))
+            }
+            Call::Attach(request) => {
+                let after = request.after_sequence;
+                match client.attach(request).await {
+                    Ok(events) => Ok((events.into_inner(), EventOrder::resume(after))),
+                    Err(status) => Err(self.attach_refused(&status)),
+                }
+            }
+        }
+    }
+
+    /// What a refused `Attach` means: the attempt is lost (a new one runs), this holder is
+    /// refused, or the executor cannot be reached now (park again: the attempt may still run).
+    fn attach_refused(&self, status: &Status) -> Interrupted {
+        let refused = |code: &str, what: &str| {
+            Interrupted::Failed(
+                self.located(
+                    StepError::retryable(code, format!("{what}: {}", status.message()))
+                        .with_details(serde_json::json!({ "grpc_code": format!("{:?}", status.code()) })),
+                ),
+            )
+        };
+        match status.code() {
+            Code::NotFound => refused(
+                codes::ATTEMPT_NOT_FOUND,
+                "the remote executor no longer knows the detached attempt; a new attempt runs",
+            ),
+            Code::FailedPrecondition | Code::InvalidArgument => {
+                refused(codes::ATTACH_REFUSED, "the remote executor refused to re-attach")
+            }
+            Code::Unimplemented => Interrupted::Failed(self.unavailable(status, "re-attaching is not supported")),
+            _ => {
+                tracing::warn!(
+                    endpoint = %self.endpoint, code = ?status.code(), status = status.message(),
+                    "could not re-attach; the attempt stays detached and is tried again later"
+                );
+                Interrupted::Parked
+            }
+        }
     }
 
     /// A report found the lease gone: send `Cancel` while the call is still open (unless it
@@ -193,22 +280,23 @@ impl RemoteExecutor {
         }
     }
 
-    /// Runs the call to its terminal event (and the end of the stream after it).
+    /// Runs the call to its terminal event (and the end of the stream after it). A detachable
+    /// attempt is parked between two events when `ctx.detach.park` fires.
     async fn stream(
         &self,
         ctx: &ExecutionContext,
-        request: pb::ExecuteRequest,
+        call: Call,
         cancel_sent: &AtomicBool,
     ) -> Result<serde_json::Value, Interrupted> {
-        let mut client = self.client.clone();
-        let mut events = client
-            .execute(request)
-            .await
-            .map_err(|status| Interrupted::Failed(self.unavailable(&status, "the call could not start")))?
-            .into_inner();
-        let mut order = EventOrder::new();
+        let (mut events, mut order) = self.open(call).await?;
+        if self.detachable {
+            ctx.detach.runs_on(&self.endpoint);
+        }
         let mut outcome: Option<Result<serde_json::Value, StepError>> = None;
         loop {
+            if self.detachable && outcome.is_none() && ctx.detach.park.is_cancelled() {
+                return Err(Interrupted::Parked);
+            }
             let next = if outcome.is_some() {
                 // Wait for the end, but give up a little before the deadline: the outcome is in.
                 let until = (Instant::now() + END_OF_STREAM_GRACE)
@@ -219,6 +307,11 @@ impl RemoteExecutor {
                         tracing::warn!(endpoint = %self.endpoint, "stream stayed open after its terminal event");
                         break;
                     }
+                }
+            } else if self.detachable {
+                tokio::select! {
+                    next = events.message() => next,
+                    () = ctx.detach.park.cancelled() => return Err(Interrupted::Parked),
                 }
             } else {
                 events.message().await
@@ -239,6 +332,7 @@ impl RemoteExecutor {
                 }
             };
             order.check(&event).map_err(|err| Interrupted::Failed(self.located(err)))?;
+            let sequence = event.sequence;
             match event.event {
                 Some(Event::Accepted(_) | Event::Running(_)) | None => {}
                 Some(Event::Progress(progress)) => {
@@ -263,6 +357,8 @@ impl RemoteExecutor {
                     )))
                 }
             }
+            // Recorded (progress and artifacts are written above): a re-attach goes on after it.
+            ctx.detach.recorded(sequence);
         }
         // Every way out of the loop comes after a terminal event, which sets `outcome`.
         outcome
@@ -274,22 +370,14 @@ impl RemoteExecutor {
     }
 
     async fn send_cancel(&self, ctx: &ExecutionContext, reason: &str) {
-        let mut client = self.client.clone();
-        let request =
-            pb::CancelRequest { step_id: ctx.step_id.to_string(), attempt: ctx.attempt, reason: reason.into() };
-        match tokio::time::timeout(self.cancel_timeout, client.cancel(request)).await {
-            Ok(Ok(response)) => tracing::info!(
-                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
-                found = response.into_inner().found, reason, "remote attempt cancelled"
-            ),
-            Ok(Err(status)) => tracing::warn!(
-                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
-                code = ?status.code(), reason, "cancel refused"
-            ),
-            Err(_) => tracing::warn!(
-                step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
-                reason, "cancel timed out"
-            ),
+        let sent =
+            crate::cancel::cancel(self.client.clone(), ctx.step_id, ctx.attempt, reason, self.cancel_timeout).await;
+        let (step_id, attempt, endpoint) = (ctx.step_id, ctx.attempt, &*self.endpoint);
+        match sent {
+            Ok(found) => {
+                tracing::info!(%step_id, attempt, %endpoint, found, reason, "remote attempt cancelled")
+            }
+            Err(error) => tracing::warn!(%step_id, attempt, %endpoint, %error, reason, "cancel not answered"),
         }
     }
 
@@ -342,6 +430,16 @@ impl RemoteExecutor {
         error.with_details(serde_json::json!({ "endpoint": &*self.endpoint, "operation": self.operation }))
     }
 
+    /// The placeholder error of a parked attempt: the runtime reads `ctx.detach` instead.
+    fn parked(&self, ctx: &ExecutionContext) -> StepError {
+        ctx.detach.let_go();
+        tracing::info!(
+            step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
+            sequence = ctx.detach.resume_point().map_or(0, |r| r.sequence), "remote attempt parked; it goes on detached"
+        );
+        StepError::retryable(codes::EXECUTOR_UNAVAILABLE, "the attempt was parked before its outcome")
+    }
+
     fn stopped(&self, stop: Stop) -> StepError {
         let error = match stop {
             Stop::Cancelled => {
@@ -357,16 +455,28 @@ impl RemoteExecutor {
     }
 }
 
+/// The call that carries an attempt's events.
+#[derive(Debug)]
+enum Call {
+    Execute(pb::ExecuteRequest),
+    Attach(pb::AttachRequest),
+}
+
 #[async_trait::async_trait]
 impl Executor for RemoteExecutor {
     fn version(&self) -> &str {
         &self.version
     }
 
+    fn detachable(&self) -> bool {
+        self.detachable
+    }
+
     async fn execute(&self, ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError> {
         tracing::info!(
             operation = %self.operation, version = %self.version, step_id = %ctx.step_id,
-            attempt = ctx.attempt, fence = ctx.fence, endpoint = %self.endpoint, "remote execution starts"
+            attempt = ctx.attempt, fence = ctx.fence, endpoint = %self.endpoint,
+            reattach = ctx.detach.resume.is_some(), "remote execution starts"
         );
         let outcome = self.execute_attempt(&ctx, input).await;
         match &outcome {

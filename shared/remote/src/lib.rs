@@ -6,6 +6,8 @@
 //!
 //! - [`pb`]: the Rust code generated from `proto/rara/v1/executor.proto` at build time
 //!   (client and server; the server serves tests and embedders). Never edited by hand.
+//! - [`cancel`]: `Cancel`, for a running attempt's client and for an operator's cancel of a
+//!   detached attempt (sent to the endpoint the attempt row names).
 //! - [`protocol`]: the strict event-order checker every `Execute` stream goes through.
 //! - [`client`]: [`RemoteExecutor`], one capability (name and version) on one endpoint, as an
 //!   [`rara_domain::executor::Executor`]: streams events, forwards progress and artifacts,
@@ -29,6 +31,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cancel;
 pub mod client;
 pub mod pb;
 pub mod protocol;

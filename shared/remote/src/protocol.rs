@@ -98,6 +98,18 @@ impl EventOrder {
         Self { phase: Phase::Start, seen: 0 }
     }
 
+    /// The checker of an `Attach` stream that resumes after event `after` of the attempt: the
+    /// attempt's own sequence numbers go on from there. `accepted` and `running` are always
+    /// the attempt's events 1 and 2, so `after` tells the phase.
+    pub fn resume(after: u64) -> Self {
+        let phase = match after {
+            0 => Phase::Start,
+            1 => Phase::Accepted,
+            _ => Phase::Running,
+        };
+        Self { phase, seen: after }
+    }
+
     /// How many events were accepted so far.
     pub fn seen(&self) -> u64 {
         self.seen
@@ -198,6 +210,21 @@ mod tests {
     }
 
     use Kind::*;
+
+    #[test]
+    fn an_attach_stream_goes_on_from_the_sequence_it_resumes_after() {
+        let mut order = EventOrder::resume(5);
+        assert!(order.check(&event(6, Progress)).is_ok());
+        assert!(order.check(&event(7, Succeeded)).is_ok());
+        assert!(order.finish().is_ok());
+        // A gap, or a repeat of an acknowledged event, is a violation.
+        let err = EventOrder::resume(5).check(&event(7, Progress)).unwrap_err();
+        assert_eq!(err.code, codes::PROTOCOL_VIOLATION);
+        assert!(EventOrder::resume(5).check(&event(5, Progress)).is_err());
+        // Resuming before `running` still requires it.
+        assert!(EventOrder::resume(1).check(&event(2, Progress)).is_err());
+        assert!(EventOrder::resume(1).check(&event(2, Running)).is_ok());
+    }
 
     #[test]
     fn the_contract_order_passes_with_every_terminal() {

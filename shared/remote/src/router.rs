@@ -82,6 +82,8 @@ pub struct RemoteCapability {
     pub name: String,
     pub version: String,
     pub description: String,
+    /// Its attempts may outlive their `Execute` call (parked and re-attached).
+    pub detachable: bool,
 }
 
 /// The remote executors of `RARA_REMOTE_EXECUTORS`, as a [`RemoteRouter`].
@@ -391,13 +393,15 @@ impl RemoteExecutors {
                 );
             }
             let executor =
-                RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version);
+                RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version)
+                    .with_detachable(capability.detachable);
             offers.push(Offer {
                 capability: RemoteCapability {
                     endpoint: remote.url.to_string(),
                     name: capability.name,
                     version: capability.version,
                     description: capability.description,
+                    detachable: capability.detachable,
                 },
                 executor: Arc::new(executor),
             });
@@ -411,6 +415,15 @@ impl RemoteExecutors {
 impl RemoteRouter for RemoteExecutors {
     async fn route(&self, operation: &str, version: Option<&str>) -> Result<Option<Arc<dyn Executor>>, StepError> {
         Ok(self.find(operation, version).await?.map(|executor| executor as Arc<dyn Executor>))
+    }
+
+    fn attach(&self, endpoint: &str, operation: &str) -> Option<Arc<dyn Executor>> {
+        let remote = self.endpoints.iter().find(|r| &*r.url == endpoint)?;
+        // Only a detachable attempt is ever parked, so the attempt is detachable; its version
+        // was chosen when it started.
+        let executor =
+            RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), operation, "").with_detachable(true);
+        Some(Arc::new(executor))
     }
 }
 

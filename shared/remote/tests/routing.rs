@@ -51,7 +51,8 @@ async fn capabilities_are_listed_with_endpoint_name_and_version() {
             endpoint: url,
             name: "op".into(),
             version: "1.0.0".into(),
-            description: "op 1.0.0".into()
+            description: "op 1.0.0".into(),
+            detachable: false,
         }]
     );
 }

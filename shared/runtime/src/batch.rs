@@ -8,6 +8,8 @@
 //!   then acknowledged (if the DLQ send fails, it comes back and redrive takes it there);
 //! - stale (token no longer current, step finished, duplicate): acknowledged, nothing runs;
 //! - held by another live holder, or its retry not due yet: comes back when the hold ends;
+//! - a detachable remote attempt still running at the invocation's end: parked (fenced),
+//!   comes back after the re-attach interval, and its claim re-attaches;
 //! - ran: succeeded / failed for good / retry beyond 12 h → acknowledged once recorded;
 //!   retry within 12 h → comes back after the retry delay (visibility = delay,
 //!   `next_run_at` = same); lease lost → acknowledged, nothing written;
@@ -59,6 +61,7 @@ pub struct BatchExecutor {
     non_retryable_codes: Arc<[String]>,
     shutdown_grace: Duration,
     delivery_timeout: Duration,
+    reattach_interval: Duration,
     /// `RARA_MAX_INPUT_BYTES`: the largest input a step runs with, references substituted.
     max_input_bytes: usize,
 }
@@ -98,6 +101,7 @@ impl BatchExecutor {
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),
             shutdown_grace: settings.timeouts.shutdown_grace,
             delivery_timeout: settings.delivery_timeout,
+            reattach_interval: settings.reattach_interval,
             max_input_bytes: core.max_input_bytes,
         }
     }
@@ -181,6 +185,9 @@ impl BatchExecutor {
             match outcome {
                 ClaimOutcome::Claimed(step) => {
                     report.counters.claimed += 1;
+                    if step.resume.is_some() {
+                        report.counters.reattached += 1;
+                    }
                     let step: Arc<ClaimedStep> = Arc::from(step);
                     let id = match ended.remove(&step.holder.step_id) {
                         Some(execution) => references::spawn_ended(running, &step, execution),
@@ -226,7 +233,7 @@ impl BatchExecutor {
             trace_id = record.traceparent.as_deref().and_then(crate::trace_id).unwrap_or(""),
         );
         let task = async move {
-            tracing::info!(took_over = step.took_over, "claimed");
+            tracing::info!(took_over = step.took_over, reattach = step.resume.is_some(), "claimed");
             execution::execute(&env, &step, &receipt_handle, deadline).await
         };
         running.spawn(task.instrument(span)).id()
@@ -261,7 +268,12 @@ impl BatchExecutor {
                     // recorded and its record (if any) comes back.
                     let Some(InFlight { record, step }) = in_flight.remove(&id) else { continue };
                     let plan = crate::fate::plan(execution, step.attempt, &self.policy(&step), &mut rng);
-                    finished.push(Finished { record, holder: step.holder.clone(), plan });
+                    finished.push(Finished {
+                        record,
+                        holder: step.holder.clone(),
+                        attached_at: step.attached_at,
+                        plan,
+                    });
                 }
             }
             self.record(finished, report).await;

@@ -2,6 +2,12 @@
 //! fenced reporter, heartbeat its lease and its message's visibility together, and turn
 //! whatever happens (output, error, timeout, panic, lost lease) into an [`Execution`].
 //!
+//! A remote attempt of a detachable capability may outlive the invocation (DESIGN.md "Long
+//! steps"): it runs to the step's own deadline, and at the invocation's end it is *parked*
+//! ([`Execution::Parked`]): the executor lets go of it without stopping it, and the claim of
+//! its returning message re-attaches. Any other execution ends with the invocation; one cut
+//! there although its step allowed longer fails for good (`STEP_OUTLIVES_INVOCATION`).
+//!
 //! Secret references in the input are resolved here, just before the executor is called;
 //! the resolved input is never logged or stored, and the output, the error, progress and
 //! artifacts are redacted of the resolved values (see [`crate::secrets`]).
@@ -10,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rara_domain::StepError;
-use rara_domain::executor::{ExecutionContext, StopReason};
+use rara_domain::executor::{Detach, ExecutionContext, Resume, StopReason};
 use rara_domain::registry::Registry;
 use rara_domain::step_error::codes;
 use rara_queue::Queue;
@@ -32,6 +38,9 @@ pub enum Execution {
     LeaseLost,
     /// The runner is stopping and its grace is over: give the step back (fenced).
     Interrupted,
+    /// The invocation ends (or the runner stops) while a detachable remote attempt runs: it
+    /// goes on detached, here; park the step (fenced) so its message comes back to re-attach.
+    Parked(Resume),
 }
 
 /// What an execution needs besides the step.
@@ -56,29 +65,41 @@ impl std::fmt::Debug for Environment {
     }
 }
 
-/// Runs `step` to an [`Execution`], never panicking and never outliving `deadline`.
+/// Runs `step` to an [`Execution`], never panicking and never outliving `deadline` (the
+/// invocation's end minus the margin).
 pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str, deadline: Instant) -> Execution {
-    let executor = match env.registry.resolve(&step.operation, step.version.as_deref()).await {
+    let executor = match &step.resume {
+        Some(resume) => env.registry.attach(&resume.endpoint, &step.operation),
+        None => env.registry.resolve(&step.operation, step.version.as_deref()).await,
+    };
+    let executor = match executor {
         Ok(executor) => executor,
         Err(error) => return Execution::Failed(error),
     };
-    let step_deadline = deadline.min(Instant::now() + step.timeout);
-    let resolved =
-        match tokio::time::timeout_at(step_deadline, secrets::resolve(&step.input, env.secrets.as_ref())).await {
-            Ok(Ok(resolved)) => resolved,
-            Ok(Err(error)) => return Execution::Failed(error),
-            Err(_) => {
-                return Execution::Failed(StepError::retryable(
-                    codes::SECRET_UNAVAILABLE,
-                    "the step's secrets could not be resolved before its deadline",
-                ));
-            }
-        };
+    let step_deadline = step_deadline(step);
+    // A detachable attempt runs to the step's own deadline and is parked at the invocation's
+    // end; any other execution ends with the invocation.
+    let park_at = (executor.detachable() && step_deadline > deadline).then_some(deadline);
+    let run_until = if park_at.is_some() { step_deadline } else { deadline.min(step_deadline) };
+    let cut_by_invocation = park_at.is_none() && step_deadline > deadline;
+    // Resolved for a re-attach too: the attempt got the values when it started, and its
+    // output, errors and reports are redacted of them.
+    let resolved = match tokio::time::timeout_at(run_until, secrets::resolve(&step.input, env.secrets.as_ref())).await {
+        Ok(Ok(resolved)) => resolved,
+        Ok(Err(error)) => return Execution::Failed(error),
+        Err(_) => {
+            return Execution::Failed(StepError::retryable(
+                codes::SECRET_UNAVAILABLE,
+                "the step's secrets could not be resolved before its deadline",
+            ));
+        }
+    };
     let secrets::Resolved { input, redactor } = resolved;
     if !redactor.is_empty() {
         tracing::info!("secret references resolved");
     }
-    let (ctx, lost, stop_reason) = context(env, step, step_deadline, redactor.clone());
+    let (ctx, lost, stop_reason) = context(env, step, run_until, redactor.clone());
+    let detach = ctx.detach.clone();
 
     // Both side tasks are aborted when this future ends or unwinds: no heartbeat outlives
     // its execution, and no executor keeps running for a step nobody records.
@@ -92,10 +113,18 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         Loss { lost: lost.clone(), reason: stop_reason.clone() },
     )));
     let mut task = AbortOnDropHandle::new(tokio::spawn(async move { executor.execute(ctx, input).await }));
+    let park_time = async {
+        match park_at {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
 
     let execution = tokio::select! {
         joined = &mut task => match joined {
             Ok(Ok(output)) => Execution::Succeeded(redactor.json(output)),
+            // It could not re-attach now (the endpoint did not answer): still detached.
+            Ok(Err(_)) if detach.was_let_go() => parked(&detach),
             Ok(Err(error)) if lost.is_cancelled() => {
                 tracing::info!(code = %redactor.text(&error.code), "execution stopped after its lease was lost");
                 Execution::LeaseLost
@@ -106,33 +135,86 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
                 if join.is_panic() { "the executor panicked" } else { "the executor task was aborted" },
             )),
         },
-        _ = tokio::time::sleep_until(step_deadline) => {
-            let message = format!(
-                "the step ran past its deadline ({} step timeout, or the invocation's end)",
-                rara_domain::human::duration(step.timeout)
-            );
-            stop_reason.set(message.clone());
+        _ = park_time => park(&mut task, &detach, &redactor).await,
+        _ = tokio::time::sleep_until(run_until) => {
+            let (message, error) = if cut_by_invocation {
+                let message = format!(
+                    "the step ran until its invocation's end, and its executor cannot detach: the step's timeout \
+                     ({}) does not fit one invocation (RARA_FUNCTION_TIMEOUT_SECONDS less RARA_DEADLINE_MARGIN_MS)",
+                    rara_domain::human::duration(step.timeout)
+                );
+                (message.clone(), StepError::permanent(codes::STEP_OUTLIVES_INVOCATION, message))
+            } else {
+                let message = format!(
+                    "the step ran past its deadline ({} step timeout, or the invocation's end)",
+                    rara_domain::human::duration(step.timeout)
+                );
+                (message.clone(), StepError::retryable(codes::DEADLINE_EXCEEDED, message))
+            };
+            stop_reason.set(message);
             lost.cancel();
             // A short moment for a remote executor's client to send `Cancel`: the margin
             // after the deadline is for recording the outcome.
             if tokio::time::timeout(DEADLINE_STOP_GRACE, &mut task).await.is_err() {
                 task.abort();
             }
-            Execution::Failed(StepError::retryable(codes::DEADLINE_EXCEEDED, message))
+            Execution::Failed(error)
         }
         _ = lost.cancelled() => {
             stop(&mut task).await;
             Execution::LeaseLost
         }
         _ = env.interrupt.cancelled() => {
-            tracing::warn!("the runner is stopping and its grace is over; giving the step back");
-            stop_reason.set("the executor is shutting down; the step will run again on another executor");
-            lost.cancel();
-            stop(&mut task).await;
-            Execution::Interrupted
+            if park_at.is_some() && detach.resume_point().is_some() {
+                tracing::info!("the runner is stopping and its grace is over; parking the detachable attempt");
+                park(&mut task, &detach, &redactor).await
+            } else {
+                tracing::warn!("the runner is stopping and its grace is over; giving the step back");
+                stop_reason.set("the executor is shutting down; the step will run again on another executor");
+                lost.cancel();
+                stop(&mut task).await;
+                Execution::Interrupted
+            }
         }
     };
     execution
+}
+
+/// When the step's attempt must end: its timeout from the attempt's start (the claim, or an
+/// earlier claim for a re-attached attempt; both on the database's clock).
+fn step_deadline(step: &ClaimedStep) -> Instant {
+    let elapsed = (step.attached_at - step.started_at).to_std().unwrap_or_default();
+    Instant::now() + step.timeout.saturating_sub(elapsed)
+}
+
+/// Tells a detachable executor to let go of its attempt and waits (bounded) until it has: the
+/// attempt goes on remotely. An outcome that arrived meanwhile is the execution's.
+async fn park(
+    task: &mut AbortOnDropHandle<Result<serde_json::Value, StepError>>,
+    detach: &Detach,
+    redactor: &secrets::Redactor,
+) -> Execution {
+    detach.park.cancel();
+    match tokio::time::timeout(DEADLINE_STOP_GRACE, &mut *task).await {
+        Ok(Ok(Ok(output))) => return Execution::Succeeded(redactor.json(output)),
+        Ok(Ok(Err(error))) if !detach.was_let_go() => return Execution::Failed(redactor.error(error)),
+        Ok(_) => {}
+        // Aborting drops the call, which a detachable attempt outlives.
+        Err(_) => task.abort(),
+    }
+    parked(detach)
+}
+
+/// The detached attempt's resume point, or a retryable failure if the attempt never started
+/// anywhere (nothing runs detached: a new attempt is the way on).
+fn parked(detach: &Detach) -> Execution {
+    match detach.resume_point() {
+        Some(resume) => Execution::Parked(resume),
+        None => Execution::Failed(StepError::retryable(
+            codes::EXECUTOR_UNAVAILABLE,
+            "the invocation ended before the remote attempt started",
+        )),
+    }
 }
 
 /// The context an executor runs with: a fenced, throttled, redacting reporter, and the
@@ -165,6 +247,7 @@ fn context(
         cancel: lost.clone(),
         stop_reason: stop_reason.clone(),
         reporter,
+        detach: Detach::new(step.resume.clone()),
     };
 
     (ctx, lost, stop_reason)

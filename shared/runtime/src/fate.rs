@@ -14,6 +14,7 @@ use std::time::Duration;
 use rand::Rng;
 use rara_domain::StepError;
 use rara_domain::config::MAX_VISIBILITY_DELAY;
+use rara_domain::executor::Resume;
 use rara_domain::retry::{RetryDecision, RetryPolicy};
 use rara_store::claim::StaleReason;
 
@@ -105,6 +106,9 @@ pub enum Plan {
     Nothing,
     /// The runner is stopping: give the step back, the attempt not counted.
     Release,
+    /// A detachable remote attempt goes on without this invocation: park the step (same
+    /// attempt, same fence); its message comes back to re-attach.
+    Park(Resume),
 }
 
 /// Decides what to record for an execution of attempt `attempt` under `policy`. Pure: the
@@ -114,6 +118,7 @@ pub fn plan(execution: Execution, attempt: u32, policy: &RetryPolicy, rng: &mut 
         Execution::Succeeded(output) => Plan::Succeed(output),
         Execution::LeaseLost => Plan::Nothing,
         Execution::Interrupted => Plan::Release,
+        Execution::Parked(resume) => Plan::Park(resume),
         Execution::Failed(error) => match policy.decide(attempt, &error, rng) {
             RetryDecision::RetryAfter(delay) if delay <= MAX_VISIBILITY_DELAY => Plan::RetryByMessage { error, delay },
             RetryDecision::RetryAfter(delay) => Plan::RetryByPostgres { error, delay },
@@ -189,6 +194,8 @@ mod tests {
         assert_eq!(planned(Execution::Succeeded(output.clone()), 1, &p), Plan::Succeed(output));
         assert_eq!(planned(Execution::LeaseLost, 1, &p), Plan::Nothing);
         assert_eq!(planned(Execution::Interrupted, 3, &p), Plan::Release, "even on the last attempt");
+        let resume = Resume { endpoint: "http://127.0.0.1:1".into(), sequence: 7 };
+        assert_eq!(planned(Execution::Parked(resume.clone()), 3, &p), Plan::Park(resume), "parked, not failed");
     }
 
     #[test]

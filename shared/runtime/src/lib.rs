@@ -12,7 +12,9 @@
 //!   record outcomes in micro-batches (`batch/record.rs`), decide each message's fate.
 //! - [`fate`]: a message's fate as a value: the batch report lists what was acknowledged
 //!   (everything else comes back), and the pure planning of outcomes.
-//! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics.
+//! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics,
+//!   and parking a detachable remote attempt at the invocation's end.
+//! - [`cancel`]: an operator's cancel of a run or a step, reaching detached attempts at once.
 //! - [`secrets`]: `{"$secret": "name"}` references resolved just before a step runs
 //!   (environment, files or Secrets Manager), and the redaction of what the step returns.
 //! - [`reporter`]: progress and artifacts written to Postgres, fenced and throttled.
@@ -25,6 +27,7 @@
 //!   registry), shared by the Lambdas' `main.rs` and the local runners.
 
 pub mod batch;
+pub mod cancel;
 pub mod database;
 pub mod execution;
 pub mod fate;

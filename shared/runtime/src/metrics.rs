@@ -35,6 +35,11 @@ pub struct Counters {
     pub wakeups: u64,
     /// Scheduler: tables analyzed because they outgrew their planner statistics.
     pub statistics_refreshes: u64,
+    /// Executor: remote attempts parked at the invocation's end (they go on detached; their
+    /// messages come back after the re-attach interval).
+    pub parked: u64,
+    /// Executor: claims that re-attached to a detached attempt (same attempt, same fence).
+    pub reattached: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -59,6 +64,8 @@ impl std::ops::AddAssign for Counters {
         self.reaper_runs += c.reaper_runs;
         self.wakeups += c.wakeups;
         self.statistics_refreshes += c.statistics_refreshes;
+        self.parked += c.parked;
+        self.reattached += c.reattached;
     }
 }
 
@@ -86,6 +93,8 @@ impl Counters {
             ("ReaperRuns", self.reaper_runs),
             ("Wakeups", self.wakeups),
             ("StatisticsRefreshes", self.statistics_refreshes),
+            ("Parked", self.parked),
+            ("Reattached", self.reattached),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

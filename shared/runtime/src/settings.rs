@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rara_domain::config::{Config, Error, Vars};
+use rara_domain::config::{Config, Error, MAX_VISIBILITY_DELAY, Vars};
 
 use crate::timeouts::Timeouts;
 
@@ -12,8 +12,9 @@ pub const DEFAULT_REAP_BATCH: u32 = 1000;
 pub const DEFAULT_SCHEDULER_BUDGET_SECONDS: u64 = 50;
 pub const DEFAULT_SCHEDULER_POLL_MS: u64 = 1000;
 pub const DEFAULT_REAP_INTERVAL_MS: u64 = 5000;
-pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2000;
+pub use rara_domain::config::DEFAULT_DEADLINE_MARGIN_MS;
 pub const DEFAULT_PROGRESS_INTERVAL_MS: u64 = 1000;
+pub const DEFAULT_REATTACH_INTERVAL_SECONDS: u64 = 30;
 
 /// Settings of both functions.
 #[derive(Debug, Clone)]
@@ -37,7 +38,8 @@ pub struct Settings {
     /// `RARA_REAP_INTERVAL_MS`: how often a running scheduler looks for expired leases (its
     /// first pass always does). Expired leases are minutes old by nature; leasing is not.
     pub reap_interval: Duration,
-    /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes.
+    /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes
+    /// (read with the core configuration, which checks it: [`Config::deadline_margin`]).
     pub deadline_margin: Duration,
     /// `RARA_PROGRESS_INTERVAL_MS`: progress is written at most this often per step.
     pub progress_interval: Duration,
@@ -56,6 +58,10 @@ pub struct Settings {
     /// can keep coming back before SQS redrives it to the DLQ. At least the visibility
     /// timeout. An execution's lease (`RARA_LEASE_SECONDS`) starts only at the claim.
     pub delivery_timeout: Duration,
+    /// `RARA_REATTACH_INTERVAL_SECONDS`: how long a parked remote attempt runs detached before
+    /// its message comes back and an executor re-attaches to record what it did (at most the
+    /// 12-hour visibility limit). Lambda time is paid only while attached.
+    pub reattach_interval: Duration,
 }
 
 /// Where secret references are resolved.
@@ -82,7 +88,7 @@ impl Settings {
             scheduler_poll: vars.millis("RARA_SCHEDULER_POLL_MS", DEFAULT_SCHEDULER_POLL_MS)?,
             scheduler_listen: vars.parse("RARA_SCHEDULER_LISTEN", true, "`true` or `false`")?,
             reap_interval: vars.millis("RARA_REAP_INTERVAL_MS", DEFAULT_REAP_INTERVAL_MS)?,
-            deadline_margin: vars.millis("RARA_DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS)?,
+            deadline_margin: core.deadline_margin,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
             remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),
             secrets_backend: match vars.optional("RARA_SECRETS_BACKEND").as_deref() {
@@ -103,6 +109,11 @@ impl Settings {
                 core.visibility_timeout.as_secs() * u64::from(core.max_receive_count),
                 "a whole number of seconds",
             )?),
+            reattach_interval: Duration::from_secs(vars.parse(
+                "RARA_REATTACH_INTERVAL_SECONDS",
+                DEFAULT_REATTACH_INTERVAL_SECONDS,
+                "a whole number of seconds",
+            )?),
             core,
         };
         if settings.lease_batch == 0 {
@@ -120,12 +131,12 @@ impl Settings {
                 rara_domain::human::duration(settings.core.visibility_timeout)
             )));
         }
-        if settings.deadline_margin >= settings.core.function_timeout {
-            return Err(Error::Misaligned(format!(
-                "RARA_DEADLINE_MARGIN_MS ({} ms) must be shorter than RARA_FUNCTION_TIMEOUT_SECONDS ({} s)",
-                settings.deadline_margin.as_millis(),
-                settings.core.function_timeout.as_secs()
-            )));
+        if settings.reattach_interval.is_zero() || settings.reattach_interval > MAX_VISIBILITY_DELAY {
+            return Err(Error::Invalid {
+                var: "RARA_REATTACH_INTERVAL_SECONDS",
+                value: settings.reattach_interval.as_secs().to_string(),
+                reason: "must be from 1 second to 12 hours (the longest a message can stay hidden)".into(),
+            });
         }
         Ok(settings)
     }

@@ -133,12 +133,19 @@ impl Wiring {
     }
 }
 
+/// The built-in executors (`noop`, `sleep`, `fail`, `http.request`) alone: what routing runs
+/// in-process (submit checks that such steps fit one invocation).
+pub fn builtin_registry() -> Result<Registry, Error> {
+    let mut registry = Registry::new();
+    rara_builtins::register_builtins(&mut registry, &BuiltinsConfig::default())?;
+    Ok(registry)
+}
+
 /// The built-in executors (`noop`, `sleep`, `fail`, `http.request`) plus the remote
 /// executors of `RARA_REMOTE_EXECUTORS` for every other operation. Remote capabilities are
 /// discovered here, during init (the first connection is paid once per container).
 pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
-    let mut registry = Registry::new();
-    rara_builtins::register_builtins(&mut registry, &BuiltinsConfig::default())?;
+    let mut registry = builtin_registry()?;
     if let Some(endpoints) = &settings.remote_executors {
         let remote = Arc::new(RemoteExecutors::from_config_value_with(endpoints, settings.timeouts.grpc)?);
         remote.refresh().await;

@@ -227,6 +227,7 @@ async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_with
         cancel: CancellationToken::new(),
         stop_reason: Default::default(),
         reporter: Arc::new(NoReports),
+        detach: Default::default(),
     };
     let task = tokio::spawn(async move { executor.execute(ctx, serde_json::json!({"seconds": 30})).await });
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -4,15 +4,23 @@
 -- claimable by its token until the reaper leases the step again), or running under an
 -- expired lease (take over; the previous attempt closes with the error $5). One row per
 -- pair, in order, with its verdict.
+-- A step whose attempt runs detached on a remote executor (`remote_endpoint` set: parked, or
+-- its re-attached holder died) is *re-attached*: same attempt, same fence, new holder, the
+-- attempt row left open; the row says where to resume (`remote_endpoint`, `remote_sequence`)
+-- and when the attempt started (its deadline counts from then).
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
 ),
 claimed AS (
     UPDATE steps s
-    SET status = 'running', leased_by = $3::text, fence = nextval('rara_fence_seq'), attempt = s.attempt + 1,
-        lease_expires_at = now() + $4::bigint * interval '1 millisecond', progress = NULL, updated_at = now()
+    SET status = 'running', leased_by = $3::text,
+        fence = CASE WHEN s.remote_endpoint IS NULL THEN nextval('rara_fence_seq') ELSE s.fence END,
+        attempt = CASE WHEN s.remote_endpoint IS NULL THEN s.attempt + 1 ELSE s.attempt END,
+        lease_expires_at = now() + $4::bigint * interval '1 millisecond',
+        progress = CASE WHEN s.remote_endpoint IS NULL THEN NULL ELSE s.progress END, updated_at = now()
     FROM input i
-    WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND s.attempt < s.max_attempts
+    WHERE s.id = i.step_id AND s.lease_token = i.lease_token
+      AND (s.attempt < s.max_attempts OR s.remote_endpoint IS NOT NULL)
       AND CASE s.status
               WHEN 'leased' THEN s.next_run_at <= now()
               WHEN 'running' THEN s.lease_expires_at <= now()
@@ -20,17 +28,17 @@ claimed AS (
           END
     RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
               s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
-              s.lease_expires_at, s.lease_token
+              s.lease_expires_at, s.lease_token, s.remote_endpoint, s.remote_sequence, now() AS attached_at
 ),
 opened AS (
     INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token)
-    SELECT id, attempt, fence, $3::text, lease_token FROM claimed
+    SELECT id, attempt, fence, $3::text, lease_token FROM claimed WHERE remote_endpoint IS NULL
 ),
 taken_over AS (
     UPDATE step_attempts a
     SET outcome = 'lease_expired', finished_at = now(), error = $5::jsonb
     FROM claimed c
-    WHERE a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running'
+    WHERE a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running' AND c.remote_endpoint IS NULL
     RETURNING a.step_id
 )
 SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "operation?",
@@ -39,6 +47,8 @@ SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "
        c.retry_initial_delay_ms AS "retry_initial_delay_ms?", c.retry_max_delay_ms AS "retry_max_delay_ms?",
        c.retry_multiplier AS "retry_multiplier?", c.lease_expires_at AS "lease_expires_at?",
        (c.id IS NOT NULL AND s.status = 'running') AS "took_over?",
+       c.remote_endpoint AS "remote_endpoint?", c.remote_sequence AS "remote_sequence?", c.attached_at AS "attached_at?",
+       a.started_at AS "attempt_started_at?",
        CASE
            WHEN c.id IS NOT NULL THEN 'claimed'
            WHEN s.id IS NULL THEN 'unknown'
@@ -57,4 +67,5 @@ SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "
 FROM input i
 LEFT JOIN claimed c ON c.id = i.step_id AND c.lease_token = i.lease_token
 LEFT JOIN steps s ON s.id = i.step_id
+LEFT JOIN step_attempts a ON c.remote_endpoint IS NOT NULL AND a.step_id = c.id AND a.attempt = c.attempt
 ORDER BY i.ord

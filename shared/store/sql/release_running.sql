@@ -8,7 +8,8 @@ WITH input AS (
 released AS (
     UPDATE steps s
     SET status = 'pending', next_run_at = now(), leased_by = NULL, lease_token = NULL, lease_expires_at = NULL,
-        max_attempts = s.max_attempts + 1, progress = NULL, error = $4::jsonb, updated_at = now()
+        max_attempts = s.max_attempts + 1, progress = NULL, error = $4::jsonb,
+        remote_endpoint = NULL, remote_sequence = NULL, updated_at = now()
     FROM input i
     WHERE {holders}
     RETURNING s.id, s.attempt

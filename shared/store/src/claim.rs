@@ -3,7 +3,9 @@
 //! A pair claims its step when the token matches and either the step is `leased`, due and
 //! its lease unexpired, or the step is `running` under an expired lease (its holder died:
 //! take over). Each claim issues a new fence from `rara_fence_seq`, counts an attempt and
-//! opens its row in `step_attempts`. A pair that does not claim is told apart:
+//! opens its row in `step_attempts`; a step whose attempt runs detached on a remote executor
+//! is *re-attached* instead (same attempt, same fence: [`ClaimedStep::resume`]). A pair that
+//! does not claim is told apart:
 //! stale (acknowledge, run nothing), still held (come back when the hold ends) or unknown.
 
 use std::collections::HashSet;
@@ -11,6 +13,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rara_domain::StepError;
+use rara_domain::executor::Resume;
 use rara_domain::step_error::codes;
 use uuid::Uuid;
 
@@ -42,6 +45,14 @@ pub struct ClaimedStep {
     pub lease_expires_at: DateTime<Utc>,
     /// Whether this claim took the step over from a holder whose lease had expired.
     pub took_over: bool,
+    /// When this claim attached the holder (the database's clock).
+    pub attached_at: DateTime<Utc>,
+    /// Set when this claim re-attaches to an attempt running detached on a remote executor:
+    /// where it runs and the last event recorded.
+    pub resume: Option<Resume>,
+    /// When the attempt started: now for a new attempt, earlier for a re-attached one. The
+    /// step's timeout counts from it.
+    pub started_at: DateTime<Utc>,
 }
 
 /// Why a message was not allowed to run its step: it must be acknowledged and nothing runs.
@@ -89,6 +100,10 @@ struct Row {
     retry_multiplier: Option<f64>,
     lease_expires_at: Option<DateTime<Utc>>,
     took_over: Option<bool>,
+    remote_endpoint: Option<String>,
+    remote_sequence: Option<i64>,
+    attached_at: Option<DateTime<Utc>>,
+    attempt_started_at: Option<DateTime<Utc>>,
     verdict: String,
     held_ms: Option<i64>,
 }
@@ -100,8 +115,12 @@ fn duration_ms(ms: Option<i64>) -> Duration {
 impl Row {
     fn into_outcome(self, worker: &str) -> ClaimOutcome {
         match self.verdict.as_str() {
-            "claimed" => match (self.id, self.run_id, self.fence, self.lease_expires_at) {
-                (Some(step_id), Some(run_id), Some(fence), Some(lease_expires_at)) => {
+            "claimed" => match (self.id, self.run_id, self.fence, self.lease_expires_at, self.attached_at) {
+                (Some(step_id), Some(run_id), Some(fence), Some(lease_expires_at), Some(attached_at)) => {
+                    let resume = self.remote_endpoint.zip(self.remote_sequence).map(|(endpoint, sequence)| Resume {
+                        endpoint,
+                        sequence: u64::try_from(sequence).unwrap_or(0),
+                    });
                     ClaimOutcome::Claimed(Box::new(ClaimedStep {
                         holder: Holder { step_id, worker: worker.to_owned(), fence },
                         run_id,
@@ -117,6 +136,9 @@ impl Row {
                         retry_multiplier: self.retry_multiplier.unwrap_or(1.0),
                         lease_expires_at,
                         took_over: self.took_over.unwrap_or(false),
+                        attached_at,
+                        started_at: self.attempt_started_at.filter(|_| resume.is_some()).unwrap_or(attached_at),
+                        resume,
                     }))
                 }
                 // The statement returns every column for a claimed row; anything else is a

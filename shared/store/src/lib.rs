@@ -6,6 +6,8 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps, release a lease, reap expired leases.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
+//! - [`detach`]: long steps: park a remote attempt that outlives its invocation (fenced);
+//!   the detached attempts a cancel must reach.
 //! - [`dlq`]: what the steps of dead-lettered messages are now (`rara dlq`).
 //! - [`due`]: the due channel: `NOTIFY` when steps become due, a scheduler's listener.
 //! - [`fence`]: the fence rule, written once: the [`Holder`], the predicate every fenced
@@ -39,6 +41,7 @@
 //! off. The proof is `tests/explain.rs`.
 
 pub mod claim;
+pub mod detach;
 pub mod dlq;
 pub mod due;
 pub mod error;

@@ -50,6 +50,8 @@ pub static SUCCEED: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("
 pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("retry")));
 pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
 pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
+pub static PARK: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("park")));
+pub const DETACHED_ATTEMPTS: &str = sql_file!("detached_attempts");
 
 // Data flow at claim (references.rs).
 pub const REFERENCES: &str = sql_file!("references");
@@ -113,6 +115,12 @@ pub fn catalogue() -> Vec<Statement> {
         s("retry", RETRY.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "int8[]", "int8"]),
         s("fail", FAIL.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "jsonb"]),
         s("release_running", RELEASE_RUNNING.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb", "text"]),
+        s(
+            "park",
+            PARK.as_str(),
+            &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "text[]", "int8[]", "timestamptz[]", "int8", "int8"],
+        ),
+        s("detached_attempts", DETACHED_ATTEMPTS, &["uuid"]),
         s("references", REFERENCES, &["uuid[]", "text[]", "uuid[]", "text[]", "text[]", "uuid[]"]),
         s("attempt_input", ATTEMPT_INPUT.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]"]),
         s("cancel_step", CANCEL_STEP.as_str(), &["uuid", "jsonb", "jsonb"]),

@@ -5,7 +5,12 @@
 - ``capability``: the registry and the ``@registry.capability(...)`` decorator.
 - ``context``: what a handler receives (ids, deadline, progress, artifacts, cancellation).
 - ``errors``: the exceptions handlers raise and how any exception becomes a structured error.
-- ``events``: builds one ``Execute`` stream and guarantees its event order.
+- ``events``: builds one attempt's events and guarantees their order.
+- ``log``: one attempt's numbered events, kept for the stream attached to it (bounded).
+- ``attempt``: runs one attempt (handler, deadline, cancel, supersede).
+- ``attempts``: the attempts this executor knows (``Cancel``/``Attach`` lookup, one
+  attempt per step, retention of finished detachable ones).
+- ``attach``: the rules of ``Attach`` (ids, fence, sequence) and their gRPC statuses.
 - ``server``: the gRPC ``ExecutorService`` and ``serve()`` (health, signals, shutdown).
 - ``examples``: built-in capabilities (``text.stats``, ``dataset.split``, ``sleep``).
 - ``__main__``: ``python -m rara_worker --port PORT``.

@@ -9,7 +9,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from rara_worker.attempts import DEFAULT_RETENTION_SECONDS, DetachConfig
 from rara_worker.examples import build_registry
+from rara_worker.log import DEFAULT_MAX_KEPT_EVENTS
 from rara_worker.server import DEFAULT_GRACE_SECONDS, serve
 
 log = logging.getLogger("rara_worker")
@@ -37,14 +39,28 @@ def main(argv: list[str] | None = None) -> None:
         "--grace", type=float, default=DEFAULT_GRACE_SECONDS,
         help="seconds running work gets to finish on shutdown",
     )
+    parser.add_argument(
+        "--retention", type=float, default=DEFAULT_RETENTION_SECONDS, metavar="SECONDS",
+        help="seconds a finished detachable attempt stays attachable, so a late Attach "
+        f"still gets its outcome (default {DEFAULT_RETENTION_SECONDS:.0f})",
+    )
+    parser.add_argument(
+        "--max-kept-events", type=int, default=DEFAULT_MAX_KEPT_EVENTS, metavar="N",
+        help="events a detached attempt keeps until an Attach acknowledges them; at the "
+        f"bound its progress events stop (default {DEFAULT_MAX_KEPT_EVENTS})",
+    )
     args = parser.parse_args(argv)
+    try:
+        detach = DetachConfig(args.retention, args.max_kept_events)
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args.data_dir.mkdir(parents=True, exist_ok=True)
     registry = build_registry(args.data_dir)
     log.info("example capabilities read path inputs only below %s", args.data_dir.resolve())
     asyncio.run(
         serve(registry, host=args.host, port=args.port, artifacts_dir=args.artifacts_dir,
-              grace=args.grace)
+              grace=args.grace, detach=detach)
     )
 
 

@@ -1,12 +1,20 @@
 """Running one attempt: check the request, call the handler, enforce deadline and cancel.
 
-Every path ends the attempt's ``EventStream`` with exactly one terminal event:
+An attempt owns its events (an ``EventStream`` writing into an ``EventLog``), not the
+stream that reads them: the server decides what a stream that goes away means (stop a
+non-detachable attempt; leave a detachable one running). It is *detachable* when the
+request asks for it and its capability allows it; only then does its log keep events
+until acknowledged (``log.py``).
+
+Every path that runs ends the attempt's ``EventStream`` with exactly one terminal event:
 
 - the handler returned an object: ``succeeded`` (``INVALID_OUTPUT`` if it is not JSON);
 - the handler raised: ``failed`` with the error ``errors.to_error`` gives;
 - the deadline passed: the handler is cancelled, ``failed`` ``DEADLINE_EXCEEDED``;
-- ``stop()`` was called (``Cancel`` RPC, shutdown): the handler is cancelled, then
-  ``cancelled`` with the reason, or ``failed`` with the error given to ``stop``.
+- ``stop()`` was called (``Cancel`` RPC, a newer attempt, shutdown): the handler is
+  cancelled, then ``cancelled`` with the reason, or ``failed`` with the error given.
+
+A request the server refuses before running (``refuse``) ends with ``failed`` at once.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from rara_worker import errors
 from rara_worker.capability import AsyncHandler, Capability, CapabilityRegistry, SyncHandler
 from rara_worker.context import Context
 from rara_worker.events import EventStream
+from rara_worker.log import DEFAULT_MAX_KEPT_EVENTS, EventLog
 
 log = logging.getLogger(__name__)
 
@@ -37,22 +46,77 @@ class Attempt:
     def __init__(
         self,
         request: pb.ExecuteRequest,
-        stream: EventStream,
         registry: CapabilityRegistry,
         artifacts_root: Path,
+        *,
+        max_kept_events: int = DEFAULT_MAX_KEPT_EVENTS,
     ) -> None:
         self._request = request
-        self._stream = stream
-        self._registry = registry
+        self._capability = registry.resolve(request.operation, request.capability_version)
+        #: May outlive its ``Execute`` stream: asked for, and the capability allows it.
+        self.detachable = bool(
+            request.detachable and self._capability is not None and self._capability.detachable
+        )
+        self._stream = EventStream(EventLog(keep=self.detachable, max_kept=max_kept_events))
         self._artifacts_root = artifacts_root
         self._stop_requested = asyncio.Event()
         self._stop_reason = ""
         self._stop_error: pb.Error | None = None
+        #: (attempt, fence) of the newer attempt of the same step that replaced this one.
+        self.superseded_by: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
-        """(step_id, attempt): how ``Cancel`` finds this attempt."""
+        """(step_id, attempt): how ``Cancel`` and ``Attach`` find this attempt."""
         return (self._request.step_id, self._request.attempt)
+
+    @property
+    def step_id(self) -> str:
+        """The step this attempt runs."""
+        return self._request.step_id
+
+    @property
+    def number(self) -> int:
+        """The attempt number."""
+        return self._request.attempt
+
+    @property
+    def fence(self) -> int:
+        """The fence the attempt was started under."""
+        return self._request.fence
+
+    @property
+    def log(self) -> EventLog:
+        """The attempt's events, for the streams that read them."""
+        return self._stream.log
+
+    @property
+    def ended(self) -> bool:
+        """True once the terminal event was produced."""
+        return self._stream.ended
+
+    def refuse(self, error: pb.Error) -> None:
+        """End with ``failed`` ``error`` without running (the server would not start it)."""
+        self._stream.failed(error)
+
+    def end_without_outcome(self) -> None:
+        """Close the log of an attempt whose task stopped before a terminal event."""
+        self._stream.failed(errors.make_error(
+            errors.INTERNAL, "the attempt stopped without an outcome", True
+        ))
+
+    def supersede(self, attempt: int, fence: int) -> bool:
+        """A newer attempt of the step (``attempt``, ``fence``) replaces this one: stop it.
+
+        This attempt's fence is stale from now on. True when it was still running.
+        """
+        self.superseded_by = (attempt, fence)
+        stopping = self.stop(f"superseded by attempt {attempt} (fence {fence})")
+        log.info(
+            "superseded step=%s attempt=%d fence=%d by_attempt=%d by_fence=%d running=%s",
+            self.step_id, self.number, self.fence, attempt, fence, stopping,
+        )
+        return stopping
 
     def stop(self, reason: str, error: pb.Error | None = None) -> bool:
         """Ask the attempt to stop; it ends with ``cancelled`` (or ``failed`` with ``error``)."""
@@ -68,6 +132,9 @@ class Attempt:
             await self._run()
         except Exception as exc:  # a bug here must still end the stream
             self._fail(errors.make_error(errors.INTERNAL, "executor error", False), exc)
+        finally:
+            # A retained attempt keeps its ids and events, not its (possibly large) input.
+            self._request.ClearField("input_json")
 
     async def _run(self) -> None:
         req = self._request
@@ -123,7 +190,7 @@ class Attempt:
             )
         if req.attempt < 1:
             return errors.make_error(errors.INVALID_REQUEST, "attempt must be at least 1", False)
-        capability = self._registry.resolve(req.operation, req.capability_version)
+        capability = self._capability
         if capability is None:
             pinned = f" version {req.capability_version}" if req.capability_version else ""
             return errors.make_error(

@@ -11,6 +11,11 @@ Register a handler with the decorator::
 A handler takes the context and the input object and returns the output object. An
 ``async def`` runs on the server's event loop; a plain ``def`` runs in a worker thread.
 
+A capability is *detachable* unless registered with ``detachable=False``: its attempts
+may outlive their ``Execute`` stream when rara asks (``ExecuteRequest.detachable``) and
+are resumed with ``Attach``. Opt out for work that must not run unobserved, e.g. a
+handler that holds a resource only the caller's invocation may hold.
+
 Versions are SemVer 2.0 (``MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]``, semver.org). A step that
 pins no version runs the newest: the highest SemVer precedence (build metadata ignored; equal
 precedence is ordered by the text). The rule is the Rust router's too (``rara_remote::version``),
@@ -51,6 +56,8 @@ class Capability:
     description: str
     input_schema: Mapping[str, Any] | None
     handler: Handler
+    #: Attempts may outlive their ``Execute`` stream (advertised in ``GetCapabilities``).
+    detachable: bool = True
 
     @property
     def is_async(self) -> bool:
@@ -107,12 +114,16 @@ class CapabilityRegistry:
         version: str,
         description: str = "",
         input_schema: Mapping[str, Any] | None = None,
+        detachable: bool = True,
     ) -> Callable[[H], H]:
-        """Decorator: register the function as ``name`` at ``version``."""
+        """Decorator: register the function as ``name`` at ``version``.
+
+        ``detachable=False`` keeps every attempt tied to its ``Execute`` stream.
+        """
 
         def register(handler: H) -> H:
             self.register(
-                Capability(name, version, description, input_schema, handler)
+                Capability(name, version, description, input_schema, handler, detachable)
             )
             return handler
 

@@ -4,7 +4,9 @@ Async handlers ``await ctx.progress(...)``, ``await ctx.artifact(...)`` and
 ``await ctx.write_artifact(...)``. Sync handlers (run in a thread) call the ``*_sync``
 variants. Both watch ``ctx.cancelled`` (an ``asyncio.Event``; from a thread, read
 ``ctx.cancelled.is_set()``) to stop early when the attempt is cancelled or its
-deadline passes. Reports after the attempt ended are ignored.
+deadline passes. Reports after the attempt ended are ignored, and so are progress
+reports of a detached attempt whose kept events are at the executor's bound (``log.py``):
+report as often as is useful; the bound, not the handler, keeps memory in check.
 """
 
 from __future__ import annotations

@@ -17,8 +17,10 @@ anything else               ``INTERNAL``            no
 ==========================  ======================  =========
 
 The server itself reports ``DEADLINE_EXCEEDED`` (retryable) when the request's deadline
-passes, ``UNKNOWN_OPERATION`` (not retryable) when no capability matches, and
-``INVALID_INPUT`` (not retryable) when the input is not a JSON object.
+passes, ``UNKNOWN_OPERATION`` (not retryable) when no capability matches,
+``INVALID_INPUT`` (not retryable) when the input is not a JSON object, and
+``STALE_FENCE`` (not retryable) when an ``Execute`` carries an older fence than an
+attempt of the same step this executor knows (a holder rara has replaced).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ INVALID_REQUEST = "INVALID_REQUEST"
 INVALID_OUTPUT = "INVALID_OUTPUT"
 ALREADY_RUNNING = "ALREADY_RUNNING"
 SHUTTING_DOWN = "SHUTTING_DOWN"
+STALE_FENCE = "STALE_FENCE"
 
 # Error messages are stored and shown to users; keep them bounded.
 MAX_MESSAGE_CHARS = 2000

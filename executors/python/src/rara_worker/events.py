@@ -1,21 +1,20 @@
-"""One ``Execute`` stream's events, in the only order the contract allows.
+"""One attempt's events, in the only order the contract allows.
 
-``EventStream`` numbers events from 1, stamps them, and enforces the order
+``EventStream`` enforces the order
 ``accepted, running, (progress | artifact)*, succeeded | failed | cancelled``:
 a terminal event emitted early brings the missing ``accepted``/``running`` first,
-and anything emitted after the terminal event is dropped. All methods run on the
-event loop's thread.
+and anything emitted after the terminal event is dropped. It writes into the attempt's
+``EventLog`` (``log.py``), which numbers events from 1, stamps them and serves them to
+the attached stream. ``progress`` is also dropped when the log is at its bound (a
+detached attempt nobody acknowledges). All methods run on the event loop's thread.
 """
 
 from __future__ import annotations
 
-import asyncio
 import enum
-from collections.abc import AsyncIterator
-
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from rara.v1 import executor_pb2 as pb
+from rara_worker.log import EventLog, Reader
 
 
 class Phase(enum.Enum):
@@ -28,11 +27,10 @@ class Phase(enum.Enum):
 
 
 class EventStream:
-    """Builds, orders and queues the events of one attempt."""
+    """Builds and orders the events of one attempt and writes them into its log."""
 
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[pb.ExecuteResponse | None] = asyncio.Queue()
-        self._sequence = 0
+    def __init__(self, log: EventLog | None = None) -> None:
+        self.log = log if log is not None else EventLog()
         self._phase = Phase.NEW
         self._artifacts: list[pb.Artifact] = []
 
@@ -55,8 +53,8 @@ class EventStream:
             self._phase = Phase.RUNNING
 
     def progress(self, fraction: float, message: str) -> bool:
-        """Emit ``progress`` while running; False (dropped) otherwise."""
-        if self._phase is not Phase.RUNNING:
+        """Emit ``progress`` while running and the log has room; False (dropped) otherwise."""
+        if self._phase is not Phase.RUNNING or not self.log.room_for_progress():
             return False
         self._push(pb.ExecuteResponse(progress=pb.Progress(fraction=fraction, message=message)))
         return True
@@ -85,24 +83,17 @@ class EventStream:
         """Terminal: the attempt was cancelled."""
         return self._end(pb.ExecuteResponse(cancelled=pb.Cancelled(reason=reason)))
 
-    async def events(self) -> AsyncIterator[pb.ExecuteResponse]:
-        """Yield queued events until the terminal one has been yielded."""
-        while (event := await self._queue.get()) is not None:
-            yield event
+    def events(self) -> Reader:
+        """Every event from the first, live, until the terminal one (attaches a reader)."""
+        return self.log.attach(0)
 
     def _end(self, event: pb.ExecuteResponse) -> bool:
         if self._phase is Phase.ENDED:
             return False
         self.running()
-        self._push(event)
         self._phase = Phase.ENDED
-        self._queue.put_nowait(None)
+        self.log.append(event, terminal=True)
         return True
 
     def _push(self, event: pb.ExecuteResponse) -> None:
-        self._sequence += 1
-        event.sequence = self._sequence
-        stamp = Timestamp()
-        stamp.GetCurrentTime()
-        event.timestamp.CopyFrom(stamp)
-        self._queue.put_nowait(event)
+        self.log.append(event)

@@ -4,8 +4,9 @@
   (``{"text": ...}`` or ``{"path": ...}``), written as a ``stats.json`` artifact.
 - ``dataset.split`` 1.0.0: a deterministic, seeded split of rows (``{"rows": [...]}`` or
   ``{"path": "x.csv" | "x.jsonl"}``) by ratios, one JSONL artifact per split.
-- ``sleep`` 1.0.0: sleeps ``seconds`` in small steps, reporting progress and stopping
-  when cancelled. Meant for tests.
+- ``sleep`` 1.0.0: sleeps ``seconds`` (0 to 3600), reporting progress when it starts,
+  then every second (fraction = elapsed / total) and at the end, and stopping when
+  cancelled. Meant for tests and for trying long, detached steps.
 
 ``path`` inputs are files below the executor's data directory (``--data-dir`` or
 ``RARA_WORKER_DATA_DIR`` for ``python -m rara_worker``): a relative path is taken from there,
@@ -37,6 +38,8 @@ PATH_OUTSIDE_DATA_DIR = "PATH_OUTSIDE_DATA_DIR"
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CHUNK_ROWS = 1000
+SLEEP_PROGRESS_SECONDS = 1.0
+"""How often ``sleep`` reports progress."""
 
 
 class DataDir:
@@ -203,17 +206,23 @@ SLEEP_SCHEMA: dict[str, Any] = {
 
 
 async def sleep(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
-    """``sleep``: sleeps ``seconds``, reporting progress, until done or cancelled."""
+    """``sleep``: sleeps ``seconds``, reporting progress each second, until done or cancelled.
+
+    The reports are paced on the start time, not on the previous report, so a long sleep
+    shows one report per elapsed second without drift.
+    """
     seconds = input.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 3600:
         raise InvalidInputError('"seconds" must be a number from 0 to 3600')
     started = time.monotonic()
-    while (elapsed := time.monotonic() - started) < seconds:
-        if ctx.cancelled.is_set():
-            break
-        await ctx.progress(min(1.0, elapsed / seconds), f"slept {elapsed:.1f}s")
-        await asyncio.sleep(min(0.1, seconds - elapsed))
+    reports = 0
+    while (elapsed := time.monotonic() - started) < seconds and not ctx.cancelled.is_set():
+        await ctx.progress(elapsed / seconds, f"slept {elapsed:.0f}s")
+        reports += 1
+        await asyncio.sleep(min(reports * SLEEP_PROGRESS_SECONDS, seconds) - elapsed)
     slept = min(time.monotonic() - started, float(seconds))
+    if not ctx.cancelled.is_set():
+        await ctx.progress(1.0, f"slept {slept:.0f}s")
     return {"slept_seconds": round(slept, 3), "cancelled": ctx.cancelled.is_set()}
 
 

@@ -113,6 +113,7 @@ pub fn context(operation: &str, within: Duration, reporter: Arc<RecordingReporte
         cancel: CancellationToken::new(),
         stop_reason: Default::default(),
         reporter,
+        detach: Default::default(),
     }
 }
 

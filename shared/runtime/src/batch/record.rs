@@ -1,9 +1,11 @@
 //! Recording what finished executions planned ([`crate::fate::plan`]): one statement per
 //! kind of outcome for everything that finished together, then each record's fate.
 
+use chrono::{DateTime, Utc};
 use rara_domain::StepError;
 use rara_domain::step_error::codes;
 use rara_store::Holder;
+use rara_store::detach::Park;
 use rara_store::outcome::RetryVia;
 
 use super::{BatchExecutor, BatchReport, Record};
@@ -13,6 +15,8 @@ use crate::fate::{Ack, Plan};
 pub(super) struct Finished {
     pub(super) record: Record,
     pub(super) holder: Holder,
+    /// When the holder attached (the start of the stretch a park records).
+    pub(super) attached_at: DateTime<Utc>,
     pub(super) plan: Plan,
 }
 
@@ -23,7 +27,8 @@ impl BatchExecutor {
         let mut via_postgres = Vec::new();
         let mut via_message = Vec::new();
         let mut released = Vec::new();
-        for Finished { record, holder, plan } in finished {
+        let mut parks = Vec::new();
+        for Finished { record, holder, attached_at, plan } in finished {
             match plan {
                 Plan::Succeed(output) => successes.push((record, (holder, output))),
                 Plan::Fail(error) => {
@@ -33,6 +38,7 @@ impl BatchExecutor {
                 Plan::RetryByPostgres { error, delay } => via_postgres.push((record, (holder, error, delay))),
                 Plan::RetryByMessage { error, delay } => via_message.push((record, (holder, error, delay))),
                 Plan::Release => released.push((record, holder)),
+                Plan::Park(resume) => parks.push((record, Park { holder, resume, attached_at })),
                 Plan::Nothing => {
                     report.counters.lease_lost += 1;
                     tracing::info!(step_id = %holder.step_id, "lease lost; nothing recorded");
@@ -76,6 +82,19 @@ impl BatchExecutor {
                 report.counters.released += 1;
                 tracing::info!(step_id = %holder.step_id, "step given back; another executor runs it");
                 report.acknowledge(record.message_id, Ack::Released);
+            }
+        }
+        if !parks.is_empty() {
+            let (records, items) = unzip(parks);
+            let interval = self.reattach_interval;
+            let results = self.env.store.park(&items, interval, self.delivery_timeout).await;
+            for (record, park) in self.settle(records, items, results, report) {
+                report.counters.parked += 1;
+                tracing::info!(
+                    step_id = %park.holder.step_id, endpoint = %park.resume.endpoint, sequence = park.resume.sequence,
+                    reattach_in_ms = interval.as_millis() as u64, "attempt parked; it runs on detached"
+                );
+                self.come_back(&record, interval).await;
             }
         }
         if !via_message.is_empty() {

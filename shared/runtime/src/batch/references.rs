@@ -5,6 +5,9 @@
 //! neither. Secret references stay references, for the execution to resolve (`execution.rs`);
 //! a `$secret` inside a value brought in is escaped, never resolved.
 //!
+//! A claim that re-attaches to a detached remote attempt is left alone: that attempt's input
+//! was substituted and recorded when it started.
+//!
 //! A step that must not run ends at once, through the normal outcome path:
 //! - a reference finds nothing: a permanent `INPUT_REFERENCE_MISSING` naming the field, the
 //!   upstream step and the pointer (never a value);
@@ -36,6 +39,11 @@ impl BatchExecutor {
         let mut steps: Vec<&mut ClaimedStep> = Vec::new();
         for outcome in outcomes.iter_mut() {
             let ClaimOutcome::Claimed(step) = outcome else { continue };
+            // A re-attached attempt resumes where it runs: its input was substituted and
+            // recorded when the attempt started.
+            if step.resume.is_some() {
+                continue;
+            }
             let found: Vec<_> = references::scan(&step.input).into_iter().filter_map(|f| f.reference.ok()).collect();
             if found.is_empty() {
                 continue;
@@ -182,6 +190,9 @@ mod tests {
             retry_multiplier: 1.0,
             lease_expires_at: chrono::Utc::now(),
             took_over: false,
+            attached_at: chrono::Utc::now(),
+            resume: None,
+            started_at: chrono::Utc::now(),
         }))
     }
 

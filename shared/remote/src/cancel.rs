@@ -1,0 +1,51 @@
+//! `Cancel`, by whoever must send it: the client of a running attempt, or an operator's
+//! cancel of an attempt that runs detached (DESIGN.md "Long steps": a cancel reaches a
+//! detached attempt at once, not at the next re-attach).
+
+use std::time::Duration;
+
+use tonic::transport::Channel;
+use uuid::Uuid;
+
+use crate::pb::{self, executor_service_client::ExecutorServiceClient};
+
+/// Why a `Cancel` did not get an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Endpoint(#[from] crate::router::Error),
+    #[error("the executor refused the cancel: {code:?}: {message}")]
+    Refused { code: tonic::Code, message: String },
+    #[error("the executor did not answer the cancel within {0:?}")]
+    TimedOut(Duration),
+}
+
+/// Asks the executor behind `client` to cancel attempt `attempt` of `step_id`, saying
+/// `reason`; bounded by `timeout`. `Ok(found)`: whether the attempt was still running there.
+pub async fn cancel(
+    mut client: ExecutorServiceClient<Channel>,
+    step_id: Uuid,
+    attempt: u32,
+    reason: &str,
+    timeout: Duration,
+) -> Result<bool, Error> {
+    let request = pb::CancelRequest { step_id: step_id.to_string(), attempt, reason: reason.into() };
+    match tokio::time::timeout(timeout, client.cancel(request)).await {
+        Ok(Ok(response)) => Ok(response.into_inner().found),
+        Ok(Err(status)) => Err(Error::Refused { code: status.code(), message: status.message().to_owned() }),
+        Err(_) => Err(Error::TimedOut(timeout)),
+    }
+}
+
+/// [`cancel`] on the executor at `endpoint` (`scheme://host:port`, as the attempt row names
+/// it): how an operator's cancel reaches an attempt that runs detached.
+pub async fn cancel_detached(
+    endpoint: &str,
+    step_id: Uuid,
+    attempt: u32,
+    reason: &str,
+    timeout: Duration,
+) -> Result<bool, Error> {
+    let client = ExecutorServiceClient::new(crate::router::lazy_channel(endpoint)?);
+    cancel(client, step_id, attempt, reason, timeout).await
+}
