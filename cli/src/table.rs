@@ -45,7 +45,7 @@ pub fn run(run: &RunView) -> String {
             vec![
                 s.name.clone(),
                 s.operation.clone(),
-                s.status.to_string(),
+                s.status_text(),
                 format!("{}/{}", s.attempt, s.max_attempts),
                 progress,
                 s.artifacts.len().to_string(),

@@ -19,7 +19,7 @@ pub const RUN_DID_NOT_SUCCEED: u8 = 5;
 pub const STILL_RUNNING: u8 = 6;
 
 fn describe(step: &StepView) -> String {
-    let mut text = format!("{} (attempt {}/{})", step.status, step.attempt, step.max_attempts);
+    let mut text = format!("{} (attempt {}/{})", step.status_text(), step.attempt, step.max_attempts);
     if let Some(message) = step.progress.as_ref().map(|p| p.message.as_str()).filter(|m| !m.is_empty())
         && !step.status.is_terminal()
     {
@@ -61,7 +61,7 @@ pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) 
                     if json {
                         println!(
                             "{}",
-                            serde_json::json!({"step": step.name, "status": step.status, "attempt": step.attempt,
+                            serde_json::json!({"step": step.name, "status": step.status, "detached": step.is_detached(), "attempt": step.attempt,
                                                "progress": step.progress_fraction(), "error": step.error})
                         );
                     } else {

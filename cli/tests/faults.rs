@@ -8,7 +8,8 @@
 //! Every scenario prints its seed (`RARA_FAULT_SEED=<seed>` replays the workflow shapes and
 //! the fault timings) and a summary line, also appended to `target/fault-summary.txt`.
 //! The Python executor killed mid-stream is covered by
-//! `shared/runtime/tests/remote_end_to_end.rs`.
+//! `shared/runtime/tests/remote_end_to_end.rs`; scenario 11 restarts it while long remote
+//! attempts run detached (DESIGN.md "Long steps").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -119,6 +120,9 @@ enum Shape {
     FanOut,
     /// One step that sleeps 1.5 s.
     Sleeper,
+    /// One step on the Python executor (`sleep` 1.0.0) that sleeps 5 to 8 s: longer than the
+    /// executors' invocations in scenario 11, so it is parked and re-attached.
+    Remote,
 }
 
 /// One scenario's stack: a scratch database, a fresh queue pair, the runners, the ledger of
@@ -293,6 +297,15 @@ impl Stack {
                 Shape::Sleeper => {
                     self.expected_attempts += 1;
                     format!("name: sleeper-{i}\nsteps:\n- {{name: s, operation: sleep, input: {{seconds: 1.5}}}}\n")
+                }
+                Shape::Remote => {
+                    self.expected_attempts += 1;
+                    let seconds = self.rng.random_range(5..=8);
+                    format!(
+                        "name: long-{i}\nsteps:\n- {{name: train, operation: sleep, version: \"1.0.0\", \
+                         input: {{seconds: {seconds}}}, timeout_seconds: 120, max_attempts: 5, \
+                         retry: {{initial_delay_seconds: 0.5, max_delay_seconds: 1}}}}\n"
+                    )
                 }
             };
             rara_testkit::submit(&self.store, &settings, &yaml).await;
@@ -540,6 +553,65 @@ async fn killed_executor_steps_are_taken_over_and_end_once() {
         assert!(attempts.len() > *attempt as usize, "someone ran {step_id} after the kill: {attempts:?}");
     }
     println!("[1-sigkill-executor] {} orphaned attempts taken over or reaped", orphans.len());
+}
+
+/// 11. Long remote steps detached from the executors' short invocations (4 s): an executor
+///     SIGKILLed while attached, the Python executor restarted while attempts run detached
+///     (they are lost: `ATTEMPT_NOT_FOUND`, a new attempt under a new fence), parked messages
+///     coming back to other executors. Every step ends once, with the checker's invariants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_remote_steps_survive_killed_executors_and_a_restarted_python_executor() {
+    let mut python = rara_testkit::PythonServer::start();
+    let port = python.port();
+    let mut s = Stack::new("11-detached-long-steps").await;
+    s.submit(6, Shape::Remote).await;
+    s.spawn_scheduler();
+    let env = vec![
+        ("RARA_REMOTE_EXECUTORS", python.url().to_owned()),
+        ("RARA_FUNCTION_TIMEOUT_SECONDS", "4".into()),
+        ("RARA_DEADLINE_MARGIN_MS", "1000".into()),
+        ("RARA_REATTACH_INTERVAL_SECONDS", "1".into()),
+    ];
+    let victim = s.spawn_with("executor", "victim", &env);
+    s.until_claimed("victim").await;
+    tokio::time::sleep(Duration::from_millis(s.rng.random_range(500..2500))).await;
+    s.kill(victim);
+    s.spawn_with("executor", "survivor-1", &env);
+    s.spawn_with("executor", "survivor-2", &env);
+    // Once attempts run detached, lose every one the Python executor holds.
+    let end = Instant::now() + Duration::from_secs(30);
+    let detached = loop {
+        let detached: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = 'leased' AND remote_endpoint IS NOT NULL")
+                .fetch_one(&s.pool)
+                .await
+                .unwrap();
+        if detached > 0 {
+            break detached;
+        }
+        assert!(Instant::now() < end, "no attempt was parked within 30 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    python.kill();
+    s.faults += 1;
+    s.notes.push(format!("the Python executor restarted with {detached} attempt(s) detached"));
+    let _python = rara_testkit::PythonServer::start_on(port);
+    let done = s.finish().await;
+    let (succeeded, lost): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM steps WHERE status = 'succeeded'),
+                (SELECT count(*) FROM step_attempts WHERE error->>'code' = 'ATTEMPT_NOT_FOUND')",
+    )
+    .fetch_one(&done.pool)
+    .await
+    .unwrap();
+    assert_eq!(succeeded, 6, "every long step succeeded");
+    let spans: i64 =
+        sqlx::query_scalar("SELECT coalesce(sum(jsonb_array_length(detached_spans)), 0) FROM step_attempts")
+            .fetch_one(&done.pool)
+            .await
+            .unwrap();
+    assert!(spans > 0, "attempts were parked and re-attached");
+    println!("[11-detached-long-steps] {spans} detached stretches, {lost} attempt(s) lost with the Python executor");
 }
 
 /// 2. An executor paused (SIGSTOP) past its lease, then resumed (SIGCONT): another executor

@@ -6,24 +6,24 @@ use std::time::Duration;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use rara_runtime::batch::{BatchExecutor, Record};
+use rara_runtime::wiring::{self, FunctionTimeout};
 
-/// Handles one SQS batch. Executions end `margin` before the invocation does.
+/// Handles one SQS batch. Executions end `margin` before the invocation does: at the runtime's
+/// deadline, or `timeout` from now when that deadline is unusable ([`wiring::remaining`]).
 pub async fn handle(
     executor: &BatchExecutor,
+    timeout: FunctionTimeout,
     margin: Duration,
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
     let deadline =
-        tokio::time::Instant::now() + rara_runtime::wiring::remaining(event.context.deadline).saturating_sub(margin);
+        tokio::time::Instant::now() + wiring::remaining(event.context.deadline, timeout).saturating_sub(margin);
     let records: Vec<Record> = event
         .payload
         .records
         .into_iter()
         .map(|m| Record {
-            traceparent: m
-                .message_attributes
-                .get(rara_runtime::wiring::TRACEPARENT)
-                .and_then(|a| a.string_value.clone()),
+            traceparent: m.message_attributes.get(wiring::TRACEPARENT).and_then(|a| a.string_value.clone()),
             message_id: m.message_id.unwrap_or_default(),
             receipt_handle: m.receipt_handle.unwrap_or_default(),
             body: m.body.unwrap_or_default(),

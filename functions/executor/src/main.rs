@@ -3,6 +3,7 @@
 
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
+use rara_runtime::wiring::FunctionTimeout;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -10,6 +11,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let wiring = rara_runtime::wiring::Wiring::from_env("executor").await?;
     wiring.settings.require_dlq()?;
     let executor = wiring.batch_executor().await?;
-    let margin = wiring.settings.deadline_margin;
-    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| executor::handle(&executor, margin, event))).await
+    let (timeout, margin) = (FunctionTimeout::executor(&wiring.settings), wiring.settings.deadline_margin);
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| executor::handle(&executor, timeout, margin, event)))
+        .await
 }

@@ -16,6 +16,7 @@ use rara_queue::Queue;
 use rara_runtime::batch::BatchExecutor;
 use rara_runtime::scheduler::Scheduler;
 use rara_runtime::secrets::{SecretError, SecretResolver};
+use rara_runtime::wiring::FunctionTimeout;
 use rara_store::Store;
 use rara_testkit::{Queues, settings, submit};
 use sqlx::PgPool;
@@ -122,7 +123,9 @@ impl Harness {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis() as u64;
-        let response = executor::handle(&self.executor, MARGIN, LambdaEvent::new(payload, context)).await.unwrap();
+        let timeout = FunctionTimeout::executor(&self.settings);
+        let response =
+            executor::handle(&self.executor, timeout, MARGIN, LambdaEvent::new(payload, context)).await.unwrap();
         let returned = response.batch_item_failures.iter().any(|f| f.item_identifier == received.message_id);
         assert!(response.batch_item_failures.len() <= 1);
         (received.message_id, returned)

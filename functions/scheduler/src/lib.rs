@@ -7,17 +7,20 @@ use std::time::Duration;
 use lambda_runtime::LambdaEvent;
 use rara_runtime::metrics::Counters;
 use rara_runtime::scheduler::Scheduler;
+use rara_runtime::wiring::{self, FunctionTimeout};
 use tokio_util::sync::CancellationToken;
 
 /// Handles one scheduled event (its content does not matter). `budget` is the configured
-/// polling time; it is cut to the invocation's remaining time minus `margin`.
+/// polling time; it is cut to the invocation's remaining time minus `margin` (the runtime's
+/// deadline, or [`FunctionTimeout::scheduler`] from now when that deadline is unusable:
+/// [`wiring::remaining`]).
 pub async fn handle(
     scheduler: &Scheduler,
     budget: Duration,
     margin: Duration,
     event: LambdaEvent<serde_json::Value>,
 ) -> Result<Counters, lambda_runtime::Error> {
-    let remaining = rara_runtime::wiring::remaining(event.context.deadline).saturating_sub(margin);
+    let remaining = wiring::remaining(event.context.deadline, FunctionTimeout::scheduler()).saturating_sub(margin);
     // No pass starts after the budget; a pass under way at the deadline gives up its sends
     // and releases their leases, so the invocation answers in time whatever SQS does.
     let deadline = tokio::time::Instant::now() + remaining;

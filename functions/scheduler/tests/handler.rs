@@ -89,3 +89,29 @@ async fn with_a_silent_sqs_the_handler_returns_before_its_deadline_and_releases_
             .unwrap();
     assert_eq!((status.as_str(), token), ("pending", None), "every unsent message's step released");
 }
+
+/// Issue 14: `cargo lambda watch` sends `Lambda-Runtime-Deadline-Ms: 600000` (1970). The
+/// scheduler still makes its pass and sends what it leased, instead of releasing it all.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_deadline_in_1970_as_cargo_lambda_watch_sends_still_leases_and_sends(pool: PgPool) {
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let settings = Arc::new(settings(&queues, &[]));
+    submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
+    let scheduler = Scheduler::new(store.clone(), queues.queue(), settings);
+
+    let mut context = Context::default();
+    context.deadline = 600_000;
+    let started = std::time::Instant::now();
+    let counters = scheduler::handle(
+        &scheduler,
+        Duration::ZERO,
+        Duration::from_secs(1),
+        LambdaEvent::new(serde_json::json!({}), context),
+    )
+    .await
+    .unwrap();
+    assert_eq!((counters.leased, counters.sent, counters.released), (1, 1, 0));
+    assert!(started.elapsed() < Duration::from_secs(10), "a zero budget is one pass, whatever the deadline");
+    assert_eq!(queues.queue().receive(10, Duration::from_secs(1)).await.unwrap().len(), 1);
+}

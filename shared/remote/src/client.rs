@@ -484,6 +484,8 @@ impl Executor for RemoteExecutor {
                 operation = %self.operation, step_id = %ctx.step_id, attempt = ctx.attempt, fence = ctx.fence,
                 "remote execution succeeded"
             ),
+            // Parked: not a failure (logged where it was let go).
+            Err(_) if ctx.detach.was_let_go() => {}
             Err(err) => tracing::warn!(
                 operation = %self.operation, step_id = %ctx.step_id, attempt = ctx.attempt, fence = ctx.fence,
                 code = %err.code, retryable = err.retryable, "remote execution failed"

@@ -92,6 +92,7 @@ impl BatchExecutor {
                 queue,
                 registry,
                 lease: core.lease_duration,
+                attach_window: settings.attach_window,
                 heartbeat_interval: core.heartbeat_interval,
                 progress_interval: settings.progress_interval,
                 secrets: Arc::new(EnvSecretResolver::from_env()),

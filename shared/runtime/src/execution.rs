@@ -50,6 +50,9 @@ pub struct Environment {
     pub queue: Arc<dyn Queue>,
     pub registry: Arc<Registry>,
     pub lease: Duration,
+    /// `RARA_ATTACH_WINDOW_SECONDS`: how long an executor stays attached to a detachable
+    /// attempt before it parks it (`None`: until the invocation's end).
+    pub attach_window: Option<Duration>,
     pub heartbeat_interval: Duration,
     pub progress_interval: Duration,
     /// Resolves the input's `{"$secret": "name"}` references at execution.
@@ -78,8 +81,10 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
     };
     let step_deadline = step_deadline(step);
     // A detachable attempt runs to the step's own deadline and is parked at the invocation's
-    // end; any other execution ends with the invocation.
-    let park_at = (executor.detachable() && step_deadline > deadline).then_some(deadline);
+    // end, or when the attach window closes (Lambda time is paid only while attached); any
+    // other execution ends with the invocation.
+    let park_point = env.attach_window.map_or(deadline, |window| deadline.min(Instant::now() + window));
+    let park_at = (executor.detachable() && step_deadline > park_point).then_some(park_point);
     let run_until = if park_at.is_some() { step_deadline } else { deadline.min(step_deadline) };
     let cut_by_invocation = park_at.is_none() && step_deadline > deadline;
     // Resolved for a re-attach too: the attempt got the values when it started, and its

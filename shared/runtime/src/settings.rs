@@ -62,6 +62,12 @@ pub struct Settings {
     /// its message comes back and an executor re-attaches to record what it did (at most the
     /// 12-hour visibility limit). Lambda time is paid only while attached.
     pub reattach_interval: Duration,
+    /// `RARA_ATTACH_WINDOW_SECONDS`: how long an executor stays attached to a remote attempt
+    /// that can detach before it parks it, recording what came meanwhile. Unset: until the
+    /// invocation's end (the outcome is recorded as soon as it comes). A short window pays
+    /// Lambda time only for the window per re-attach interval; the outcome is then recorded
+    /// at the re-attach after it.
+    pub attach_window: Option<Duration>,
 }
 
 /// Where secret references are resolved.
@@ -109,6 +115,14 @@ impl Settings {
                 core.visibility_timeout.as_secs() * u64::from(core.max_receive_count),
                 "a whole number of seconds",
             )?),
+            attach_window: match vars.optional("RARA_ATTACH_WINDOW_SECONDS") {
+                None => None,
+                Some(_) => Some(Duration::from_secs(vars.parse(
+                    "RARA_ATTACH_WINDOW_SECONDS",
+                    0,
+                    "a whole number of seconds",
+                )?)),
+            },
             reattach_interval: Duration::from_secs(vars.parse(
                 "RARA_REATTACH_INTERVAL_SECONDS",
                 DEFAULT_REATTACH_INTERVAL_SECONDS,

@@ -1,5 +1,5 @@
 -- The steps of the run $1, in definition order.
 SELECT id, name, operation, version, status AS "status: StepStatus", attempt, max_attempts, next_run_at,
        leased_by, lease_expires_at, fence, progress AS "progress: Json<Progress>", output,
-       error AS "error: Json<StepError>", finished_at
+       error AS "error: Json<StepError>", finished_at, remote_endpoint
 FROM steps WHERE run_id = $1::uuid ORDER BY position

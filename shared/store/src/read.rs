@@ -58,6 +58,9 @@ pub struct StepView {
     pub output: Option<serde_json::Value>,
     pub error: Option<Json<StepError>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The remote executor that runs the step's current attempt, once that attempt was
+    /// detached (DESIGN.md "Long steps").
+    pub remote_endpoint: Option<String>,
     pub depends_on: Vec<String>,
     pub attempts: Vec<AttemptView>,
     pub artifacts: Vec<ArtifactView>,
@@ -71,6 +74,29 @@ impl StepView {
         }
         self.progress.as_ref().map_or(0.0, |p| p.fraction)
     }
+
+    /// Whether the step's attempt runs detached on a remote executor right now: parked
+    /// (`leased` again under its token) until an executor re-attaches.
+    pub fn is_detached(&self) -> bool {
+        self.status == StepStatus::Leased && self.remote_endpoint.is_some()
+    }
+
+    /// The status as people read it: a detached attempt is `running (detached)`.
+    pub fn status_text(&self) -> String {
+        if self.is_detached() { "running (detached)".to_owned() } else { self.status.to_string() }
+    }
+}
+
+/// A stretch of an attempt during which an executor was attached to it, up to the moment it
+/// let the attempt go on detached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetachedSpan {
+    /// The executor (worker identity) that was attached.
+    pub by: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    /// The last event sequence it recorded.
+    pub sequence: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -86,6 +112,11 @@ pub struct AttemptView {
     pub finished_at: Option<DateTime<Utc>>,
     /// For a retrying attempt: when the next attempt was due.
     pub retry_at: Option<DateTime<Utc>>,
+    /// The remote executor the attempt ran on, when it was detached at least once.
+    pub remote_endpoint: Option<String>,
+    /// Each stretch an executor was attached, then let the attempt go on detached; the last
+    /// stretch runs to `finished_at` (or now).
+    pub detached_spans: Json<Vec<DetachedSpan>>,
     /// The input the attempt ran with when its step's input holds references (substituted;
     /// secret references kept as references). Absent: it ran with the step's input as stored.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,6 +163,7 @@ impl Store {
                 output: s.output,
                 error: s.error,
                 finished_at: s.finished_at,
+                remote_endpoint: s.remote_endpoint,
                 depends_on: Vec::new(),
                 attempts: Vec::new(),
                 artifacts: Vec::new(),
@@ -156,6 +188,8 @@ impl Store {
                     started_at: a.started_at,
                     finished_at: a.finished_at,
                     retry_at: a.retry_at,
+                    remote_endpoint: a.remote_endpoint,
+                    detached_spans: a.detached_spans,
                     input: a.input,
                 });
             }

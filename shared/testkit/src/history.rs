@@ -319,13 +319,15 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
             });
         }
     }
-    // Counters against the database: each claim opens one attempt row, each recorded success
-    // closes one. Runners killed before exiting claimed (and recorded) without counting.
+    // Counters against the database: each claim opens one attempt row (a re-attach to a
+    // detached attempt opens none), each recorded success closes one. Runners killed before
+    // exiting claimed (and recorded) without counting.
     // (Skipped when no runner counters were given: a history written without runners.)
     let rows = attempts.len() as u64;
     let successes = attempts.iter().filter(|a| a.outcome == "succeeded").count() as u64;
     let exact = ledger.killed_executors == 0;
-    for (what, db, counted) in [("claims", rows, total.claimed), ("successes", successes, total.succeeded)] {
+    let opened = total.claimed.saturating_sub(total.reattached);
+    for (what, db, counted) in [("claims", rows, opened), ("successes", successes, total.succeeded)] {
         if !ledger.runners.is_empty() && ((exact && db != counted) || db < counted) {
             v.push(Violation {
                 rule: "runner counters match the attempt history",
