@@ -29,12 +29,9 @@ seconds() { awk -v ms="$1" 'BEGIN { printf "%.1f s", ms / 1000 }'; }
 SCENARIOS=(
   "short-steps|tests/fixtures/lambda-short-steps.yaml|succeeded|1 1|same_message"
   "retry-same-message|tests/fixtures/lambda-retry-once.yaml|succeeded|2|same_message"
-  # THIRD SCENARIO goes here (being built on another branch): a remote Python step that
-  # outlives one invocation (longer than RARA_FUNCTION_TIMEOUT_SECONDS below), parked and
-  # re-attached through its same message, one attempt (RARA_ATTACH_WINDOW_SECONDS and
-  # RARA_REATTACH_INTERVAL_SECONDS small, to keep it short). One more entry, e.g.
-  #   "long-remote|tests/fixtures/lambda-long-remote.yaml|succeeded|1|same_message"
-  # plus the Python executor started before `cargo lambda watch` (see PYTHON EXECUTOR below).
+  # A remote Python step longer than one invocation (RARA_FUNCTION_TIMEOUT_SECONDS below):
+  # parked at each invocation's end and re-attached through its same message, one attempt.
+  "long-remote|tests/fixtures/lambda-long-remote.yaml|succeeded|1|same_message"
 )
 SCENARIO_TIMEOUT_SECONDS=${SCENARIO_TIMEOUT_SECONDS:-45}
 # The schedule: while a scenario runs, the scheduler is invoked again this often (dependents
@@ -47,11 +44,13 @@ venv_pip .venv-tools "$BOTO3" "$BOTO3"
 export PATH="$PWD/.venv-tools/bin:$PATH"
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/rara_demo}
 # One scheduler pass per invocation. A short function timeout: an invocation whose deadline is
-# unusable (issue 14: the emulator sends one in 1970) gets 20 s, and a step that hangs ends
-# within them; a long remote step outlives an invocation after these 20 s. The functions and
-# the CLI (`rara submit` checks that in-process steps fit one invocation) read the same.
+# unusable (issue 14: the emulator sends one in 1970) gets 5 s, and a step that hangs ends
+# within them; the long remote step outlives several such invocations, parked for 1 s between
+# them. The functions and the CLI (`rara submit` checks that in-process steps fit one
+# invocation) read the same.
 export RARA_SCHEDULER_BUDGET_SECONDS=0
-export RARA_FUNCTION_TIMEOUT_SECONDS=${RARA_FUNCTION_TIMEOUT_SECONDS:-20}
+export RARA_FUNCTION_TIMEOUT_SECONDS=${RARA_FUNCTION_TIMEOUT_SECONDS:-5}
+export RARA_DEADLINE_MARGIN_MS=1000 RARA_REATTACH_INTERVAL_SECONDS=1
 scripts/ensure-postgres.sh
 localstack_up
 # The functions as `cargo lambda watch` builds them (`cargo run --bin <name>` at the root:
@@ -73,8 +72,15 @@ EOF
 }
 on_exit delete_queues
 
-# PYTHON EXECUTOR: a scenario with remote steps starts it here (as scripts/demo.sh does) and
-# exports RARA_REMOTE_EXECUTORS, so the executor discovers its capabilities when it starts.
+# The Python executor (as scripts/demo.sh starts it), for the remote scenario: the executor
+# discovers its capabilities when it starts.
+python=$(scripts/python-env.sh | tail -n 1)
+mkdir -p .lambda-python
+start_bg "$python" -m rara_worker --host 127.0.0.1 --port 0 --artifacts-dir .lambda-python/artifacts \
+  >.lambda-python/out 2>.lambda-python/log
+for _ in $(seq 1 100); do grep -q '^listening on' .lambda-python/out 2>/dev/null && break; sleep 0.1; done
+grep -q '^listening on' .lambda-python/out || die "the Python executor did not start; see .lambda-python/log"
+export RARA_REMOTE_EXECUTORS="http://$(sed -n 's/^listening on //p' .lambda-python/out | head -n1)"
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=${CARGO_LAMBDA_PORT:-$(free_port)}
