@@ -29,6 +29,12 @@ pub fn run(run: &RunView) -> String {
     if let Some(key) = &run.idempotency_key {
         let _ = writeln!(out, "idempotency key {key}");
     }
+    if let Some(outputs) = &run.outputs {
+        let _ = writeln!(out, "outputs {outputs}");
+    }
+    if let Some(error) = &run.outputs_error {
+        let _ = writeln!(out, "outputs not resolved: {error}");
+    }
     out.push('\n');
     let rows: Vec<Vec<String>> = run
         .steps

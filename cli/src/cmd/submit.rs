@@ -1,4 +1,6 @@
-//! `rara submit`: store a workflow definition as a run, optionally watching it.
+//! `rara submit`: store a workflow definition as a run, optionally watching it. Run inputs
+//! given with `--input KEY=VALUE` (a string) or `--input-json KEY=JSON` add to or override the
+//! definition's `inputs:`; the plan checks them with the steps' references.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,17 +19,51 @@ pub struct Submit {
     /// Watch the run until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
     watch: bool,
+    /// A run input, as a string: adds to or overrides the definition's `inputs:` (steps read it
+    /// with `{"$input": "/KEY"}`). Repeatable.
+    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = text_input)]
+    inputs: Vec<(String, serde_json::Value)>,
+    /// A run input as any JSON value (`--input-json 'limits={"n": 3}'`), like `--input`.
+    #[arg(long = "input-json", value_name = "KEY=JSON", value_parser = json_input)]
+    json_inputs: Vec<(String, serde_json::Value)>,
+}
+
+/// `KEY=VALUE`: the value as a JSON string.
+fn text_input(arg: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = split_input(arg)?;
+    Ok((key, serde_json::Value::String(value.to_owned())))
+}
+
+/// `KEY=JSON`: the value parsed as JSON.
+fn json_input(arg: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = split_input(arg)?;
+    let value = serde_json::from_str(value).map_err(|e| format!("the value of {key:?} is not JSON: {e}"))?;
+    Ok((key, value))
+}
+
+fn split_input(arg: &str) -> Result<(String, &str), String> {
+    match arg.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value)),
+        _ => Err("expected KEY=VALUE with a non-empty KEY".to_owned()),
+    }
 }
 
 pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     let config = super::config()?;
     let file = &args.file;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut given = std::collections::HashSet::new();
+    if let Some((key, _)) = args.inputs.iter().chain(&args.json_inputs).find(|(key, _)| !given.insert(key)) {
+        return Err(Failure { code: 2, error: anyhow::anyhow!("the run input {key:?} is given twice") });
+    }
     // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
     let builtins = rara_runtime::wiring::builtin_registry()?;
     let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();
     let plan = WorkflowDefinition::parse(&text, Format::from_path(file))
-        .and_then(|definition| definition.plan_for(&config, in_process))
+        .and_then(|mut definition| {
+            definition.inputs.extend(args.inputs.into_iter().chain(args.json_inputs));
+            definition.plan_for(&config, in_process)
+        })
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
     let store = super::connect(&config).await?;
     let submitted = store.submit(&plan).await?;

@@ -11,11 +11,14 @@
 //! - [`registry`]: explicit name → executor registrations, and routing of an operation.
 //! - [`secret_material`]: secret references (`{"$secret": "name"}`) and the detection of
 //!   secrets embedded in a step's input.
+//! - [`references`]: references in a step's input to upstream outputs, artifacts and the run's
+//!   inputs (`{"$output": "fetch", "pointer": "/body"}`): parsing, submit checks, substitution.
 //! - [`workflow`]: the workflow definition format (JSON or YAML) and its validation.
 
 pub mod config;
 pub mod executor;
 pub mod human;
+pub mod references;
 pub mod registry;
 pub mod retry;
 pub mod secret_material;

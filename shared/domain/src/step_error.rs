@@ -38,6 +38,12 @@ pub mod codes {
     pub const ATTEMPT_NOT_FOUND: &str = "ATTEMPT_NOT_FOUND";
     /// The remote executor refused to re-attach this holder (an older fence): a new attempt runs.
     pub const ATTACH_REFUSED: &str = "ATTACH_REFUSED";
+    /// A reference in the step's input (`$output`, `$artifact`, `$input`) found nothing at
+    /// claim (the error names the field, the upstream step and the pointer, never a value).
+    pub const INPUT_REFERENCE_MISSING: &str = "INPUT_REFERENCE_MISSING";
+    /// The values the step's input references could not be read or its resolved input could
+    /// not be recorded (database trouble); another attempt may.
+    pub const INPUT_REFERENCE_UNAVAILABLE: &str = "INPUT_REFERENCE_UNAVAILABLE";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".

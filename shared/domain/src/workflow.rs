@@ -19,6 +19,12 @@
 //! (`steps[1].depends_on[0]: unknown step "fetc"`). Secrets in an input are referenced,
 //! not embedded (`headers: { authorization: { $secret: api } }`): an input holding what
 //! looks like secret material is refused (see [`crate::secret_material`]).
+//!
+//! Data flows through references (see [`crate::references`]): `inputs:` are the run's inputs
+//! (`rara submit --input key=value` adds or overrides one), and a step's input takes values
+//! from them and from the steps it depends on:
+//! `input: { text: { $output: fetch, pointer: /body }, date: { $input: /date } }`.
+//! `outputs:` are the run's outputs, references to any of its steps, resolved once it succeeded.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -26,6 +32,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::references;
 use crate::retry::RetryPolicy;
 use crate::secret_material;
 
@@ -42,6 +49,13 @@ pub struct WorkflowDefinition {
     pub name: String,
     #[serde(default)]
     pub idempotency_key: Option<String>,
+    /// The run's inputs, read by `{"$input": "/pointer"}` references.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub inputs: serde_json::Map<String, serde_json::Value>,
+    /// The run's outputs: values holding references to any of its steps and to its inputs,
+    /// resolved when the succeeded run is read.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub outputs: serde_json::Map<String, serde_json::Value>,
     pub steps: Vec<StepDefinition>,
 }
 
@@ -137,6 +151,10 @@ pub struct PlannedStep {
 pub struct Plan {
     pub name: String,
     pub idempotency_key: Option<String>,
+    /// The run's inputs (an object).
+    pub inputs: serde_json::Value,
+    /// The run's outputs as defined (an object of values holding references).
+    pub outputs: serde_json::Value,
     pub steps: Vec<PlannedStep>,
 }
 
@@ -174,6 +192,9 @@ impl WorkflowDefinition {
         if self.steps.len() > MAX_STEPS {
             problem("steps".into(), format!("{} steps; at most {MAX_STEPS} are allowed", self.steps.len()));
         }
+
+        let inputs = serde_json::Value::Object(self.inputs.clone());
+        check_inputs(&inputs, config, &mut problem);
 
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, step) in self.steps.iter().enumerate() {
@@ -271,6 +292,9 @@ impl WorkflowDefinition {
             });
         }
 
+        problems.extend(references::check(&steps, &inputs));
+        let outputs = serde_json::Value::Object(self.outputs.clone());
+        problems.extend(references::check_outputs(&steps, &outputs, &inputs));
         if problems.is_empty()
             && let Some(cycle) = find_cycle(&steps)
         {
@@ -283,7 +307,29 @@ impl WorkflowDefinition {
         if !problems.is_empty() {
             return Err(Error::Invalid(problems));
         }
-        Ok(Plan { name: self.name.clone(), idempotency_key: self.idempotency_key.clone(), steps })
+        Ok(Plan { name: self.name.clone(), idempotency_key: self.idempotency_key.clone(), inputs, outputs, steps })
+    }
+}
+
+/// The run's inputs: no secret material, no secret reference (secrets never flow through
+/// references), within the input size limit.
+fn check_inputs(inputs: &serde_json::Value, config: &Config, problem: &mut impl FnMut(String, String)) {
+    let at = |p: &str| if p.starts_with('[') { format!("inputs{p}") } else { format!("inputs.{p}") };
+    for finding in secret_material::scan(inputs) {
+        problem(at(&finding.path), finding.kind.to_string());
+    }
+    for path in references::secret_references(inputs) {
+        problem(
+            at(&path),
+            "a run input cannot be a secret reference (secrets never flow through references); reference the secret in the step's input".into(),
+        );
+    }
+    let bytes = inputs.to_string().len();
+    if bytes > config.max_input_bytes {
+        problem(
+            "inputs".into(),
+            format!("{bytes} bytes; at most {} are allowed (RARA_MAX_INPUT_BYTES)", config.max_input_bytes),
+        );
     }
 }
 
@@ -519,6 +565,116 @@ mod tests {
         assert!(p.iter().any(|l| l.starts_with("steps[0].input.k: malformed secret reference")), "{p:?}");
     }
 
+    #[test]
+    fn references_name_only_dependencies_direct_or_transitive() {
+        let yaml = concat!(
+            "name: r\ninputs: {date: '2026-12-04', who: {name: ada}}\nsteps:\n",
+            "  - {name: fetch, operation: noop}\n",
+            "  - {name: summarise, operation: noop, depends_on: [fetch], input: {text: {$output: fech, pointer: /body}, all: [{$output: fetch}], when: {$input: /date}}}\n",
+            "  - {name: side, operation: noop, input: {x: {$artifact: fetch, name: report}}}\n",
+            "  - {name: last, operation: noop, depends_on: [summarise], input: {a: {$artifact: fetch, name: report}, b: {$output: summarise}, c: {$input: /who/nme}, d: {$output: last}}}\n",
+        );
+        let p = problems(yaml);
+        assert_eq!(
+            p,
+            [
+                r#"steps[1].input.text: $output "fech" is not a dependency of "summarise""#,
+                r#"steps[2].input.x: $artifact "fetch" is not a dependency of "side""#,
+                r#"steps[3].input.c: $input "/who/nme" finds nothing in the run's inputs"#,
+                r#"steps[3].input.d: $output "last" is not a dependency of "last""#,
+            ],
+        );
+    }
+
+    #[test]
+    fn malformed_references_are_refused_at_their_field() {
+        let p = problems(concat!(
+            "name: r\nsteps:\n  - {name: a, operation: noop}\n",
+            "  - {name: b, operation: noop, depends_on: [a], input: {t: [{$output: a, pointr: /x}], u: {$output: 1}, v: {$input: date}}}\n",
+        ));
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(
+            p[0].starts_with(r#"steps[1].input.t[0]: malformed $output reference (unknown key "pointr")"#),
+            "{p:?}"
+        );
+        assert!(
+            p[1].starts_with(r#"steps[1].input.u: malformed $output reference ("$output" must be a step name"#),
+            "{p:?}"
+        );
+        assert!(
+            p[2].starts_with(
+                r#"steps[1].input.v: malformed $input reference (pointer "date" is not a JSON Pointer (RFC 6901)"#
+            ),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn a_valid_flow_plans_with_its_inputs_and_references_kept() {
+        let yaml = concat!(
+            "name: r\ninputs: {date: '2026-12-04'}\nsteps:\n",
+            "  - {name: fetch, operation: noop}\n",
+            "  - {name: summarise, operation: noop, depends_on: [fetch], input: {text: {$output: fetch, pointer: /body}, date: {$input: /date}}}\n",
+        );
+        let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
+        assert_eq!(plan.inputs, serde_json::json!({"date": "2026-12-04"}));
+        assert_eq!(
+            plan.steps[1].input,
+            serde_json::json!({"text": {"$output": "fetch", "pointer": "/body"}, "date": {"$input": "/date"}})
+        );
+        let plan = WorkflowDefinition::parse("name: r\nsteps: [{name: a, operation: noop}]\n", Format::Yaml)
+            .unwrap()
+            .plan(&config())
+            .unwrap();
+        assert_eq!(plan.inputs, serde_json::json!({}));
+    }
+
+    #[test]
+    fn run_outputs_reference_any_step_of_the_run() {
+        let yaml = concat!(
+            "name: r\ninputs: {date: d}\n",
+            "outputs: {summary: {$output: b, pointer: /x}, file: {$artifact: a, name: f}, when: [{$input: /date}]}\n",
+            "steps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop}\n",
+        );
+        let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
+        assert_eq!(plan.outputs["when"], serde_json::json!([{"$input": "/date"}]));
+        let p = problems(concat!(
+            "name: r\noutputs: {s: {$output: c}, t: {$input: /nope}, u: {$secret: api}, v: {$artifact: a}}\n",
+            "steps:\n  - {name: a, operation: noop}\n",
+        ));
+        assert_eq!(p.len(), 4, "{p:?}");
+        assert!(p.contains(&r#"outputs.s: $output "c" is not a step of the workflow"#.to_owned()), "{p:?}");
+        assert!(p.contains(&r#"outputs.t: $input "/nope" finds nothing in the run's inputs"#.to_owned()), "{p:?}");
+        assert!(p.iter().any(|l| l.starts_with("outputs.u: a run output cannot be a secret reference")), "{p:?}");
+        assert!(
+            p.iter().any(|l| l.starts_with(r#"outputs.v: malformed $artifact reference ("name" is missing"#)),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn run_inputs_hold_no_secrets_and_respect_the_size_limit() {
+        let p = problems(concat!(
+            "name: r\ninputs: {token: {$secret: api}, db: {password: hunter2}, list: [{$secret: x}]}\n",
+            "steps:\n  - {name: a, operation: noop}\n",
+        ));
+        assert!(p.iter().any(|l| l.starts_with("inputs.db.password: looks like a secret (a password)")), "{p:?}");
+        assert!(p.iter().any(|l| l.starts_with("inputs.token: a run input cannot be a secret reference")), "{p:?}");
+        assert!(p.iter().any(|l| l.starts_with("inputs.list[0]: a run input cannot be a secret reference")), "{p:?}");
+        assert!(!p.join("\n").contains("hunter2"), "{p:?}");
+        let mut c = config();
+        c.max_input_bytes = 10;
+        let def = WorkflowDefinition::parse(
+            r#"{"name":"r","inputs":{"k":"a long value"},"steps":[{"name":"a","operation":"x"}]}"#,
+            Format::Json,
+        )
+        .unwrap();
+        let err = def.plan(&c).unwrap_err().to_string();
+        assert!(err.contains("inputs: 20 bytes") && err.contains("RARA_MAX_INPUT_BYTES"), "{err}");
+        let err = WorkflowDefinition::parse("name: r\ninputs: [1]\nsteps: []\n", Format::Yaml).unwrap_err();
+        assert!(chain(&err).contains("inputs"), "{}", chain(&err));
+    }
+
     proptest! {
         // Generated definitions that reach the planner: tests/workflow_planner.rs.
         /// Random DAG edges (only to earlier steps) always plan; adding a back edge is a cycle.
@@ -536,7 +692,7 @@ mod tests {
                     steps[from].depends_on.push(dep);
                 }
             }
-            let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, steps };
+            let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, inputs: Default::default(), outputs: Default::default(), steps };
             prop_assert!(def.plan(&config()).is_ok());
             let mut cyclic = def.clone();
             cyclic.steps[0].depends_on.push(format!("s{}", n - 1));

@@ -113,7 +113,13 @@ fn definition() -> impl Strategy<Value = WorkflowDefinition> {
         for d in &defects {
             apply(&mut steps, d);
         }
-        WorkflowDefinition { name: "generated".into(), idempotency_key: None, steps }
+        WorkflowDefinition {
+            name: "generated".into(),
+            idempotency_key: None,
+            inputs: Default::default(),
+            outputs: Default::default(),
+            steps,
+        }
     })
 }
 

@@ -41,6 +41,7 @@ use crate::settings::Settings;
 pub use crate::fate::BatchReport;
 
 mod record;
+mod references;
 use record::Finished;
 
 /// One delivered message.
@@ -61,6 +62,8 @@ pub struct BatchExecutor {
     shutdown_grace: Duration,
     delivery_timeout: Duration,
     reattach_interval: Duration,
+    /// `RARA_MAX_INPUT_BYTES`: the largest input a step runs with, references substituted.
+    max_input_bytes: usize,
 }
 
 impl std::fmt::Debug for BatchExecutor {
@@ -100,6 +103,7 @@ impl BatchExecutor {
             shutdown_grace: settings.timeouts.shutdown_grace,
             delivery_timeout: settings.delivery_timeout,
             reattach_interval: settings.reattach_interval,
+            max_input_bytes: core.max_input_bytes,
         }
     }
 
@@ -169,13 +173,15 @@ impl BatchExecutor {
     ) {
         let requests: Vec<ClaimRequest> =
             valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
-        let outcomes = match self.env.store.claim(&self.worker, &requests, self.env.lease).await {
+        let mut outcomes = match self.env.store.claim(&self.worker, &requests, self.env.lease).await {
             Ok(outcomes) => outcomes,
             Err(e) => {
                 tracing::error!(error = %e, "claim failed; every message of the batch comes back");
                 return;
             }
         };
+        // Data flow: references substituted for the batch; a step that must not run ends here.
+        let mut ended = self.substitute_references(&mut outcomes).await;
         for ((record, message), outcome) in valid.into_iter().zip(outcomes) {
             match outcome {
                 ClaimOutcome::Claimed(step) => {
@@ -184,7 +190,10 @@ impl BatchExecutor {
                         report.counters.reattached += 1;
                     }
                     let step: Arc<ClaimedStep> = Arc::from(step);
-                    let id = self.spawn(running, &record, step.clone(), deadline);
+                    let id = match ended.remove(&step.holder.step_id) {
+                        Some(execution) => references::spawn_ended(running, &step, execution),
+                        None => self.spawn(running, &record, step.clone(), deadline),
+                    };
                     in_flight.insert(id, InFlight { record, step });
                 }
                 ClaimOutcome::Stale(reason) => {

@@ -15,6 +15,8 @@
 //! - [`running`]: fenced writes while a step runs: heartbeat, progress, artifacts.
 //! - [`outcome`]: fenced outcomes: success, retryable failure, permanent failure; and
 //!   cancellation. Finishing steps releases or skips dependents and finishes the run.
+//! - [`references`]: data flow at claim: what a batch's input references read (one
+//!   statement), and the input each attempt ran with (one fenced statement).
 //! - [`interrupt`]: a stopping runner gives back the running steps it still holds (fenced).
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
@@ -48,6 +50,7 @@ pub mod interrupt;
 pub mod lease;
 pub mod outcome;
 pub mod read;
+pub mod references;
 pub mod running;
 pub mod sql;
 pub mod statistics;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use rara_domain::StepError;
+use rara_domain::references::{self, Sources};
 use rara_domain::state::{AttemptOutcome, RunStatus, StepStatus};
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
@@ -27,6 +28,14 @@ pub struct RunView {
     pub name: String,
     pub status: RunStatus,
     pub idempotency_key: Option<String>,
+    /// The run's inputs (`{"$input": "/pointer"}` references read them).
+    pub inputs: serde_json::Value,
+    /// The run's outputs, their references resolved, once it succeeded (and defined some).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<serde_json::Value>,
+    /// Why the outputs of a succeeded run could not be resolved: a reference found nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outputs_error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub steps: Vec<StepView>,
@@ -108,6 +117,10 @@ pub struct AttemptView {
     /// Each stretch an executor was attached, then let the attempt go on detached; the last
     /// stretch runs to `finished_at` (or now).
     pub detached_spans: Json<Vec<DetachedSpan>>,
+    /// The input the attempt ran with when its step's input holds references (substituted;
+    /// secret references kept as references). Absent: it ran with the step's input as stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -177,6 +190,7 @@ impl Store {
                     retry_at: a.retry_at,
                     remote_endpoint: a.remote_endpoint,
                     detached_spans: a.detached_spans,
+                    input: a.input,
                 });
             }
         }
@@ -194,11 +208,23 @@ impl Store {
                 });
             }
         }
+        let (outputs, outputs_error) = match run.outputs.as_object() {
+            Some(defined) if !defined.is_empty() && run.status == RunStatus::Succeeded => {
+                match references::substitute_outputs(&run.outputs, &Finished::new(&steps, &run.inputs)) {
+                    Ok(outputs) => (Some(outputs), None),
+                    Err(missing) => (None, Some(missing.to_string())),
+                }
+            }
+            _ => (None, None),
+        };
         Ok(RunView {
             id: run.id,
             name: run.name,
             status: run.status,
             idempotency_key: run.idempotency_key,
+            inputs: run.inputs,
+            outputs,
+            outputs_error,
             created_at: run.created_at,
             finished_at: run.finished_at,
             steps,
@@ -211,6 +237,46 @@ impl Store {
 
     pub(crate) async fn step_exists(&self, step_id: Uuid) -> Result<bool, Error> {
         Ok(sqlx::query_file_scalar!("sql/step_exists.sql", step_id).fetch_one(&self.pool).await?)
+    }
+}
+
+/// A read run as its outputs' references see it: the outputs of its succeeded steps, the
+/// latest artifact of each name from a succeeded step's last attempt, its inputs.
+struct Finished<'a> {
+    outputs: HashMap<&'a str, &'a serde_json::Value>,
+    artifacts: HashMap<(&'a str, &'a str), serde_json::Value>,
+    inputs: &'a serde_json::Value,
+}
+
+impl<'a> Finished<'a> {
+    fn new(steps: &'a [StepView], inputs: &'a serde_json::Value) -> Self {
+        let mut outputs = HashMap::new();
+        let mut artifacts = HashMap::new();
+        for step in steps.iter().filter(|s| s.status == StepStatus::Succeeded) {
+            outputs.insert(step.name.as_str(), step.output.as_ref().unwrap_or(&serde_json::Value::Null));
+            // In the order recorded: the latest of a name wins.
+            for a in step.artifacts.iter().filter(|a| a.attempt == step.attempt) {
+                let descriptor = serde_json::json!({
+                    "uri": a.uri, "media_type": a.media_type, "size_bytes": a.size_bytes, "digest": a.digest,
+                });
+                artifacts.insert((step.name.as_str(), a.name.as_str()), descriptor);
+            }
+        }
+        Finished { outputs, artifacts, inputs }
+    }
+}
+
+impl Sources for Finished<'_> {
+    fn output(&self, step: &str) -> Option<&serde_json::Value> {
+        self.outputs.get(step).copied()
+    }
+
+    fn artifact(&self, step: &str, name: &str) -> Option<&serde_json::Value> {
+        self.artifacts.iter().find(|((s, n), _)| *s == step && *n == name).map(|(_, descriptor)| descriptor)
+    }
+
+    fn inputs(&self) -> Option<&serde_json::Value> {
+        Some(self.inputs)
     }
 }
 

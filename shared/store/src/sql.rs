@@ -41,7 +41,7 @@ pub const RELEASE: &str = sql_file!("release");
 pub const REAP_RELEASE: &str = sql_file!("reap_release");
 pub static REAP_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("reap_fail_targets"), 3));
 
-// The executor (claim.rs, running.rs, outcome.rs).
+// The executor (claim.rs, running.rs, outcome.rs, references.rs).
 pub const CLAIM: &str = sql_file!("claim");
 pub static HEARTBEAT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("heartbeat")));
 pub static PROGRESS: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("progress")));
@@ -52,6 +52,10 @@ pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_fi
 pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
 pub static PARK: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("park")));
 pub const DETACHED_ATTEMPTS: &str = sql_file!("detached_attempts");
+
+// Data flow at claim (references.rs).
+pub const REFERENCES: &str = sql_file!("references");
+pub static ATTEMPT_INPUT: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("attempt_input")));
 
 // Operators (outcome.rs, submit.rs, read.rs, dlq.rs).
 pub static CANCEL_STEP: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_step_targets"), 3));
@@ -117,11 +121,13 @@ pub fn catalogue() -> Vec<Statement> {
             &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "text[]", "int8[]", "timestamptz[]", "int8", "int8"],
         ),
         s("detached_attempts", DETACHED_ATTEMPTS, &["uuid"]),
+        s("references", REFERENCES, &["uuid[]", "text[]", "uuid[]", "text[]", "text[]", "uuid[]"]),
+        s("attempt_input", ATTEMPT_INPUT.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]"]),
         s("cancel_step", CANCEL_STEP.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4"]),
+        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb"]),
         s("run_by_key", RUN_BY_KEY, &["text"]),
         s(
             "submit_steps",

@@ -21,10 +21,17 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let run_id = Uuid::now_v7();
         let total = plan.steps.len() as i32;
-        let inserted: Option<Uuid> =
-            sqlx::query_file_scalar!("sql/submit_run.sql", run_id, &plan.name, plan.idempotency_key.as_deref(), total)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let inserted: Option<Uuid> = sqlx::query_file_scalar!(
+            "sql/submit_run.sql",
+            run_id,
+            &plan.name,
+            plan.idempotency_key.as_deref(),
+            total,
+            &plan.inputs,
+            &plan.outputs
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
         if inserted.is_none() {
             let existing = sqlx::query_file_scalar!("sql/run_by_key.sql", plan.idempotency_key.as_deref())
                 .fetch_one(&mut *tx)

@@ -129,7 +129,13 @@ async fn probe(pool: &PgPool, store: &Store, history: u64) -> anyhow::Result<Pro
             retry: None,
         })
         .collect();
-    let workflow = WorkflowDefinition { name: "bench-scale".into(), idempotency_key: None, steps };
+    let workflow = WorkflowDefinition {
+        name: "bench-scale".into(),
+        idempotency_key: None,
+        inputs: Default::default(),
+        outputs: Default::default(),
+        steps,
+    };
     store.submit(&workflow.plan(&settings)?).await?;
     let timings = time_lifecycle(store).await?;
     let (finished, bytes): (i64, i64) = sqlx::query_as(

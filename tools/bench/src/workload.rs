@@ -43,7 +43,13 @@ pub fn flat(steps: usize) -> Vec<WorkflowDefinition> {
         let n = left.min(RUN_SIZE);
         left -= n;
         let defs = (0..n).map(|i| noop(format!("s{i}"), vec![])).collect();
-        runs.push(WorkflowDefinition { name: "bench".into(), idempotency_key: None, steps: defs });
+        runs.push(WorkflowDefinition {
+            name: "bench".into(),
+            idempotency_key: None,
+            inputs: Default::default(),
+            outputs: Default::default(),
+            steps: defs,
+        });
     }
     runs
 }
@@ -65,7 +71,13 @@ pub fn dag(steps: usize) -> Vec<WorkflowDefinition> {
             let ends = (0..CHAINS).map(|c| format!("u{u}c{c}s{}", CHAIN_LENGTH - 1)).collect();
             defs.push(noop(format!("u{u}join"), ends));
         }
-        runs.push(WorkflowDefinition { name: "bench-dag".into(), idempotency_key: None, steps: defs });
+        runs.push(WorkflowDefinition {
+            name: "bench-dag".into(),
+            idempotency_key: None,
+            inputs: Default::default(),
+            outputs: Default::default(),
+            steps: defs,
+        });
     }
     runs
 }

@@ -1,0 +1,24 @@
+-- What the references of a claimed batch read, in one round trip: the outputs of the steps
+-- named by the pairs ($1 run, $2 step name); the descriptors of the artifacts named by the
+-- triples ($3 run, $4 step name, $5 artifact name), from each step's succeeded attempt (the
+-- latest of that name); the inputs of the runs $6. One row per thing found: a step that has
+-- not succeeded gives no output, a missing artifact no row.
+SELECT 'output' AS "kind!", s.run_id AS "run_id!", s.name AS "step?", NULL::text AS "artifact?",
+       coalesce(s.output, 'null'::jsonb) AS "value!"
+FROM unnest($1::uuid[], $2::text[]) AS t(run_id, step)
+JOIN steps s ON s.run_id = t.run_id AND s.name = t.step
+WHERE s.status = 'succeeded'
+UNION ALL
+SELECT 'artifact', s.run_id, s.name, t.artifact, d.descriptor
+FROM unnest($3::uuid[], $4::text[], $5::text[]) AS t(run_id, step, artifact)
+JOIN steps s ON s.run_id = t.run_id AND s.name = t.step
+CROSS JOIN LATERAL (
+    SELECT jsonb_build_object('uri', a.uri, 'media_type', a.media_type, 'size_bytes', a.size_bytes,
+                              'digest', a.digest) AS descriptor
+    FROM artifacts a
+    WHERE a.step_id = s.id AND a.attempt = s.attempt AND a.name = t.artifact
+    ORDER BY a.id DESC LIMIT 1
+) d
+WHERE s.status = 'succeeded'
+UNION ALL
+SELECT 'inputs', w.id, NULL, NULL, w.inputs FROM workflow_runs w WHERE w.id = ANY($6::uuid[])

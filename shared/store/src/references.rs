@@ -1,0 +1,141 @@
+//! Data flow at claim (DESIGN.md "Data flow"): what the references of a claimed batch read
+//! (upstream outputs, artifact descriptors, run inputs), in one statement for the whole batch
+//! (`sql/references.sql`), and the input each attempt ran with, recorded for the batch in one
+//! fenced statement (`sql/attempt_input.sql` + [`fence`](crate::fence)).
+
+use std::collections::{HashMap, HashSet};
+
+use rara_domain::references::{Reference, Sources};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::fence::{columns, per_holder};
+use crate::{Error, Holder, Store, sql};
+
+/// What the references of a batch read, gathered from the claimed steps' inputs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Needs {
+    outputs: HashSet<(Uuid, String)>,
+    artifacts: HashSet<(Uuid, String, String)>,
+    inputs: HashSet<Uuid>,
+}
+
+impl Needs {
+    /// What `reference`, in a step of the run `run_id`, reads.
+    pub fn add(&mut self, run_id: Uuid, reference: &Reference<'_>) {
+        match *reference {
+            Reference::Output { step, .. } => {
+                self.outputs.insert((run_id, step.to_owned()));
+            }
+            Reference::Artifact { step, name } => {
+                self.artifacts.insert((run_id, step.to_owned(), name.to_owned()));
+            }
+            Reference::Input { .. } => {
+                self.inputs.insert(run_id);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.outputs.is_empty() && self.artifacts.is_empty() && self.inputs.is_empty()
+    }
+}
+
+/// What the store found for [`Needs`]: a step that has not succeeded has no output, a missing
+/// artifact no descriptor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Upstream {
+    pub outputs: HashMap<(Uuid, String), Value>,
+    /// `{"uri", "media_type", "size_bytes", "digest"}`.
+    pub artifacts: HashMap<(Uuid, String, String), Value>,
+    pub inputs: HashMap<Uuid, Value>,
+}
+
+impl Upstream {
+    /// The values the references of a step of the run `run_id` find.
+    pub fn of_run(&self, run_id: Uuid) -> RunValues<'_> {
+        RunValues { upstream: self, run_id }
+    }
+}
+
+/// [`Upstream`] as one run's steps see it.
+#[derive(Debug, Clone, Copy)]
+pub struct RunValues<'a> {
+    upstream: &'a Upstream,
+    run_id: Uuid,
+}
+
+impl Sources for RunValues<'_> {
+    fn output(&self, step: &str) -> Option<&Value> {
+        self.upstream.outputs.get(&(self.run_id, step.to_owned()))
+    }
+
+    fn artifact(&self, step: &str, name: &str) -> Option<&Value> {
+        self.upstream.artifacts.get(&(self.run_id, step.to_owned(), name.to_owned()))
+    }
+
+    fn inputs(&self) -> Option<&Value> {
+        self.upstream.inputs.get(&self.run_id)
+    }
+}
+
+impl Store {
+    /// Reads everything `needs` names, in one statement.
+    pub async fn references(&self, needs: &Needs) -> Result<Upstream, Error> {
+        let (output_runs, output_steps): (Vec<Uuid>, Vec<&str>) =
+            needs.outputs.iter().map(|(run, step)| (*run, step.as_str())).unzip();
+        let mut artifact_runs = Vec::with_capacity(needs.artifacts.len());
+        let mut artifact_steps = Vec::with_capacity(needs.artifacts.len());
+        let mut artifact_names = Vec::with_capacity(needs.artifacts.len());
+        for (run, step, name) in &needs.artifacts {
+            artifact_runs.push(*run);
+            artifact_steps.push(step.as_str());
+            artifact_names.push(name.as_str());
+        }
+        let runs: Vec<Uuid> = needs.inputs.iter().copied().collect();
+        let rows = sqlx::query_file!(
+            "sql/references.sql",
+            &output_runs,
+            &output_steps as &[&str],
+            &artifact_runs,
+            &artifact_steps as &[&str],
+            &artifact_names as &[&str],
+            &runs,
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut upstream = Upstream::default();
+        for row in rows {
+            match (row.kind.as_str(), row.step, row.artifact) {
+                ("output", Some(step), _) => {
+                    upstream.outputs.insert((row.run_id, step), row.value);
+                }
+                ("artifact", Some(step), Some(name)) => {
+                    upstream.artifacts.insert((row.run_id, step, name), row.value);
+                }
+                ("inputs", _, _) => {
+                    upstream.inputs.insert(row.run_id, row.value);
+                }
+                _ => {}
+            }
+        }
+        Ok(upstream)
+    }
+
+    /// Records the input each holder's attempt runs with (references substituted, secret
+    /// references kept), in one fenced statement. One result per item, in order; a holder that
+    /// lost its lease gets [`Error::LeaseLost`].
+    pub async fn record_inputs(&self, items: &[(Holder, Value)]) -> Result<Vec<Result<(), Error>>, Error> {
+        let holders: Vec<&Holder> = items.iter().map(|(h, _)| h).collect();
+        let held = columns(&holders);
+        let inputs: Vec<&Value> = items.iter().map(|(_, input)| input).collect();
+        let landed: Vec<Uuid> = sqlx::query_scalar(sql::ATTEMPT_INPUT.as_str())
+            .bind(&held.step_ids)
+            .bind(&held.workers)
+            .bind(&held.fences)
+            .bind(&inputs)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(per_holder(&holders, &landed))
+    }
+}
