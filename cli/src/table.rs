@@ -101,7 +101,11 @@ pub fn dead_letters(rows: &[serde_json::Value]) -> String {
 pub fn capabilities(capabilities: &[rara_remote::RemoteCapability]) -> String {
     let rows: Vec<Vec<String>> = capabilities
         .iter()
-        .map(|c| vec![c.name.clone(), c.version.clone(), c.description.clone(), c.endpoint.clone()])
+        .map(|c| {
+            let long = if c.detachable { "yes" } else { "no" };
+            vec![c.name.clone(), c.version.clone(), long.to_owned(), c.description.clone(), c.endpoint.clone()]
+        })
         .collect();
-    render(&["NAME", "VERSION", "DESCRIPTION", "ENDPOINT"], &rows)
+    // LONG STEPS: whether an attempt may outlive one invocation (the capability is detachable).
+    render(&["NAME", "VERSION", "LONG STEPS", "DESCRIPTION", "ENDPOINT"], &rows)
 }

@@ -325,8 +325,10 @@ fn capabilities_lists_what_a_remote_executor_offers() {
         .collect();
     assert!(names.contains(&("text.stats".into(), "1.0.0".into())), "{names:?}");
     assert!(names.contains(&("sleep".into(), "1.0.0".into())));
+    assert!(list.as_array().unwrap().iter().all(|c| c["detachable"] == true), "the Python executor detaches: {list}");
     let table = db.rara(&["capabilities", server.url()]);
     assert!(stdout(&table).contains("NAME") && stdout(&table).contains("dataset.split"));
+    assert!(stdout(&table).contains("LONG STEPS"), "{}", stdout(&table));
 
     let port = rara_testkit::python::free_port();
     let nobody = db.rara(&["capabilities", &format!("http://127.0.0.1:{port}")]);

@@ -24,7 +24,10 @@ pub async fn run(args: Capabilities, json: bool) -> Result<(), Failure> {
     if json {
         let list: Vec<_> = capabilities
             .iter()
-            .map(|c| serde_json::json!({"name": c.name, "version": c.version, "description": c.description}))
+            .map(|c| {
+                serde_json::json!({"name": c.name, "version": c.version, "description": c.description,
+                                   "detachable": c.detachable})
+            })
             .collect();
         println!("{}", serde_json::Value::Array(list));
     } else {
