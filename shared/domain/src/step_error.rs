@@ -38,6 +38,10 @@ pub mod codes {
     pub const ATTEMPT_NOT_FOUND: &str = "ATTEMPT_NOT_FOUND";
     /// The remote executor refused to re-attach this holder (an older fence): a new attempt runs.
     pub const ATTACH_REFUSED: &str = "ATTACH_REFUSED";
+    /// The step pins a version of an operation that remote executors offer, but no server
+    /// offers that version right now (it may be deploying, or rolled back): retried, so a
+    /// version deployed seconds ago still runs; the step fails after its attempts.
+    pub const VERSION_UNAVAILABLE: &str = "VERSION_UNAVAILABLE";
     /// A reference in the step's input (`$output`, `$artifact`, `$input`) found nothing at
     /// claim (the error names the field, the upstream step and the pointer, never a value).
     pub const INPUT_REFERENCE_MISSING: &str = "INPUT_REFERENCE_MISSING";

@@ -38,8 +38,9 @@ use crate::version;
 
 /// How often the cached capabilities are refreshed while operations are found.
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
-/// The shortest time between two refreshes caused by an operation not being found.
-pub const DEFAULT_MISS_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// The shortest time between two refreshes caused by an operation not being found (a retry
+/// of a step whose pinned version was missing comes after at least this long, on average).
+pub const DEFAULT_MISS_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 /// How long one endpoint's `GetCapabilities` may take.
 pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long opening a connection may take.
@@ -248,8 +249,11 @@ impl RemoteExecutors {
     /// The executor for `operation` (at `version` when pinned), as a concrete type.
     ///
     /// `Ok(None)` when every endpoint has answered discovery (now or before) and none offers
-    /// it; a retryable `EXECUTOR_UNAVAILABLE` when it is not found and an endpoint that might
-    /// offer it has never answered, not even when asked again now.
+    /// the operation at any version; a retryable `VERSION_UNAVAILABLE` when the operation is
+    /// offered but not at the pinned version (a deploy or a rollback under way); a retryable
+    /// `EXECUTOR_UNAVAILABLE` when it is not found and an endpoint that might offer it has
+    /// never answered, not even when asked again now. A miss asks the endpoints again first
+    /// (at most once per miss interval, concurrent misses sharing one ask).
     pub async fn find(&self, operation: &str, version: Option<&str>) -> Result<Option<Arc<RemoteExecutor>>, StepError> {
         self.refresh_if_older_than(self.refresh_interval).await;
         if let Some(found) = self.lookup(operation, version).await {
@@ -263,6 +267,30 @@ impl RemoteExecutors {
         }
         let unknown = self.unknown().await;
         if unknown.is_empty() {
+            // The operation is offered, not at this version: a server with it may be deploying
+            // (or was rolled back). Retryable, unlike an operation that exists nowhere.
+            if let Some(pinned) = version {
+                let offered = self.versions_of(operation).await;
+                if !offered.is_empty() {
+                    tracing::warn!(
+                        operation,
+                        version = pinned,
+                        ?offered,
+                        "the pinned version is not offered right now"
+                    );
+                    return Err(StepError::retryable(
+                        codes::VERSION_UNAVAILABLE,
+                        format!(
+                            "no remote executor offers {operation:?} at version {pinned:?} right now (offered: {}); \
+                             the step is retried",
+                            offered.join(", ")
+                        ),
+                    )
+                    .with_details(
+                        serde_json::json!({ "operation": operation, "version": pinned, "offered": offered }),
+                    ));
+                }
+            }
             tracing::debug!(operation, version, "no remote executor offers the operation");
             return Ok(None);
         }
@@ -293,6 +321,18 @@ impl RemoteExecutors {
                 if version::compare(&offer.capability.version, &best.capability.version).is_gt() { offer } else { best }
             })
             .map(|offer| offer.executor.clone())
+    }
+
+    /// The versions of `operation` the endpoints offer, each once, in the endpoints' order.
+    async fn versions_of(&self, operation: &str) -> Vec<String> {
+        let cache = self.cache.read().await;
+        let mut versions: Vec<String> = Vec::new();
+        for offer in cache.known.iter().filter_map(|k| k.offers.as_ref()).flatten() {
+            if offer.capability.name == operation && !versions.contains(&offer.capability.version) {
+                versions.push(offer.capability.version.clone());
+            }
+        }
+        versions
     }
 
     /// The endpoints that have never answered discovery.

@@ -156,7 +156,8 @@ async fn a_pinned_version_no_server_offers_is_not_routed() {
     let server = PythonServer::start();
     let router = server.router();
     assert!(router.route("text.stats", Some("1.0.0")).await.unwrap().is_some());
-    assert!(router.route("text.stats", Some("9.9.9")).await.unwrap().is_none());
+    let Err(err) = router.route("text.stats", Some("9.9.9")).await else { panic!("9.9.9 is not offered") };
+    assert_eq!((err.code.as_str(), err.retryable), (rara_domain::step_error::codes::VERSION_UNAVAILABLE, true));
     assert!(router.route("no.such.operation", None).await.unwrap().is_none());
 }
 

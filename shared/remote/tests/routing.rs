@@ -36,8 +36,10 @@ async fn the_highest_version_is_routed_unless_one_is_pinned() {
     assert_eq!(version_of(&router, "op", None).await.as_deref(), Some("1.10.0"));
     assert_eq!(version_of(&router, "op", Some("1.2.0")).await.as_deref(), Some("1.2.0"));
     assert_eq!(version_of(&router, "op", Some("1.x")).await.as_deref(), Some("1.x"));
-    assert_eq!(version_of(&router, "op", Some("2.0.0")).await, None);
-    assert_eq!(version_of(&router, "other", None).await, None);
+    let err = router.find("op", Some("2.0.0")).await.expect_err("2.0.0 is not offered");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::VERSION_UNAVAILABLE, true), "op exists: maybe deploying");
+    assert!(err.message.contains("\"op\" at version \"2.0.0\""), "{}", err.message);
+    assert_eq!(version_of(&router, "other", None).await, None, "an operation offered nowhere is not found");
 }
 
 #[tokio::test]
@@ -156,8 +158,23 @@ async fn the_registry_routes_to_remote_capabilities_and_refuses_unknown_versions
     assert_eq!(registry.resolve("op", None).await.unwrap().version(), "1.0.0");
     assert_eq!(registry.resolve("op", Some("1.0.0")).await.unwrap().version(), "1.0.0");
     let err = registry.resolve("op", Some("2.0.0")).await.err().unwrap();
-    assert_eq!(err.code, codes::UNKNOWN_OPERATION);
-    assert!(!err.retryable);
+    assert_eq!((err.code.as_str(), err.retryable), (codes::VERSION_UNAVAILABLE, true));
+    let err = registry.resolve("nowhere", None).await.err().unwrap();
+    assert_eq!((err.code.as_str(), err.retryable), (codes::UNKNOWN_OPERATION, false));
+}
+
+#[tokio::test]
+async fn a_version_deployed_after_a_miss_is_routed_at_the_next_attempt() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router =
+        RemoteExecutors::from_config_value(&url).unwrap().with_miss_refresh_interval(Duration::from_millis(200));
+    let err = router.find("op", Some("1.1.0")).await.expect_err("not deployed yet");
+    assert!(err.retryable, "a pinned step is retried, not failed for good: {err:?}");
+    seen.offer("op", "1.1.0");
+    // The retry comes after a backoff longer than the miss interval: the miss asks again.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(version_of(&router, "op", Some("1.1.0")).await.as_deref(), Some("1.1.0"));
 }
 
 #[tokio::test]
@@ -224,7 +241,8 @@ async fn an_endpoint_known_from_an_earlier_discovery_answers_not_found_while_dow
     router.refresh().await;
     seen.refuse_capabilities.store(true, Ordering::SeqCst);
     assert!(router.find("op", None).await.unwrap().is_some(), "its earlier offers still route");
-    assert!(router.find("op", Some("9.9.9")).await.unwrap().is_none(), "a version it never offered is not found");
+    let err = router.find("op", Some("9.9.9")).await.expect_err("a version it never offered is not routed");
+    assert_eq!(err.code, codes::VERSION_UNAVAILABLE);
 }
 
 #[tokio::test]
