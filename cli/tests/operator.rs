@@ -326,6 +326,8 @@ fn capabilities_lists_what_a_remote_executor_offers() {
     assert!(names.contains(&("text.stats".into(), "1.0.0".into())), "{names:?}");
     assert!(names.contains(&("sleep".into(), "1.0.0".into())));
     assert!(list.as_array().unwrap().iter().all(|c| c["detachable"] == true), "the Python executor detaches: {list}");
+    let sleep = list.as_array().unwrap().iter().find(|c| c["name"] == "sleep").unwrap();
+    assert!(sleep["input_schema"].is_object(), "the input schema, as JSON: {sleep}");
     let table = db.rara(&["capabilities", server.url()]);
     assert!(stdout(&table).contains("NAME") && stdout(&table).contains("dataset.split"));
     assert!(stdout(&table).contains("LONG STEPS"), "{}", stdout(&table));

@@ -25,8 +25,12 @@ pub async fn run(args: Capabilities, json: bool) -> Result<(), Failure> {
         let list: Vec<_> = capabilities
             .iter()
             .map(|c| {
+                // The schema as a JSON value when it parses (it should), else as the text sent.
+                let schema = c.input_schema.as_deref().map(|text| {
+                    serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))
+                });
                 serde_json::json!({"name": c.name, "version": c.version, "description": c.description,
-                                   "detachable": c.detachable})
+                                   "detachable": c.detachable, "input_schema": schema})
             })
             .collect();
         println!("{}", serde_json::Value::Array(list));

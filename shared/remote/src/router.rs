@@ -85,6 +85,8 @@ pub struct RemoteCapability {
     pub description: String,
     /// Its attempts may outlive their `Execute` call (parked and re-attached).
     pub detachable: bool,
+    /// JSON Schema of its input, as the executor sent it (JSON text), if it has one.
+    pub input_schema: Option<String>,
 }
 
 /// The remote executors of `RARA_REMOTE_EXECUTORS`, as a [`RemoteRouter`].
@@ -442,6 +444,7 @@ impl RemoteExecutors {
                     version: capability.version,
                     description: capability.description,
                     detachable: capability.detachable,
+                    input_schema: capability.input_schema,
                 },
                 executor: Arc::new(executor),
             });

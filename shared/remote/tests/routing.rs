@@ -55,6 +55,7 @@ async fn capabilities_are_listed_with_endpoint_name_and_version() {
             version: "1.0.0".into(),
             description: "op 1.0.0".into(),
             detachable: false,
+            input_schema: None,
         }]
     );
 }
