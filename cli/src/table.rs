@@ -103,9 +103,18 @@ pub fn capabilities(capabilities: &[rara_remote::RemoteCapability]) -> String {
         .iter()
         .map(|c| {
             let long = if c.detachable { "yes" } else { "no" };
-            vec![c.name.clone(), c.version.clone(), long.to_owned(), c.description.clone(), c.endpoint.clone()]
+            let health = if c.serving { "serving" } else { "not serving" };
+            vec![
+                c.name.clone(),
+                c.version.clone(),
+                long.to_owned(),
+                c.description.clone(),
+                c.endpoint.clone(),
+                health.to_owned(),
+            ]
         })
         .collect();
-    // LONG STEPS: whether an attempt may outlive one invocation (the capability is detachable).
-    render(&["NAME", "VERSION", "LONG STEPS", "DESCRIPTION", "ENDPOINT"], &rows)
+    // LONG STEPS: whether an attempt may outlive one invocation (the capability is detachable);
+    // HEALTH: the endpoint's grpc.health.v1 answer (a draining executor gets no new attempts).
+    render(&["NAME", "VERSION", "LONG STEPS", "DESCRIPTION", "ENDPOINT", "HEALTH"], &rows)
 }

@@ -328,6 +328,7 @@ fn capabilities_lists_what_a_remote_executor_offers() {
     assert!(list.as_array().unwrap().iter().all(|c| c["detachable"] == true), "the Python executor detaches: {list}");
     let sleep = list.as_array().unwrap().iter().find(|c| c["name"] == "sleep").unwrap();
     assert!(sleep["input_schema"].is_object(), "the input schema, as JSON: {sleep}");
+    assert_eq!(sleep["serving"], true, "its health service says SERVING: {sleep}");
     let table = db.rara(&["capabilities", server.url()]);
     assert!(stdout(&table).contains("NAME") && stdout(&table).contains("dataset.split"));
     assert!(stdout(&table).contains("LONG STEPS"), "{}", stdout(&table));

@@ -30,7 +30,8 @@ pub async fn run(args: Capabilities, json: bool) -> Result<(), Failure> {
                     serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))
                 });
                 serde_json::json!({"name": c.name, "version": c.version, "description": c.description,
-                                   "detachable": c.detachable, "input_schema": schema})
+                                   "detachable": c.detachable, "input_schema": schema,
+                                   "serving": c.serving})
             })
             .collect();
         println!("{}", serde_json::Value::Array(list));

@@ -87,6 +87,9 @@ pub struct RemoteCapability {
     pub detachable: bool,
     /// JSON Schema of its input, as the executor sent it (JSON text), if it has one.
     pub input_schema: Option<String>,
+    /// The endpoint's standard health service said SERVING (or has none) when it was last
+    /// asked; `false` (NOT_SERVING, e.g. draining on shutdown): routing skips it.
+    pub serving: bool,
 }
 
 /// The remote executors of `RARA_REMOTE_EXECUTORS`, as a [`RemoteRouter`].
@@ -120,6 +123,11 @@ struct Known {
     offers: Option<Vec<Offer>>,
     /// When the endpoint's last answer (or failure to answer) came.
     asked_at: Option<Instant>,
+    /// Its health service said NOT_SERVING at its last answer (it is draining): routing skips
+    /// it, and a miss while it drains is retryable. Re-attaching to an attempt it runs does not
+    /// route (it goes to the endpoint the attempt row names), so a draining executor still
+    /// reports the attempts it finishes.
+    draining: bool,
 }
 
 #[derive(Debug)]
@@ -245,7 +253,13 @@ impl RemoteExecutors {
     pub async fn capabilities(&self) -> Vec<RemoteCapability> {
         self.refresh_if_older_than(self.refresh_interval).await;
         let cache = self.cache.read().await;
-        cache.known.iter().filter_map(|k| k.offers.as_ref()).flatten().map(|offer| offer.capability.clone()).collect()
+        let mut all = Vec::new();
+        for known in &cache.known {
+            for offer in known.offers.iter().flatten() {
+                all.push(RemoteCapability { serving: !known.draining, ..offer.capability.clone() });
+            }
+        }
+        all
     }
 
     /// The executor for `operation` (at `version` when pinned), as a concrete type.
@@ -304,7 +318,8 @@ impl RemoteExecutors {
         Err(StepError::retryable(
             codes::EXECUTOR_UNAVAILABLE,
             format!(
-                "cannot route {wanted}: remote executor(s) {} have not answered capability discovery",
+                "cannot route {wanted}: remote executor(s) {} have not answered capability discovery or are \
+                 not serving (draining)",
                 unknown.join(", ")
             ),
         )
@@ -316,6 +331,7 @@ impl RemoteExecutors {
         cache
             .known
             .iter()
+            .filter(|k| !k.draining)
             .filter_map(|k| k.offers.as_ref())
             .flatten()
             .filter(|offer| offer.capability.name == operation && version.is_none_or(|v| offer.capability.version == v))
@@ -337,13 +353,13 @@ impl RemoteExecutors {
         versions
     }
 
-    /// The endpoints that have never answered discovery.
+    /// The endpoints that have never answered discovery, or are draining.
     async fn unknown(&self) -> Vec<String> {
         let cache = self.cache.read().await;
         self.endpoints
             .iter()
             .zip(&cache.known)
-            .filter(|(_, k)| k.offers.is_none())
+            .filter(|(_, k)| k.offers.is_none() || k.draining)
             .map(|(r, _)| r.url.to_string())
             .collect()
     }
@@ -391,14 +407,16 @@ impl RemoteExecutors {
         for (&i, offers) in which.iter().zip(found) {
             let known = &mut cache.known[i];
             known.asked_at = Some(asked_at);
-            if let Some(offers) = offers {
+            if let Some((offers, draining)) = offers {
                 known.offers = Some(offers);
+                known.draining = draining;
             }
         }
     }
 
-    /// One endpoint's offers, or `None` (logged) when it could not be asked.
-    async fn discover(&self, remote: &Remote) -> Option<Vec<Offer>> {
+    /// One endpoint's offers and whether it drains, or `None` (logged) when it could not be
+    /// asked.
+    async fn discover(&self, remote: &Remote) -> Option<(Vec<Offer>, bool)> {
         let mut client = ExecutorServiceClient::new(remote.channel.clone());
         let mut request = tonic::Request::new(pb::GetCapabilitiesRequest {});
         request.set_timeout(self.discovery_timeout);
@@ -445,12 +463,28 @@ impl RemoteExecutors {
                     description: capability.description,
                     detachable: capability.detachable,
                     input_schema: capability.input_schema,
+                    serving: true,
                 },
                 executor: Arc::new(executor),
             });
         }
-        tracing::info!(endpoint = %remote.url, capabilities = offers.len(), "capabilities discovered");
-        Some(offers)
+        let draining = self.draining(remote).await;
+        tracing::info!(endpoint = %remote.url, capabilities = offers.len(), draining, "capabilities discovered");
+        Some((offers, draining))
+    }
+
+    /// Whether the endpoint's standard health service (`grpc.health.v1`, for the `rara.v1`
+    /// service) says NOT_SERVING. An executor without a health service, or one whose health
+    /// does not answer in time, counts as serving: it has just answered discovery.
+    async fn draining(&self, remote: &Remote) -> bool {
+        use tonic_health::pb::health_check_response::ServingStatus;
+        let mut client = tonic_health::pb::health_client::HealthClient::new(remote.channel.clone());
+        let service = pb::executor_service_server::SERVICE_NAME.to_owned();
+        let check = client.check(tonic_health::pb::HealthCheckRequest { service });
+        match tokio::time::timeout(self.discovery_timeout, check).await {
+            Ok(Ok(answer)) => answer.into_inner().status() == ServingStatus::NotServing,
+            _ => false,
+        }
     }
 }
 

@@ -56,6 +56,7 @@ async fn capabilities_are_listed_with_endpoint_name_and_version() {
             description: "op 1.0.0".into(),
             detachable: false,
             input_schema: None,
+            serving: true,
         }]
     );
 }
@@ -257,4 +258,25 @@ async fn a_miss_while_another_endpoint_never_answered_is_retryable() {
     let err = router.find("other", None).await.expect_err("cannot be told yet");
     assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true));
     assert_eq!(err.details["unanswered"], serde_json::json!([down]));
+}
+
+#[tokio::test]
+async fn an_endpoint_whose_health_says_not_serving_is_skipped_and_a_miss_meanwhile_is_retryable() {
+    let (url, seen) = start_scripted([]).await;
+    seen.offer("op", "1.0.0");
+    let router = RemoteExecutors::from_config_value(&url).unwrap();
+    assert!(router.find("op", None).await.unwrap().is_some());
+
+    // The executor drains (its health says NOT_SERVING, as on a graceful shutdown).
+    let health = seen.health.get().unwrap();
+    health.set_not_serving::<rara_remote::pb::executor_service_server::ExecutorServiceServer<Scripted>>().await;
+    router.refresh().await;
+    let err = router.find("op", None).await.expect_err("a draining executor gets no new attempt");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true));
+    assert!(err.message.contains("not serving"), "{}", err.message);
+    assert!(router.capabilities().await.iter().all(|c| !c.serving), "rara capabilities shows it");
+
+    health.set_serving::<rara_remote::pb::executor_service_server::ExecutorServiceServer<Scripted>>().await;
+    router.refresh().await;
+    assert!(router.find("op", None).await.unwrap().is_some(), "routed again once it serves");
 }

@@ -160,6 +160,8 @@ pub struct Seen {
     pub capabilities: Mutex<Vec<pb::Capability>>,
     /// When set, `GetCapabilities` answers UNAVAILABLE.
     pub refuse_capabilities: std::sync::atomic::AtomicBool,
+    /// The server's standard health service (`grpc.health.v1`); tests may set NOT_SERVING.
+    pub health: std::sync::OnceLock<tonic_health::server::HealthReporter>,
 }
 
 impl Seen {
@@ -266,10 +268,14 @@ pub async fn start_scripted(scripts: impl IntoIterator<Item = (&'static str, Vec
     let scripts = scripts.into_iter().map(|(name, steps)| (name.to_owned(), steps)).collect();
     let seen = Arc::new(Seen::default());
     let service = Scripted { scripts: Arc::new(scripts), seen: seen.clone() };
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<ExecutorServiceServer<Scripted>>().await;
+    let _ = seen.health.set(health);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
     tokio::spawn(
         tonic::transport::Server::builder()
+            .add_service(health_service)
             .add_service(ExecutorServiceServer::new(service))
             .serve_with_incoming(TcpListenerStream::new(listener)),
     );
