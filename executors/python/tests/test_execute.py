@@ -82,6 +82,7 @@ async def test_sync_handler_runs_in_a_thread_and_reports(stub: pb_grpc.ExecutorS
     assert kinds(events) == ["accepted", "running", "progress", "artifact", "succeeded"]
     output = json.loads(events[-1].succeeded.output_json)
     assert output["echo"] == {"a": 1} and output["fence"] == 42
+    assert events[1].running.capability_version == "1.0.0", "running says which version runs"
 
 
 @pytest.mark.parametrize(

@@ -178,6 +178,11 @@ pub trait Reporter: Send + Sync {
     /// `fraction` in `0.0..=1.0`. Implementations may throttle.
     async fn progress(&self, fraction: f64, message: &str) -> Result<(), ReportError>;
     async fn artifact(&self, artifact: Artifact) -> Result<(), ReportError>;
+    /// The capability version a remote executor says the attempt runs at (recorded on the
+    /// attempt). By default not recorded.
+    async fn version(&self, _version: &str) -> Result<(), ReportError> {
+        Ok(())
+    }
 }
 
 /// A reporter that drops everything, for executions nobody watches (tests, tools).

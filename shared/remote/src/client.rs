@@ -334,6 +334,12 @@ impl RemoteExecutor {
             order.check(&event).map_err(|err| Interrupted::Failed(self.located(err)))?;
             let sequence = event.sequence;
             match event.event {
+                Some(Event::Running(running)) if !running.capability_version.is_empty() => {
+                    if let Err(lost) = report(ctx.reporter.version(&running.capability_version).await) {
+                        self.cancel_then_drain(ctx, &mut events, cancel_sent).await;
+                        return Err(lost);
+                    }
+                }
                 Some(Event::Accepted(_) | Event::Running(_)) | None => {}
                 Some(Event::Progress(progress)) => {
                     let reported = ctx.reporter.progress(fraction(progress.fraction), &progress.message).await;

@@ -190,7 +190,7 @@ mod tests {
     fn event(sequence: u64, kind: Kind) -> ExecuteResponse {
         let event = match kind {
             Kind::Accepted => Event::Accepted(pb::Accepted {}),
-            Kind::Running => Event::Running(pb::Running {}),
+            Kind::Running => Event::Running(pb::Running::default()),
             Kind::Progress => Event::Progress(pb::Progress { fraction: 0.5, message: String::new() }),
             Kind::Artifact => Event::Artifact(pb::Artifact::default()),
             Kind::Succeeded => Event::Succeeded(pb::Succeeded::default()),

@@ -80,4 +80,14 @@ impl Reporter for StoreReporter {
             Err(e) => Err(self.map(e).await),
         }
     }
+
+    async fn version(&self, version: &str) -> Result<(), ReportError> {
+        if self.loss.lost.is_cancelled() {
+            return Err(ReportError::LeaseLost);
+        }
+        match self.store.attempt_version(&self.holder, version).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.map(e).await),
+        }
+    }
 }

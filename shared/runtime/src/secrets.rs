@@ -334,6 +334,10 @@ impl<R: Reporter + ?Sized + 'static> Reporter for RedactingReporter<R> {
         };
         self.inner.artifact(artifact).await
     }
+
+    async fn version(&self, version: &str) -> Result<(), ReportError> {
+        self.inner.version(&self.redactor.text(version)).await
+    }
 }
 
 #[cfg(test)]

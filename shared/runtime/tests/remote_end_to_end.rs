@@ -113,6 +113,7 @@ async fn text_stats_and_dataset_split_on_the_python_executor_succeed_with_progre
 
     let stats = step(&run, "stats");
     assert_eq!((stats.status, stats.attempt), (StepStatus::Succeeded, 1));
+    assert_eq!(stats.attempts[0].capability_version.as_deref(), Some("1.0.0"), "the version that ran, recorded");
     let output = stats.output.as_ref().unwrap();
     assert_eq!((output["lines"].as_u64(), output["words"].as_u64()), (Some(30), Some(120)));
     assert_eq!(progress_of(stats), (1.0, "counted 30/30 lines"));

@@ -114,6 +114,8 @@ pub struct AttemptView {
     pub retry_at: Option<DateTime<Utc>>,
     /// The remote executor the attempt ran on, when it was detached at least once.
     pub remote_endpoint: Option<String>,
+    /// The capability version the remote executor ran the attempt at (its `running` event).
+    pub capability_version: Option<String>,
     /// Each stretch an executor was attached, then let the attempt go on detached; the last
     /// stretch runs to `finished_at` (or now).
     pub detached_spans: Json<Vec<DetachedSpan>>,
@@ -189,6 +191,7 @@ impl Store {
                     finished_at: a.finished_at,
                     retry_at: a.retry_at,
                     remote_endpoint: a.remote_endpoint,
+                    capability_version: a.capability_version,
                     detached_spans: a.detached_spans,
                     input: a.input,
                 });

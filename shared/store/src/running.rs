@@ -1,4 +1,5 @@
-//! Fenced writes while a step runs: heartbeats, progress and artifacts. Each matches the
+//! Fenced writes while a step runs: heartbeats, progress, artifacts and the version a remote
+//! executor runs the attempt at. Each matches the
 //! step only while the [`Holder`] holds it ([`fence`](crate::fence)); otherwise the answer
 //! is [`Error::LeaseLost`] and the execution must stop.
 
@@ -32,6 +33,18 @@ impl Store {
             .bind(holder.fence)
             .bind(fraction)
             .bind(message)
+            .execute(&self.pool)
+            .await?;
+        expect_changed(holder, written.rows_affected())
+    }
+
+    /// Records the capability version the remote executor runs the current attempt at.
+    pub async fn attempt_version(&self, holder: &Holder, version: &str) -> Result<(), Error> {
+        let written = sqlx::query(sql::ATTEMPT_VERSION.as_str())
+            .bind(holder.step_id)
+            .bind(&holder.worker)
+            .bind(holder.fence)
+            .bind(version)
             .execute(&self.pool)
             .await?;
         expect_changed(holder, written.rows_affected())

@@ -46,6 +46,7 @@ pub const CLAIM: &str = sql_file!("claim");
 pub static HEARTBEAT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("heartbeat")));
 pub static PROGRESS: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("progress")));
 pub static ARTIFACT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("artifact")));
+pub static ATTEMPT_VERSION: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("attempt_version")));
 pub static SUCCEED: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("succeed")));
 pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("retry")));
 pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
@@ -111,6 +112,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("heartbeat", HEARTBEAT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "int8"]),
         s("progress", PROGRESS.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "float8", "text"]),
         s("artifact", ARTIFACT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "text", "text", "text", "int8", "text"]),
+        s("attempt_version", ATTEMPT_VERSION.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "text"]),
         s("succeed", SUCCEED.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "text"]),
         s("retry", RETRY.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "int8[]", "int8"]),
         s("fail", FAIL.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "jsonb"]),

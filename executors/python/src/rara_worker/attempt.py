@@ -158,7 +158,7 @@ class Attempt:
             deadline=deadline, trace_context=dict(req.trace_context),
             artifacts_root=self._artifacts_root, events=self._stream,
         )
-        self._stream.running()
+        self._stream.running(capability.version)
         handler = asyncio.create_task(_invoke(capability, ctx, input_obj))
         stop = asyncio.create_task(self._stop_requested.wait())
         try:

@@ -45,11 +45,11 @@ class EventStream:
             self._push(pb.ExecuteResponse(accepted=pb.Accepted()))
             self._phase = Phase.ACCEPTED
 
-    def running(self) -> None:
-        """Emit ``running`` (once, after ``accepted``)."""
+    def running(self, capability_version: str = "") -> None:
+        """Emit ``running`` (once, after ``accepted``), saying the version that runs."""
         self.accepted()
         if self._phase is Phase.ACCEPTED:
-            self._push(pb.ExecuteResponse(running=pb.Running()))
+            self._push(pb.ExecuteResponse(running=pb.Running(capability_version=capability_version)))
             self._phase = Phase.RUNNING
 
     def progress(self, fraction: float, message: str) -> bool:

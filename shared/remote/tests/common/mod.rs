@@ -132,7 +132,7 @@ pub fn accepted(seq: u64) -> Step {
     Step::Send(seq, Event::Accepted(pb::Accepted {}))
 }
 pub fn running(seq: u64) -> Step {
-    Step::Send(seq, Event::Running(pb::Running {}))
+    Step::Send(seq, Event::Running(pb::Running::default()))
 }
 pub fn progress(seq: u64, fraction: f64, message: &str) -> Step {
     Step::Send(seq, Event::Progress(pb::Progress { fraction, message: message.into() }))

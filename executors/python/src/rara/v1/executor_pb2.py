@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16rara/v1/executor.proto\x12\x07rara.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x18\n\x16GetCapabilitiesRequest\"D\n\x17GetCapabilitiesResponse\x12)\n\x0c\x63\x61pabilities\x18\x01 \x03(\x0b\x32\x13.rara.v1.Capability\"\x80\x01\n\nCapability\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x19\n\x0cinput_schema\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x12\n\ndetachable\x18\x05 \x01(\x08\x42\x0f\n\r_input_schema\"\xcd\x02\n\x0e\x45xecuteRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07step_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x04 \x01(\x03\x12\x11\n\toperation\x18\n \x01(\t\x12\x1a\n\x12\x63\x61pability_version\x18\x0b \x01(\t\x12\x12\n\ninput_json\x18\x0c \x01(\t\x12,\n\x08\x64\x65\x61\x64line\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12@\n\rtrace_context\x18\x1e \x03(\x0b\x32).rara.v1.ExecuteRequest.TraceContextEntry\x12\x12\n\ndetachable\x18( \x01(\x08\x1a\x33\n\x11TraceContextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xce\x01\n\rAttachRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x03 \x01(\x03\x12\x16\n\x0e\x61\x66ter_sequence\x18\x04 \x01(\x04\x12?\n\rtrace_context\x18\x1e \x03(\x0b\x32(.rara.v1.AttachRequest.TraceContextEntry\x1a\x33\n\x11TraceContextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xea\x02\n\x0f\x45xecuteResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12-\n\ttimestamp\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x08\x61\x63\x63\x65pted\x18\n \x01(\x0b\x32\x11.rara.v1.AcceptedH\x00\x12#\n\x07running\x18\x0b \x01(\x0b\x32\x10.rara.v1.RunningH\x00\x12%\n\x08progress\x18\x0c \x01(\x0b\x32\x11.rara.v1.ProgressH\x00\x12%\n\x08\x61rtifact\x18\r \x01(\x0b\x32\x11.rara.v1.ArtifactH\x00\x12\'\n\tsucceeded\x18\x14 \x01(\x0b\x32\x12.rara.v1.SucceededH\x00\x12!\n\x06\x66\x61iled\x18\x15 \x01(\x0b\x32\x0f.rara.v1.FailedH\x00\x12\'\n\tcancelled\x18\x16 \x01(\x0b\x32\x12.rara.v1.CancelledH\x00\x42\x07\n\x05\x65vent\"\n\n\x08\x41\x63\x63\x65pted\"\t\n\x07Running\"-\n\x08Progress\x12\x10\n\x08\x66raction\x18\x01 \x01(\x01\x12\x0f\n\x07message\x18\x02 \x01(\t\"]\n\x08\x41rtifact\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x12\n\nsize_bytes\x18\x04 \x01(\x04\x12\x0e\n\x06\x64igest\x18\x05 \x01(\t\"F\n\tSucceeded\x12\x13\n\x0boutput_json\x18\x01 \x01(\t\x12$\n\tartifacts\x18\x02 \x03(\x0b\x32\x11.rara.v1.Artifact\"\'\n\x06\x46\x61iled\x12\x1d\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x0e.rara.v1.Error\"\x1b\n\tCancelled\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\x97\x01\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\x12,\n\x07\x64\x65tails\x18\x04 \x03(\x0b\x32\x1b.rara.v1.Error.DetailsEntry\x1a.\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"A\n\rCancelRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x1f\n\x0e\x43\x61ncelResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x32\xa0\x02\n\x0f\x45xecutorService\x12T\n\x0fGetCapabilities\x12\x1f.rara.v1.GetCapabilitiesRequest\x1a .rara.v1.GetCapabilitiesResponse\x12>\n\x07\x45xecute\x12\x17.rara.v1.ExecuteRequest\x1a\x18.rara.v1.ExecuteResponse0\x01\x12\x39\n\x06\x43\x61ncel\x12\x16.rara.v1.CancelRequest\x1a\x17.rara.v1.CancelResponse\x12<\n\x06\x41ttach\x12\x16.rara.v1.AttachRequest\x1a\x18.rara.v1.ExecuteResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16rara/v1/executor.proto\x12\x07rara.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x18\n\x16GetCapabilitiesRequest\"D\n\x17GetCapabilitiesResponse\x12)\n\x0c\x63\x61pabilities\x18\x01 \x03(\x0b\x32\x13.rara.v1.Capability\"\x80\x01\n\nCapability\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x19\n\x0cinput_schema\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x12\n\ndetachable\x18\x05 \x01(\x08\x42\x0f\n\r_input_schema\"\xcd\x02\n\x0e\x45xecuteRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07step_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x04 \x01(\x03\x12\x11\n\toperation\x18\n \x01(\t\x12\x1a\n\x12\x63\x61pability_version\x18\x0b \x01(\t\x12\x12\n\ninput_json\x18\x0c \x01(\t\x12,\n\x08\x64\x65\x61\x64line\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12@\n\rtrace_context\x18\x1e \x03(\x0b\x32).rara.v1.ExecuteRequest.TraceContextEntry\x12\x12\n\ndetachable\x18( \x01(\x08\x1a\x33\n\x11TraceContextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xce\x01\n\rAttachRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x03 \x01(\x03\x12\x16\n\x0e\x61\x66ter_sequence\x18\x04 \x01(\x04\x12?\n\rtrace_context\x18\x1e \x03(\x0b\x32(.rara.v1.AttachRequest.TraceContextEntry\x1a\x33\n\x11TraceContextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xea\x02\n\x0f\x45xecuteResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12-\n\ttimestamp\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x08\x61\x63\x63\x65pted\x18\n \x01(\x0b\x32\x11.rara.v1.AcceptedH\x00\x12#\n\x07running\x18\x0b \x01(\x0b\x32\x10.rara.v1.RunningH\x00\x12%\n\x08progress\x18\x0c \x01(\x0b\x32\x11.rara.v1.ProgressH\x00\x12%\n\x08\x61rtifact\x18\r \x01(\x0b\x32\x11.rara.v1.ArtifactH\x00\x12\'\n\tsucceeded\x18\x14 \x01(\x0b\x32\x12.rara.v1.SucceededH\x00\x12!\n\x06\x66\x61iled\x18\x15 \x01(\x0b\x32\x0f.rara.v1.FailedH\x00\x12\'\n\tcancelled\x18\x16 \x01(\x0b\x32\x12.rara.v1.CancelledH\x00\x42\x07\n\x05\x65vent\"\n\n\x08\x41\x63\x63\x65pted\"%\n\x07Running\x12\x1a\n\x12\x63\x61pability_version\x18\x01 \x01(\t\"-\n\x08Progress\x12\x10\n\x08\x66raction\x18\x01 \x01(\x01\x12\x0f\n\x07message\x18\x02 \x01(\t\"]\n\x08\x41rtifact\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x12\n\nmedia_type\x18\x03 \x01(\t\x12\x12\n\nsize_bytes\x18\x04 \x01(\x04\x12\x0e\n\x06\x64igest\x18\x05 \x01(\t\"F\n\tSucceeded\x12\x13\n\x0boutput_json\x18\x01 \x01(\t\x12$\n\tartifacts\x18\x02 \x03(\x0b\x32\x11.rara.v1.Artifact\"\'\n\x06\x46\x61iled\x12\x1d\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x0e.rara.v1.Error\"\x1b\n\tCancelled\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\x97\x01\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\x12,\n\x07\x64\x65tails\x18\x04 \x03(\x0b\x32\x1b.rara.v1.Error.DetailsEntry\x1a.\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"A\n\rCancelRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x1f\n\x0e\x43\x61ncelResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x32\xa0\x02\n\x0f\x45xecutorService\x12T\n\x0fGetCapabilities\x12\x1f.rara.v1.GetCapabilitiesRequest\x1a .rara.v1.GetCapabilitiesResponse\x12>\n\x07\x45xecute\x12\x17.rara.v1.ExecuteRequest\x1a\x18.rara.v1.ExecuteResponse0\x01\x12\x39\n\x06\x43\x61ncel\x12\x16.rara.v1.CancelRequest\x1a\x17.rara.v1.CancelResponse\x12<\n\x06\x41ttach\x12\x16.rara.v1.AttachRequest\x1a\x18.rara.v1.ExecuteResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -57,25 +57,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACCEPTED']._serialized_start=1205
   _globals['_ACCEPTED']._serialized_end=1215
   _globals['_RUNNING']._serialized_start=1217
-  _globals['_RUNNING']._serialized_end=1226
-  _globals['_PROGRESS']._serialized_start=1228
-  _globals['_PROGRESS']._serialized_end=1273
-  _globals['_ARTIFACT']._serialized_start=1275
-  _globals['_ARTIFACT']._serialized_end=1368
-  _globals['_SUCCEEDED']._serialized_start=1370
-  _globals['_SUCCEEDED']._serialized_end=1440
-  _globals['_FAILED']._serialized_start=1442
-  _globals['_FAILED']._serialized_end=1481
-  _globals['_CANCELLED']._serialized_start=1483
-  _globals['_CANCELLED']._serialized_end=1510
-  _globals['_ERROR']._serialized_start=1513
-  _globals['_ERROR']._serialized_end=1664
-  _globals['_ERROR_DETAILSENTRY']._serialized_start=1618
-  _globals['_ERROR_DETAILSENTRY']._serialized_end=1664
-  _globals['_CANCELREQUEST']._serialized_start=1666
-  _globals['_CANCELREQUEST']._serialized_end=1731
-  _globals['_CANCELRESPONSE']._serialized_start=1733
-  _globals['_CANCELRESPONSE']._serialized_end=1764
-  _globals['_EXECUTORSERVICE']._serialized_start=1767
-  _globals['_EXECUTORSERVICE']._serialized_end=2055
+  _globals['_RUNNING']._serialized_end=1254
+  _globals['_PROGRESS']._serialized_start=1256
+  _globals['_PROGRESS']._serialized_end=1301
+  _globals['_ARTIFACT']._serialized_start=1303
+  _globals['_ARTIFACT']._serialized_end=1396
+  _globals['_SUCCEEDED']._serialized_start=1398
+  _globals['_SUCCEEDED']._serialized_end=1468
+  _globals['_FAILED']._serialized_start=1470
+  _globals['_FAILED']._serialized_end=1509
+  _globals['_CANCELLED']._serialized_start=1511
+  _globals['_CANCELLED']._serialized_end=1538
+  _globals['_ERROR']._serialized_start=1541
+  _globals['_ERROR']._serialized_end=1692
+  _globals['_ERROR_DETAILSENTRY']._serialized_start=1646
+  _globals['_ERROR_DETAILSENTRY']._serialized_end=1692
+  _globals['_CANCELREQUEST']._serialized_start=1694
+  _globals['_CANCELREQUEST']._serialized_end=1759
+  _globals['_CANCELRESPONSE']._serialized_start=1761
+  _globals['_CANCELRESPONSE']._serialized_end=1792
+  _globals['_EXECUTORSERVICE']._serialized_start=1795
+  _globals['_EXECUTORSERVICE']._serialized_end=2083
 # @@protoc_insertion_point(module_scope)

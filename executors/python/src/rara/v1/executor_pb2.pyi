@@ -112,8 +112,10 @@ class Accepted(_message.Message):
     def __init__(self) -> None: ...
 
 class Running(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("capability_version",)
+    CAPABILITY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    capability_version: str
+    def __init__(self, capability_version: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("fraction", "message")
