@@ -92,6 +92,11 @@ bench-scale: ## Claim latency with 10 thousand and with 10 million finished step
 bench-soak: ## 10 minutes of steady submit (3,000 steps/s) + execute, steps/s and latency per minute
 	@DATABASE_URL=$(BENCH_DB) $(BENCH) soak --minutes 10 --rate 3000
 
+.PHONY: bench-backlog
+bench-backlog: ## Lease churn on LocalStack's SQS: 200 one-second steps behind capacity 20, lease 3 s; then the old behaviour approximated (delivery timeout = lease)
+	@eval "$$(scripts/localstack.sh env)" && DATABASE_URL=$(BENCH_DB) $(BENCH) backlog && \
+	  RARA_DELIVERY_TIMEOUT_SECONDS=3 DATABASE_URL=$(BENCH_DB) $(BENCH) backlog
+
 .PHONY: cold-start
 cold-start: ## Process start -> ready of the release Lambda bootstraps, and their idle RSS
 	@scripts/cold-start.sh

@@ -18,7 +18,10 @@
 //! - `cost.rs`: the AWS cost estimate and its list prices.
 //! - `system.rs`: CPU, memory and load of this process and of the Postgres backends.
 //! - `scale.rs`: the `scale` mode: claim latency against finished history.
+//! - `backlog.rs`: the `backlog` mode: messages per step behind a queue that backs up past
+//!   the execution lease (lease churn), on SQS by default.
 
+mod backlog;
 mod cost;
 mod counted;
 mod measure;
@@ -104,6 +107,36 @@ enum ModeCommand {
         /// Finished steps in the tables for the first measurement.
         #[arg(long, default_value_t = 10_000)]
         history_small: u64,
+    },
+    /// Lease churn: sleep steps about ten times the executors' capacity, all leased and sent at
+    /// once, with an execution lease much shorter than the last messages wait; messages sent
+    /// and received per step, stale deliveries, steps the reaper leased again.
+    Backlog {
+        /// How many `sleep` steps to run.
+        #[arg(long, default_value_t = 200)]
+        steps: usize,
+        /// How long each step sleeps, in seconds.
+        #[arg(long, default_value_t = 1.0)]
+        sleep_seconds: f64,
+        /// Concurrent executor loops.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+        executors: u32,
+        /// Messages per executor batch (one receive).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10))]
+        batch: u32,
+        /// RARA_LEASE_SECONDS; also the visibility and function timeouts (heartbeat: a third).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(3..))]
+        lease_seconds: u64,
+        /// RARA_DELIVERY_TIMEOUT_SECONDS (else the environment's, else rara's default:
+        /// visibility × maxReceiveCount). Equal to the lease approximates the old behaviour.
+        #[arg(long)]
+        delivery_timeout_seconds: Option<u64>,
+        /// The queue: SQS at AWS_ENDPOINT_URL (e.g. LocalStack), or in memory with SQS semantics.
+        #[arg(long, value_enum, default_value_t = QueueKind::Sqs)]
+        queue: QueueKind,
+        /// Give up after this long.
+        #[arg(long, default_value_t = 300)]
+        timeout_seconds: u64,
     },
 }
 
@@ -235,6 +268,7 @@ impl Options {
 enum Plan {
     Throughput(Options),
     Scale(scale::Options),
+    Backlog(backlog::Options),
 }
 
 impl From<ModeCommand> for Plan {
@@ -250,6 +284,25 @@ impl From<ModeCommand> for Plan {
             ModeCommand::Scale { history, history_small } => {
                 Plan::Scale(scale::Options { small: history_small, large: history.max(history_small) })
             }
+            ModeCommand::Backlog {
+                steps,
+                sleep_seconds,
+                executors,
+                batch,
+                lease_seconds,
+                delivery_timeout_seconds,
+                queue,
+                timeout_seconds,
+            } => Plan::Backlog(backlog::Options {
+                steps,
+                sleep_seconds,
+                executors,
+                batch,
+                lease_seconds,
+                delivery_timeout_seconds,
+                queue,
+                timeout: Duration::from_secs(timeout_seconds),
+            }),
         }
     }
 }
@@ -258,6 +311,7 @@ impl From<ModeCommand> for Plan {
 enum Output {
     Throughput(Report),
     Scale(scale::Report),
+    Backlog(backlog::Report),
 }
 
 fn main() -> ExitCode {
@@ -296,6 +350,8 @@ async fn bench(plan: Plan, json: bool) -> anyhow::Result<()> {
         (Output::Throughput(report), false) => report::print(&report),
         (Output::Scale(report), true) => println!("{}", serde_json::to_string(&report)?),
         (Output::Scale(report), false) => scale::print(&report),
+        (Output::Backlog(report), true) => println!("{}", serde_json::to_string(&report)?),
+        (Output::Backlog(report), false) => backlog::print(&report),
     }
     Ok(())
 }
@@ -305,5 +361,6 @@ async fn run(plan: Plan, admin: &sqlx::PgPool, scratch: &ScratchDb) -> anyhow::R
     match plan {
         Plan::Throughput(options) => throughput::run(&options, admin, scratch).await.map(Output::Throughput),
         Plan::Scale(options) => scale::run(options, scratch).await.map(Output::Scale),
+        Plan::Backlog(options) => backlog::run(&options, scratch).await.map(Output::Backlog),
     }
 }

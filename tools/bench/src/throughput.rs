@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use rara_domain::workflow::WorkflowDefinition;
 use rara_queue::Queue;
 use rara_queue::memory::MemoryQueue;
 use rara_queue::sqs::SqsQueue;
@@ -36,11 +37,11 @@ use crate::workload::{self, Submitter};
 use crate::{Mode, Options, QueueKind};
 
 /// Connections per executor loop and for the scheduler: what one Lambda container holds.
-const POOL_CONNECTIONS: u32 = 2;
+pub const POOL_CONNECTIONS: u32 = 2;
 
 /// Runs one throughput benchmark on the (migrated) scratch database.
 pub async fn run(options: &Options, admin: &PgPool, scratch: &ScratchDb) -> anyhow::Result<Report> {
-    let probe = settings("bench", "memory://rara-bench", None)?;
+    let probe = settings("bench", "memory://rara-bench", None, &[])?;
     let setup = QueueSetup::new(options.queue, &probe).await?;
     let result = drive(options, admin, scratch, &setup).await;
     setup.delete_sqs_queues().await;
@@ -48,14 +49,14 @@ pub async fn run(options: &Options, admin: &PgPool, scratch: &ScratchDb) -> anyh
 }
 
 async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &QueueSetup) -> anyhow::Result<Report> {
-    let mut settings = settings("bench-scheduler", &setup.url, setup.dlq_url.as_deref())?;
+    let mut settings = settings("bench-scheduler", &setup.url, setup.dlq_url.as_deref(), &[])?;
     settings.scheduler_poll = options.poll;
     settings.scheduler_listen = options.listen;
     let settings = Arc::new(settings);
 
     // The steps, before the measurement.
     let preloaded = preload(options, scratch, &settings).await?;
-    let pools = Pools::open(options, scratch).await?;
+    let pools = Pools::open(scratch, options.executors, !options.mode.preloaded()).await?;
     // Idle backends flush their statistics within a second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let registry = Arc::new(rara_runtime::wiring::standard_registry(&settings).await?);
@@ -95,20 +96,31 @@ async fn preload(options: &Options, scratch: &ScratchDb, settings: &Settings) ->
         Mode::Dag => workload::dag(options.steps),
         Mode::Rate(_) | Mode::Soak { .. } => return Ok(0),
     };
+    submit(scratch, settings, &runs).await
+}
+
+/// Submits `runs` through a pool of its own (closed afterwards) and returns how many steps they hold.
+pub async fn submit(scratch: &ScratchDb, settings: &Settings, runs: &[WorkflowDefinition]) -> anyhow::Result<u64> {
     let setup_pool = pool(&scratch.connect_options(), 2).await.context("cannot connect to the scratch database")?;
-    let total = workload::submit_all(&Store::new(setup_pool.clone()), settings, &runs, None).await;
+    let total = workload::submit_all(&Store::new(setup_pool.clone()), settings, runs, None).await;
     setup_pool.close().await;
     total
 }
 
-/// Settings for `role` on the queue under test, the rest from the environment.
-fn settings(role: &str, queue_url: &str, dlq_url: Option<&str>) -> anyhow::Result<Settings> {
+/// Settings for `role` on the queue under test: `overrides` first, then the environment.
+pub fn settings(
+    role: &str,
+    queue_url: &str,
+    dlq_url: Option<&str>,
+    overrides: &[(&str, String)],
+) -> anyhow::Result<Settings> {
     let vars: HashMap<&str, String> = [
         ("RARA_QUEUE_URL", queue_url.to_owned()),
         ("RARA_DLQ_URL", dlq_url.unwrap_or("memory://rara-bench-dlq").to_owned()),
         ("RARA_LOG", "warn".to_owned()),
     ]
     .into_iter()
+    .chain(overrides.iter().cloned())
     .collect();
     let env = |k: &str| std::env::var(k).ok();
     Ok(Settings::from_lookup(role, |k| vars.get(k).cloned().or_else(|| env(k)))?)
@@ -122,17 +134,18 @@ fn settings_for(settings: &Settings, i: usize) -> Settings {
 }
 
 /// The queue under test: in memory, or a fresh SQS queue pair.
-struct QueueSetup {
-    queue: Arc<dyn Queue>,
-    url: String,
-    dlq_url: Option<String>,
-    memory: Option<Arc<MemoryQueue>>,
+pub struct QueueSetup {
+    pub queue: Arc<dyn Queue>,
+    pub url: String,
+    pub dlq_url: Option<String>,
+    pub memory: Option<Arc<MemoryQueue>>,
     /// The SQS queue and the URLs to delete at the end.
     sqs: Option<(Arc<SqsQueue>, [String; 2])>,
 }
 
 impl QueueSetup {
-    async fn new(kind: QueueKind, probe: &Settings) -> anyhow::Result<Self> {
+    /// A queue with `probe`'s visibility timeout and `maxReceiveCount`.
+    pub async fn new(kind: QueueKind, probe: &Settings) -> anyhow::Result<Self> {
         let (visibility, max_receive) = (probe.core.visibility_timeout, probe.core.max_receive_count);
         if kind == QueueKind::Memory {
             let memory = Arc::new(MemoryQueue::new(visibility, max_receive));
@@ -159,7 +172,7 @@ impl QueueSetup {
         })
     }
 
-    async fn delete_sqs_queues(&self) {
+    pub async fn delete_sqs_queues(&self) {
         if let Some((queue, urls)) = &self.sqs {
             for url in urls {
                 let _ = queue.client().delete_queue().queue_url(url).send().await;
@@ -169,25 +182,25 @@ impl QueueSetup {
 }
 
 /// One pool per "container": the scheduler's, one per executor loop, and the submitter's.
-struct Pools {
-    scheduler: PgPool,
-    executors: Vec<PgPool>,
-    submitter: Option<PgPool>,
+pub struct Pools {
+    pub scheduler: PgPool,
+    pub executors: Vec<PgPool>,
+    pub submitter: Option<PgPool>,
 }
 
 impl Pools {
-    async fn open(options: &Options, scratch: &ScratchDb) -> anyhow::Result<Self> {
+    pub async fn open(scratch: &ScratchDb, executors: u32, with_submitter: bool) -> anyhow::Result<Self> {
         let db = scratch.connect_options();
         let scheduler = pool(&db, POOL_CONNECTIONS).await?;
-        let mut executors = Vec::new();
-        for _ in 0..options.executors {
-            executors.push(pool(&db, POOL_CONNECTIONS).await?);
+        let mut executor_pools = Vec::new();
+        for _ in 0..executors {
+            executor_pools.push(pool(&db, POOL_CONNECTIONS).await?);
         }
-        let submitter = if options.mode.preloaded() { None } else { Some(pool(&db, 1).await?) };
-        Ok(Pools { scheduler, executors, submitter })
+        let submitter = if with_submitter { Some(pool(&db, 1).await?) } else { None };
+        Ok(Pools { scheduler, executors: executor_pools, submitter })
     }
 
-    async fn close(&self) {
+    pub async fn close(&self) {
         self.scheduler.close().await;
         for p in &self.executors {
             p.close().await;
@@ -233,27 +246,8 @@ impl Loops {
             let stop = stop.clone();
             tokio::spawn(async move { Ok(scheduler.run(None, stop).await?) })
         };
-        let runner = RunnerOptions {
-            batch_size: options.batch,
-            batching_window: if options.batch > 10 { options.batching_window } else { Duration::ZERO },
-            // SQS long-polls in whole seconds; the in-memory queue wakes on arrival.
-            wait: match options.queue {
-                QueueKind::Sqs => Duration::from_secs(1),
-                QueueKind::Memory => Duration::from_millis(200),
-            },
-            batch_timeout: settings.core.function_timeout,
-            margin: settings.deadline_margin,
-            until_idle: None,
-        };
-        let executors = (pools.executors.iter().enumerate())
-            .map(|(i, executor_pool)| {
-                let queue: Arc<dyn Queue> = Counted::new(setup.queue.clone(), stats.clone());
-                let store = Store::new(executor_pool.clone());
-                let executor = BatchExecutor::new(store, queue.clone(), registry.clone(), &settings_for(settings, i));
-                let (stop, runner) = (stop.clone(), runner.clone());
-                tokio::spawn(async move { Ok(run_executor(&executor, queue, &runner, stop).await?) })
-            })
-            .collect();
+        let runner = runner_options(options.batch, options.batching_window, options.queue, settings);
+        let executors = spawn_executors(settings, setup, pools, &registry, &runner, &stats, &stop);
         let submitted = Arc::new(AtomicU64::new(preloaded));
         let submitter = pools.submitter.as_ref().map(|p| {
             let submitter = Submitter {
@@ -289,6 +283,45 @@ impl Loops {
         }
         Ok(counters)
     }
+}
+
+/// How an executor loop polls: batches of `batch` (gathered within `window` above 10), with
+/// the function timeout of `settings`.
+pub fn runner_options(batch: u32, window: Duration, queue: QueueKind, settings: &Settings) -> RunnerOptions {
+    RunnerOptions {
+        batch_size: batch,
+        batching_window: if batch > 10 { window } else { Duration::ZERO },
+        // SQS long-polls in whole seconds; the in-memory queue wakes on arrival.
+        wait: match queue {
+            QueueKind::Sqs => Duration::from_secs(1),
+            QueueKind::Memory => Duration::from_millis(200),
+        },
+        batch_timeout: settings.core.function_timeout,
+        margin: settings.deadline_margin,
+        until_idle: None,
+    }
+}
+
+/// One executor loop (`run_executor`, the executor Lambda's handler code) per executor pool,
+/// each with its own worker identity and a queue counted into `stats`, until `stop`.
+pub fn spawn_executors(
+    settings: &Settings,
+    setup: &QueueSetup,
+    pools: &Pools,
+    registry: &Arc<rara_domain::registry::Registry>,
+    runner: &RunnerOptions,
+    stats: &Arc<QueueStats>,
+    stop: &CancellationToken,
+) -> Vec<JoinHandle<anyhow::Result<Counters>>> {
+    (pools.executors.iter().enumerate())
+        .map(|(i, executor_pool)| {
+            let queue: Arc<dyn Queue> = Counted::new(setup.queue.clone(), stats.clone());
+            let store = Store::new(executor_pool.clone());
+            let executor = BatchExecutor::new(store, queue.clone(), registry.clone(), &settings_for(settings, i));
+            let (stop, runner) = (stop.clone(), runner.clone());
+            tokio::spawn(async move { Ok(run_executor(&executor, queue, &runner, stop).await?) })
+        })
+        .collect()
 }
 
 /// How the loops ended: the measured time, and the steps of each minute of a soak.
@@ -349,7 +382,7 @@ mod tests {
 
     #[test]
     fn each_executor_has_its_own_identity() {
-        let base = settings("bench", "memory://rara-bench", None).unwrap();
+        let base = settings("bench", "memory://rara-bench", None, &[]).unwrap();
         let (a, b) = (settings_for(&base, 0), settings_for(&base, 1));
         assert!(a.core.worker_id.starts_with("bench-executor-0-"));
         assert_ne!(a.core.worker_id, b.core.worker_id);

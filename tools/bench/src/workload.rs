@@ -1,5 +1,6 @@
-//! The steps a run submits: flat runs of about a thousand noop steps, or DAG units (chains
-//! of 5 steps fanning in to one step), and the submitter that feeds `rate` and `soak`.
+//! The steps a run submits: flat runs of about a thousand noop steps, DAG units (chains of 5
+//! steps fanning in to one step) or `sleep` steps (`backlog`), and the submitter that feeds
+//! `rate` and `soak`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,11 +24,15 @@ const UNIT: usize = CHAINS * CHAIN_LENGTH + 1;
 const SOAK_BACKLOG: u64 = 5000;
 
 fn noop(name: String, depends_on: Vec<String>) -> StepDefinition {
+    step(name, "noop", serde_json::json!({}), depends_on)
+}
+
+fn step(name: String, operation: &str, input: serde_json::Value, depends_on: Vec<String>) -> StepDefinition {
     StepDefinition {
         name,
-        operation: "noop".into(),
+        operation: operation.into(),
         version: None,
-        input: serde_json::json!({}),
+        input,
         depends_on,
         max_attempts: None,
         timeout_seconds: None,
@@ -37,14 +42,26 @@ fn noop(name: String, depends_on: Vec<String>) -> StepDefinition {
 
 /// About `steps` independent noop steps in runs of [`RUN_SIZE`].
 pub fn flat(steps: usize) -> Vec<WorkflowDefinition> {
+    independent(steps, "bench", |i| noop(format!("s{i}"), vec![]))
+}
+
+/// `steps` independent steps of the built-in `sleep`, each for `seconds`, in runs of [`RUN_SIZE`].
+pub fn sleeping(steps: usize, seconds: f64) -> Vec<WorkflowDefinition> {
+    independent(steps, "bench-backlog", |i| {
+        step(format!("s{i}"), "sleep", serde_json::json!({ "seconds": seconds }), vec![])
+    })
+}
+
+/// `steps` steps made by `make` (from their index in the run), in runs of [`RUN_SIZE`].
+fn independent(steps: usize, name: &str, make: impl Fn(usize) -> StepDefinition) -> Vec<WorkflowDefinition> {
     let mut runs = Vec::new();
     let mut left = steps;
     while left > 0 {
         let n = left.min(RUN_SIZE);
         left -= n;
-        let defs = (0..n).map(|i| noop(format!("s{i}"), vec![])).collect();
+        let defs = (0..n).map(&make).collect();
         runs.push(WorkflowDefinition {
-            name: "bench".into(),
+            name: name.into(),
             idempotency_key: None,
             inputs: Default::default(),
             outputs: Default::default(),
@@ -162,6 +179,14 @@ mod tests {
     fn flat_runs_hold_exactly_the_steps_asked_for() {
         let runs = flat(2500);
         assert_eq!(runs.iter().map(|r| r.steps.len()).collect::<Vec<_>>(), [1000, 1000, 500]);
+    }
+
+    #[test]
+    fn sleeping_runs_sleep_for_the_seconds_asked_for() {
+        let runs = sleeping(1200, 0.5);
+        assert_eq!(runs.iter().map(|r| r.steps.len()).collect::<Vec<_>>(), [1000, 200]);
+        assert_eq!(runs[1].steps[0].operation, "sleep");
+        assert_eq!(runs[1].steps[0].input, serde_json::json!({ "seconds": 0.5 }));
     }
 
     #[test]
