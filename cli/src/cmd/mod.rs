@@ -9,6 +9,7 @@ pub mod dlq;
 pub mod executor;
 pub mod list;
 pub mod migrate;
+pub mod prune;
 pub mod queue;
 pub mod retry;
 pub mod scheduler;
