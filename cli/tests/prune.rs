@@ -65,3 +65,26 @@ fn a_bad_duration_is_a_usage_error_that_says_what_a_duration_is() {
     let missing = db.rara(&["prune"]);
     assert_eq!(missing.status.code(), Some(2), "--older-than is required");
 }
+
+#[test]
+fn prune_archive_keeps_a_copy_and_the_run_is_gone_from_status() {
+    let db = ScratchDb::new();
+    assert!(db.rara(&["migrate"]).status.success());
+    let dir = tempdir();
+    let file = write(&dir, "wf.yaml", "name: p\nsteps:\n  - {name: a, operation: noop}\n");
+    let run = submit(&db, &file);
+    assert!(db.rara(&["cancel", &run]).status.success());
+    let out = json(&db.rara(&["prune", "--older-than", "0s", "--archive", "--json"]));
+    assert_eq!((out["runs"].as_u64(), out["archived"].as_bool()), (Some(1), Some(true)), "{out}");
+    assert_eq!(db.rara(&["status", &run]).status.code(), Some(3));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let copies: i64 = runtime.block_on(async {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        sqlx::query_scalar("SELECT count(*) FROM archived_workflow_runs WHERE id = $1::uuid")
+            .bind(&run)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    });
+    assert_eq!(copies, 1, "the run is in the archive");
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use rara_store::retention::Pruned;
+use rara_store::retention::{Prune as How, Pruned};
 
 use crate::Failure;
 
@@ -20,6 +20,10 @@ pub struct Prune {
     /// Print how many runs (and steps) would be deleted, and delete nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Copy the runs and everything under them into the `archived_*` tables before deleting
+    /// them (in the same statement), as the scheduler does with `RARA_ARCHIVE=true`.
+    #[arg(long)]
+    archive: bool,
     /// Runs deleted per statement.
     #[arg(long, default_value_t = rara_runtime::settings::DEFAULT_PRUNE_BATCH,
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -42,7 +46,8 @@ pub async fn run(args: Prune, json: bool) -> Result<(), Failure> {
     // Until a batch finds nothing: a run another transaction holds makes a batch short, not
     // the last one.
     loop {
-        let batch = store.prune_finished(args.older_than, args.batch_size).await?;
+        let how = if args.archive { How::Archive } else { How::Delete };
+        let batch = store.prune(args.older_than, args.batch_size, how).await?;
         if batch.runs == 0 {
             break;
         }
@@ -54,7 +59,8 @@ pub async fn run(args: Prune, json: bool) -> Result<(), Failure> {
     if json {
         println!("{}", report(&args, total)?);
     } else {
-        println!("deleted {} runs ({} steps) finished more than {ago} ago", total.runs, total.steps);
+        let done = if args.archive { "archived and deleted" } else { "deleted" };
+        println!("{done} {} runs ({} steps) finished more than {ago} ago", total.runs, total.steps);
     }
     Ok(())
 }
@@ -63,6 +69,7 @@ fn report(args: &Prune, pruned: Pruned) -> Result<String, Failure> {
     let value = serde_json::json!({
         "older_than_seconds": args.older_than.as_secs(),
         "dry_run": args.dry_run,
+        "archived": args.archive && !args.dry_run,
         "runs": pruned.runs,
         "steps": pruned.steps,
     });

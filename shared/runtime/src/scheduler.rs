@@ -124,7 +124,7 @@ impl Scheduler {
     /// History only costs space: a failure here is logged, and the next pass tries again.
     async fn prune(&self, counters: &mut Counters) {
         let Some(retention) = self.settings.retention else { return };
-        match self.store.prune_finished(retention, self.settings.prune_batch).await {
+        match self.store.prune(retention, self.settings.prune_batch, self.settings.prune).await {
             Ok(pruned) => {
                 counters.pruned += pruned.runs;
                 if pruned.runs > 0 {

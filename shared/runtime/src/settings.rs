@@ -46,6 +46,9 @@ pub struct Settings {
     pub retention: Option<Duration>,
     /// `RARA_PRUNE_BATCH_SIZE`: finished runs deleted per maintenance pass (one statement).
     pub prune_batch: u32,
+    /// `RARA_ARCHIVE`: `true` copies pruned runs and everything under them into the
+    /// `archived_*` tables (same statement) instead of only deleting them; default `false`.
+    pub prune: rara_store::retention::Prune,
     /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes
     /// (read with the core configuration, which checks it: [`Config::deadline_margin`]).
     pub deadline_margin: Duration,
@@ -107,6 +110,10 @@ impl Settings {
                 days => Some(Duration::from_secs(days.saturating_mul(86_400))),
             },
             prune_batch: vars.count("RARA_PRUNE_BATCH_SIZE", DEFAULT_PRUNE_BATCH)?,
+            prune: match vars.parse("RARA_ARCHIVE", false, "`true` or `false`")? {
+                true => rara_store::retention::Prune::Archive,
+                false => rara_store::retention::Prune::Delete,
+            },
             deadline_margin: core.deadline_margin,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
             remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),
@@ -236,6 +243,14 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("RARA_PRUNE_BATCH_SIZE"), "{err}");
+        assert_eq!(default.prune, rara_store::retention::Prune::Delete, "archiving is asked for");
+        let archiving = Settings::from_lookup("t", |k| match k {
+            "RARA_QUEUE_URL" => Some("http://q".into()),
+            "RARA_ARCHIVE" => Some("true".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(archiving.prune, rara_store::retention::Prune::Archive);
     }
 
     #[test]

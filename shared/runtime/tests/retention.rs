@@ -59,3 +59,17 @@ async fn a_retention_of_0_days_keeps_history_forever(pool: PgPool) {
     assert_eq!((counters.reaper_runs, counters.pruned), (1, 0), "{counters:?}");
     assert!(exists(&store, ancient).await);
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_rara_archive_the_pass_copies_the_runs_it_prunes(pool: PgPool) {
+    let (store, _queues, stack) = Stack::fresh(pool, &[("RARA_RETENTION_DAYS", "7"), ("RARA_ARCHIVE", "true")]).await;
+    let old = cancelled_days_ago(&store, &stack.settings, 8).await;
+    assert_eq!(stack.scheduler().pass().await.unwrap().pruned, 1);
+    assert!(!exists(&store, old).await);
+    let copies: i64 = sqlx::query_scalar("SELECT count(*) FROM archived_workflow_runs WHERE id = $1")
+        .bind(old)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(copies, 1);
+}

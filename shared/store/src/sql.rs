@@ -80,6 +80,7 @@ pub const DLQ_STEP: &str = sql_file!("dlq_step");
 
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
+pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
 pub const PRUNABLE_RUNS: &str = sql_file!("prunable_runs");
 
 // Test and benchmark history (testing.rs, feature `testing`).
@@ -154,6 +155,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("lost_reason", LOST_REASON, &["uuid"]),
         s("dlq_step", DLQ_STEP, &["uuid[]"]),
         s("prune_runs", PRUNE_RUNS, &["int8", "int8"]),
+        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8"]),
         s("prunable_runs", PRUNABLE_RUNS, &["int8"]),
         s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
         s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use rara_domain::executor::Artifact;
-use rara_store::retention::Pruned;
+use rara_store::retention::{Prune, Pruned};
 use rara_store::{Error, Store};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -163,4 +163,45 @@ async fn a_run_another_transaction_holds_is_skipped_not_waited_for(pool: PgPool)
     holder.commit().await.unwrap();
     assert_eq!(store.prune_finished(30 * DAY, 500).await.unwrap().runs, 1, "taken once released");
     assert!(!run_exists(&store, held).await);
+}
+
+async fn archived(pool: &PgPool, table: &str, column: &str, ids: &[Uuid]) -> i64 {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM archived_{table} WHERE {column} = ANY($1)"))
+        .bind(ids)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// With `Prune::Archive` (`RARA_ARCHIVE=true`) the run and everything under it are in the
+/// archive tables, as they were, and gone from the live ones; what stays live is not copied.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn archiving_copies_a_pruned_run_with_everything_under_it_before_deleting_it(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let old = succeeded_run(&store, &pool, 40).await;
+    let recent = succeeded_run(&store, &pool, 1).await;
+    let steps = step_ids(&pool, old).await;
+    let live: serde_json::Value = sqlx::query_scalar("SELECT to_jsonb(s) FROM steps s WHERE id = $1")
+        .bind(steps[0])
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+
+    let pruned = store.prune(30 * DAY, 500, Prune::Archive).await.unwrap();
+    assert_eq!(pruned, Pruned { runs: 1, steps: 2 });
+    assert!(!run_exists(&store, old).await, "deleted from the live tables");
+    assert_eq!(archived(&pool, "workflow_runs", "id", &[old]).await, 1);
+    assert_eq!(archived(&pool, "steps", "id", &steps).await, 2);
+    assert_eq!(archived(&pool, "step_dependencies", "step_id", &steps).await, 1);
+    assert_eq!(archived(&pool, "step_attempts", "step_id", &steps).await, 2);
+    assert_eq!(archived(&pool, "artifacts", "step_id", &steps).await, 2);
+    let copy: serde_json::Value = sqlx::query_scalar("SELECT to_jsonb(s) FROM archived_steps s WHERE id = $1")
+        .bind(steps[0])
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(copy, live, "the archived step is the step as it was");
+    assert!(run_exists(&store, recent).await);
+    assert_eq!(archived(&pool, "workflow_runs", "id", &[recent]).await, 0, "a run that stays is not copied");
+    assert_eq!(store.prune_finished(30 * DAY, 500).await.unwrap(), Pruned::default());
 }
