@@ -9,6 +9,7 @@ pub mod dlq;
 pub mod executor;
 pub mod list;
 pub mod migrate;
+pub mod prune;
 pub mod queue;
 pub mod retry;
 pub mod scheduler;
@@ -107,11 +108,12 @@ pub fn summary(what: &str, counters: &Counters, json: bool) {
         println!("{}", serde_json::to_string(counters).unwrap_or_default());
     } else {
         eprintln!(
-            "{what}: leased {} sent {} released {} reaped {} | claimed {} succeeded {} retried {} failed {} stale {} held {} dead-lettered {} lease-lost {}",
+            "{what}: leased {} sent {} released {} reaped {} pruned {} | claimed {} succeeded {} retried {} failed {} stale {} held {} dead-lettered {} lease-lost {}",
             counters.leased,
             counters.sent,
             counters.released,
             counters.reaped,
+            counters.pruned,
             counters.claimed,
             counters.succeeded,
             counters.retried,

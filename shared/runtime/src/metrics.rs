@@ -40,6 +40,8 @@ pub struct Counters {
     pub parked: u64,
     /// Executor: claims that re-attached to a detached attempt (same attempt, same fence).
     pub reattached: u64,
+    /// Scheduler: finished runs deleted by the retention (`RARA_RETENTION_DAYS`).
+    pub pruned: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -66,6 +68,7 @@ impl std::ops::AddAssign for Counters {
         self.statistics_refreshes += c.statistics_refreshes;
         self.parked += c.parked;
         self.reattached += c.reattached;
+        self.pruned += c.pruned;
     }
 }
 
@@ -95,6 +98,7 @@ impl Counters {
             ("StatisticsRefreshes", self.statistics_refreshes),
             ("Parked", self.parked),
             ("Reattached", self.reattached),
+            ("Pruned", self.pruned),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

@@ -1,5 +1,6 @@
-//! The scheduler: reap expired leases and refresh the statistics of hot tables that grew
-//! past them (every `RARA_REAP_INTERVAL_MS`, see [`rara_store::statistics`]), then lease due
+//! The scheduler: reap expired leases, refresh the statistics of hot tables that grew past
+//! them ([`rara_store::statistics`]) and delete one batch of finished runs older than the
+//! retention ([`rara_store::retention`]), every `RARA_REAP_INTERVAL_MS`; then lease due
 //! steps in batches and send one message per step (identifiers only). Entries that fail to
 //! send have their lease released at once, so the step is due again instead of waiting
 //! for the reaper. Between passes it waits for a `NOTIFY` on [`rara_store::DUE_CHANNEL`]
@@ -115,7 +116,27 @@ impl Scheduler {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not refresh planner statistics"),
         }
+        self.prune(counters).await;
         Ok(())
+    }
+
+    /// One batch of the retention (`RARA_RETENTION_DAYS`), bounded by `statement_timeout`.
+    /// History only costs space: a failure here is logged, and the next pass tries again.
+    async fn prune(&self, counters: &mut Counters) {
+        let Some(retention) = self.settings.retention else { return };
+        match self.store.prune(retention, self.settings.prune_batch, self.settings.prune).await {
+            Ok(pruned) => {
+                counters.pruned += pruned.runs;
+                if pruned.runs > 0 {
+                    tracing::info!(
+                        runs = pruned.runs,
+                        steps = pruned.steps,
+                        "deleted finished runs past the retention"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not delete finished runs past the retention"),
+        }
     }
 
     /// Passes until `budget` is spent or `stop` fires (`budget = None`: until `stop`).

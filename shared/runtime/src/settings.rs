@@ -15,6 +15,8 @@ pub const DEFAULT_REAP_INTERVAL_MS: u64 = 5000;
 pub use rara_domain::config::DEFAULT_DEADLINE_MARGIN_MS;
 pub const DEFAULT_PROGRESS_INTERVAL_MS: u64 = 1000;
 pub const DEFAULT_REATTACH_INTERVAL_SECONDS: u64 = 30;
+pub const DEFAULT_RETENTION_DAYS: u64 = 30;
+pub const DEFAULT_PRUNE_BATCH: u32 = 500;
 
 /// Settings of both functions.
 #[derive(Debug, Clone)]
@@ -38,6 +40,15 @@ pub struct Settings {
     /// `RARA_REAP_INTERVAL_MS`: how often a running scheduler looks for expired leases (its
     /// first pass always does). Expired leases are minutes old by nature; leasing is not.
     pub reap_interval: Duration,
+    /// `RARA_RETENTION_DAYS`: finished runs older than this are deleted with everything under
+    /// them by the scheduler's maintenance pass (on the reaper timer, one batch per pass).
+    /// `None` (`0`): history is kept forever.
+    pub retention: Option<Duration>,
+    /// `RARA_PRUNE_BATCH_SIZE`: finished runs deleted per maintenance pass (one statement).
+    pub prune_batch: u32,
+    /// `RARA_ARCHIVE`: `true` copies pruned runs and everything under them into the
+    /// `archived_*` tables (same statement) instead of only deleting them; default `false`.
+    pub prune: rara_store::retention::Prune,
     /// `RARA_DEADLINE_MARGIN_MS`: kept free at the end of an invocation to record outcomes
     /// (read with the core configuration, which checks it: [`Config::deadline_margin`]).
     pub deadline_margin: Duration,
@@ -94,6 +105,15 @@ impl Settings {
             scheduler_poll: vars.millis("RARA_SCHEDULER_POLL_MS", DEFAULT_SCHEDULER_POLL_MS)?,
             scheduler_listen: vars.parse("RARA_SCHEDULER_LISTEN", true, "`true` or `false`")?,
             reap_interval: vars.millis("RARA_REAP_INTERVAL_MS", DEFAULT_REAP_INTERVAL_MS)?,
+            retention: match vars.parse("RARA_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, "a whole number of days")? {
+                0 => None,
+                days => Some(Duration::from_secs(days.saturating_mul(86_400))),
+            },
+            prune_batch: vars.count("RARA_PRUNE_BATCH_SIZE", DEFAULT_PRUNE_BATCH)?,
+            prune: match vars.parse("RARA_ARCHIVE", false, "`true` or `false`")? {
+                true => rara_store::retention::Prune::Archive,
+                false => rara_store::retention::Prune::Delete,
+            },
             deadline_margin: core.deadline_margin,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
             remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),
@@ -135,6 +155,13 @@ impl Settings {
                 var: "RARA_LEASE_BATCH_SIZE",
                 value: "0".into(),
                 reason: "must be at least 1".into(),
+            });
+        }
+        if settings.prune_batch == 0 {
+            return Err(Error::Invalid {
+                var: "RARA_PRUNE_BATCH_SIZE",
+                value: "0".into(),
+                reason: "must be at least 1 (`RARA_RETENTION_DAYS=0` keeps history forever)".into(),
             });
         }
         if settings.delivery_timeout < settings.core.visibility_timeout {
@@ -190,6 +217,40 @@ mod tests {
         assert_eq!(settings.scheduler_poll, Duration::from_millis(DEFAULT_SCHEDULER_POLL_MS));
         let err = Settings::from_lookup("t", |_| Some(String::new())).unwrap_err().to_string();
         assert!(err.contains("RARA_QUEUE_URL"), "{err}");
+    }
+
+    #[test]
+    fn retention_defaults_to_30_days_and_0_keeps_history_forever() {
+        let with = |days: &'static str| {
+            Settings::from_lookup("t", move |k| match k {
+                "RARA_QUEUE_URL" => Some("http://q".into()),
+                "RARA_RETENTION_DAYS" => Some(days.into()),
+                _ => None,
+            })
+        };
+        let default = with("").unwrap();
+        assert_eq!(default.retention, Some(Duration::from_secs(30 * 86_400)));
+        assert_eq!(default.prune_batch, DEFAULT_PRUNE_BATCH);
+        assert_eq!(with("0").unwrap().retention, None);
+        assert_eq!(with("7").unwrap().retention, Some(Duration::from_secs(7 * 86_400)));
+        let err = with("7d").unwrap_err().to_string();
+        assert!(err.contains("RARA_RETENTION_DAYS"), "{err}");
+        let err = Settings::from_lookup("t", |k| match k {
+            "RARA_QUEUE_URL" => Some("http://q".into()),
+            "RARA_PRUNE_BATCH_SIZE" => Some("0".into()),
+            _ => None,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("RARA_PRUNE_BATCH_SIZE"), "{err}");
+        assert_eq!(default.prune, rara_store::retention::Prune::Delete, "archiving is asked for");
+        let archiving = Settings::from_lookup("t", |k| match k {
+            "RARA_QUEUE_URL" => Some("http://q".into()),
+            "RARA_ARCHIVE" => Some("true".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(archiving.prune, rara_store::retention::Prune::Archive);
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //!   statement), and the input each attempt ran with (one fenced statement).
 //! - [`interrupt`]: a stopping runner gives back the running steps it still holds (fenced).
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
+//! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
+//!   skipping what another transaction holds; what a prune would delete.
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
 //! - [`error`]: the store's [`Error`], with the typed [`Error::LeaseLost`].
 //! - [`sql`]: the catalogue of every statement (the files of `sql/`, composed where they
@@ -51,6 +53,7 @@ pub mod lease;
 pub mod outcome;
 pub mod read;
 pub mod references;
+pub mod retention;
 pub mod running;
 pub mod sql;
 pub mod statistics;

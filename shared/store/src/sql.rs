@@ -79,6 +79,11 @@ pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
 pub const LOST_REASON: &str = sql_file!("lost_reason");
 pub const DLQ_STEP: &str = sql_file!("dlq_step");
 
+// Retention (retention.rs).
+pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
+pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
+pub const PRUNABLE_RUNS: &str = sql_file!("prunable_runs");
+
 // Test and benchmark history (testing.rs, feature `testing`).
 pub const HISTORY_RUNS: &str = sql_file!("history_runs");
 pub const HISTORY_STEPS: &str = sql_file!("history_steps");
@@ -151,6 +156,9 @@ pub fn catalogue() -> Vec<Statement> {
         s("run_of_step", RUN_OF_STEP, &["uuid"]),
         s("lost_reason", LOST_REASON, &["uuid"]),
         s("dlq_step", DLQ_STEP, &["uuid[]"]),
+        s("prune_runs", PRUNE_RUNS, &["int8", "int8"]),
+        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8"]),
+        s("prunable_runs", PRUNABLE_RUNS, &["int8"]),
         s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
         s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),
         s("history_steps", HISTORY_STEPS, &["int8", "int8", "int8"]),

@@ -1,5 +1,5 @@
 //! The lease statement reads the partial index `steps_due`, however much finished history
-//! the table holds (DESIGN.md "Staying fast").
+//! the table holds (DESIGN.md "Staying fast"); a prune batch reads only the runs it deletes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -83,8 +83,45 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
     }
 }
 
+/// The generic plan of a prune batch finds its runs through the partial index of finished
+/// runs and deletes them by primary key: never a scan of the whole history (a join with the
+/// selected runs hashed all of `workflow_runs` for every batch).
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_prune_batch_reads_only_the_runs_it_deletes_in_its_generic_plan(pool: PgPool) {
+    sqlx::query(
+        "INSERT INTO workflow_runs (id, name, status, steps_total, steps_unfinished, finished_at)
+         SELECT gen_random_uuid(), 'r', CASE WHEN i % 10 = 0 THEN 'running' ELSE 'succeeded' END::rara_run_status,
+                1, CASE WHEN i % 10 = 0 THEN 1 ELSE 0 END,
+                CASE WHEN i % 10 = 0 THEN NULL ELSE now() - i * interval '1 minute' END
+         FROM generate_series(1, 50000) i",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("VACUUM ANALYZE workflow_runs").execute(&pool).await.unwrap();
+
+    let prune = catalogue().into_iter().find(|s| s.name == "prune_runs").expect("prune_runs is catalogued");
+    let mut conn = pool.acquire().await.unwrap();
+    sqlx::query("SET plan_cache_mode = force_generic_plan").execute(&mut *conn).await.unwrap();
+    let types = prune.params.join(", ");
+    sqlx::query(&format!("PREPARE prune_runs({types}) AS {}", prune.sql)).execute(&mut *conn).await.unwrap();
+    let plan: serde_json::Value = sqlx::query_scalar("EXPLAIN (FORMAT JSON) EXECUTE prune_runs(86400000, 500)")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    let scans = scans_of(&plan, "workflow_runs");
+    assert!(scans.iter().all(|s| !s.starts_with("Seq Scan")), "no scan of the whole history: {scans:?}\n{plan}");
+    assert!(scans.iter().any(|s| s.ends_with("workflow_runs_finished_at")), "{scans:?}");
+    assert!(scans.iter().any(|s| s.ends_with("workflow_runs_pkey")), "{scans:?}");
+}
+
 /// Every scan of the `steps` table in an EXPLAIN (FORMAT JSON) plan, as "<node type> <index>".
 fn scans_of_steps(plan: &serde_json::Value) -> Vec<String> {
+    scans_of(plan, "steps")
+}
+
+/// Every scan of `table` in an EXPLAIN (FORMAT JSON) plan, as "<node type> <index>".
+fn scans_of(plan: &serde_json::Value, table: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![plan];
     while let Some(v) = stack.pop() {
@@ -92,8 +129,8 @@ fn scans_of_steps(plan: &serde_json::Value) -> Vec<String> {
             serde_json::Value::Array(items) => stack.extend(items),
             serde_json::Value::Object(node) => {
                 let index = node.get("Index Name").and_then(|i| i.as_str());
-                let on_steps = node.get("Relation Name").and_then(|r| r.as_str()) == Some("steps")
-                    || index.is_some_and(|i| i.starts_with("steps_"));
+                let on_steps = node.get("Relation Name").and_then(|r| r.as_str()) == Some(table)
+                    || index.is_some_and(|i| i.strip_prefix(table).is_some_and(|rest| rest.starts_with('_')));
                 let kind = node.get("Node Type").and_then(|t| t.as_str()).unwrap_or_default();
                 if on_steps && kind.contains("Scan") {
                     found.push(format!("{kind} {}", index.unwrap_or("-")));

@@ -1,0 +1,115 @@
+//! `rara prune`: delete finished runs older than a duration, with everything under them, in
+//! batches ([`rara_store::retention`]); `--dry-run` only counts them.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use rara_store::retention::{Prune as How, Pruned};
+
+use crate::Failure;
+
+/// Delete finished runs (succeeded, failed, cancelled) older than a duration, with their steps,
+/// attempts and artifacts.
+#[derive(Debug, Args)]
+pub struct Prune {
+    /// How long ago a run must have finished: a whole number with a unit, `s`, `m`, `h` or `d`
+    /// (`0s`, `90m`, `12h`, `7d`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    older_than: Duration,
+    /// Print how many runs (and steps) would be deleted, and delete nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Copy the runs and everything under them into the `archived_*` tables before deleting
+    /// them (in the same statement), as the scheduler does with `RARA_ARCHIVE=true`.
+    #[arg(long)]
+    archive: bool,
+    /// Runs deleted per statement.
+    #[arg(long, default_value_t = rara_runtime::settings::DEFAULT_PRUNE_BATCH,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    batch_size: u32,
+}
+
+pub async fn run(args: Prune, json: bool) -> Result<(), Failure> {
+    let store = super::connect(&super::config()?).await?;
+    let ago = rara_domain::human::duration(args.older_than);
+    if args.dry_run {
+        let would = store.prunable(args.older_than).await?;
+        if json {
+            println!("{}", report(&args, would)?);
+        } else {
+            println!("would delete {} runs ({} steps) finished more than {ago} ago", would.runs, would.steps);
+        }
+        return Ok(());
+    }
+    let mut total = Pruned::default();
+    // Until a batch finds nothing: a run another transaction holds makes a batch short, not
+    // the last one.
+    loop {
+        let how = if args.archive { How::Archive } else { How::Delete };
+        let batch = store.prune(args.older_than, args.batch_size, how).await?;
+        if batch.runs == 0 {
+            break;
+        }
+        total += batch;
+        if !json {
+            eprintln!("deleted {} runs ({} steps); {} runs so far", batch.runs, batch.steps, total.runs);
+        }
+    }
+    if json {
+        println!("{}", report(&args, total)?);
+    } else {
+        let done = if args.archive { "archived and deleted" } else { "deleted" };
+        println!("{done} {} runs ({} steps) finished more than {ago} ago", total.runs, total.steps);
+    }
+    Ok(())
+}
+
+fn report(args: &Prune, pruned: Pruned) -> Result<String, Failure> {
+    let value = serde_json::json!({
+        "older_than_seconds": args.older_than.as_secs(),
+        "dry_run": args.dry_run,
+        "archived": args.archive && !args.dry_run,
+        "runs": pruned.runs,
+        "steps": pruned.steps,
+    });
+    Ok(serde_json::to_string(&value).context("cannot encode the report")?)
+}
+
+/// A duration as an operator writes one: a whole number and a unit (`s`, `m`, `h`, `d`).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration: expected a whole number and a unit s, m, h or d (`90m`, `7d`)");
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    // Beyond a hundred thousand years the cutoff is before any timestamp Postgres keeps.
+    const MAX_SECONDS: u64 = 100_000 * 365 * 86_400;
+    match number.checked_mul(seconds) {
+        Some(total) if total <= MAX_SECONDS => Ok(Duration::from_secs(total)),
+        _ => Err(format!("{text:?} is too long a duration (at most 100000 years)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_a_number_and_a_unit() {
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("90m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("12h"), Ok(Duration::from_secs(43_200)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
+        for bad in ["", "7", "d", "7 d", "7w", "-1d", "1.5h", "7dd", "99999999999999999999d", "9999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} is refused");
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The scheduler's maintenance pass (on the reaper timer) deletes one batch of finished runs
+//! past `RARA_RETENTION_DAYS` and counts them as `Pruned`; `0` keeps history forever.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use rara_store::Store;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const WORKFLOW: &str = "name: history\nsteps:\n  - {name: a, operation: noop}\n";
+
+/// A run cancelled `days` ago (its `finished_at` moved back).
+async fn cancelled_days_ago(store: &Store, settings: &rara_runtime::settings::Settings, days: i32) -> Uuid {
+    let run_id = submit(store, settings, WORKFLOW).await;
+    store.cancel_run(run_id, "test").await.unwrap();
+    sqlx::query("UPDATE workflow_runs SET finished_at = now() - make_interval(days => $2) WHERE id = $1")
+        .bind(run_id)
+        .bind(days)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    run_id
+}
+
+async fn exists(store: &Store, run_id: Uuid) -> bool {
+    store.run(run_id).await.is_ok()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_maintenance_pass_prunes_one_batch_of_runs_past_the_retention(pool: PgPool) {
+    let (store, _queues, stack) = Stack::fresh(
+        pool,
+        &[("RARA_RETENTION_DAYS", "7"), ("RARA_PRUNE_BATCH_SIZE", "1"), ("RARA_REAP_INTERVAL_MS", "0")],
+    )
+    .await;
+    let old =
+        [cancelled_days_ago(&store, &stack.settings, 9).await, cancelled_days_ago(&store, &stack.settings, 8).await];
+    let recent = cancelled_days_ago(&store, &stack.settings, 6).await;
+    let scheduler = stack.scheduler();
+
+    let first = scheduler.pass().await.unwrap();
+    assert_eq!((first.reaper_runs, first.pruned), (1, 1), "one batch of one run per pass: {first:?}");
+    assert!(!exists(&store, old[0]).await, "the oldest first");
+    assert!(exists(&store, old[1]).await);
+    let second = scheduler.pass().await.unwrap();
+    assert_eq!(second.pruned, 1, "{second:?}");
+    assert!(!exists(&store, old[1]).await);
+    assert_eq!(scheduler.pass().await.unwrap().pruned, 0, "nothing past the retention is left");
+    assert!(exists(&store, recent).await, "a run finished 6 days ago stays with a 7-day retention");
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_retention_of_0_days_keeps_history_forever(pool: PgPool) {
+    let (store, _queues, stack) = Stack::fresh(pool, &[("RARA_RETENTION_DAYS", "0")]).await;
+    let ancient = cancelled_days_ago(&store, &stack.settings, 4000).await;
+    let counters = stack.scheduler().pass().await.unwrap();
+    assert_eq!((counters.reaper_runs, counters.pruned), (1, 0), "{counters:?}");
+    assert!(exists(&store, ancient).await);
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_rara_archive_the_pass_copies_the_runs_it_prunes(pool: PgPool) {
+    let (store, _queues, stack) = Stack::fresh(pool, &[("RARA_RETENTION_DAYS", "7"), ("RARA_ARCHIVE", "true")]).await;
+    let old = cancelled_days_ago(&store, &stack.settings, 8).await;
+    assert_eq!(stack.scheduler().pass().await.unwrap().pruned, 1);
+    assert!(!exists(&store, old).await);
+    let copies: i64 = sqlx::query_scalar("SELECT count(*) FROM archived_workflow_runs WHERE id = $1")
+        .bind(old)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(copies, 1);
+}
