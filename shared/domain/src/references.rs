@@ -7,7 +7,7 @@
 //!   (`uri`, `media_type`, `size_bytes`, `digest`);
 //! - `{"$input": "/date"}`: the part of the run's inputs at a JSON Pointer.
 //!
-//! [`scan`] finds them with their field paths, and [`check`] is what submit refuses: a
+//! [`scan`] finds them with their field paths, and `check` is what submit refuses: a
 //! malformed reference, a step that is not a dependency (direct or transitive), a run input
 //! that is not there. [`substitute`] replaces them with the values found, at claim.
 //!

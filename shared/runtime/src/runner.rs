@@ -42,7 +42,7 @@ pub struct RunnerOptions {
 /// Stopping is bounded: once `stop` fires no new receive starts; the receive and the batch
 /// under way get the executor's shutdown grace (`RARA_SHUTDOWN_GRACE_SECONDS`); then the
 /// executions still running are interrupted and their steps given back (fenced), and the
-/// last calls to the queue get [`LAST_CALL_BOUND`] — a silent SQS peer cannot hold the
+/// last calls to the queue get [`LAST_CALL_BOUND`](crate::batch::LAST_CALL_BOUND) — a silent SQS peer cannot hold the
 /// runner. Queue errors are transient: logged, and the loop goes on.
 pub async fn run_executor(
     executor: &BatchExecutor,

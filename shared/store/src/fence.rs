@@ -6,10 +6,10 @@
 //! Statements do not spell the rule; their `.sql` files say where it goes:
 //!
 //! - `{holder}`: one holder bound as `$1` (step id), `$2` (worker), `$3` (fence), the step
-//!   row named `s` ([`one`]);
+//!   row named `s` (`one`);
 //! - `{holders}`: a batch, the holders in the columns `step_id`, `worker`, `fence` of an
 //!   input named `i` (an `unnest` of `$1::uuid[]`, `$2::text[]`, `$3::bigint[]`), the step
-//!   row named `s` ([`batch`]). Its status condition is spelled
+//!   row named `s` (`batch`). Its status condition is spelled
 //!   `(s.status = 'running') IS TRUE`, so batches find their rows by primary key (see the
 //!   crate docs).
 

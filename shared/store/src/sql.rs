@@ -7,10 +7,10 @@
 //! committed `.sqlx/`). A few are composed here, and are catalogued in their composed form:
 //!
 //! - the fenced writes, whose files mark where the holder goes (`{holder}`, `{holders}`)
-//!   and get the one predicate of [`fence`](crate::fence);
+//!   and get the one predicate of [`fence`];
 //! - the statements that finish steps other than by success: their targets, then the shared
 //!   `finish_tail.sql` (`WITH RECURSIVE targets AS (<targets>), <tail>`);
-//! - `ANALYZE` of each hot table ([`statistics`](crate::statistics)).
+//! - `ANALYZE` of each hot table ([`statistics`]).
 //!
 //! `tests/catalogue.rs` prepares every statement of the catalogue against the migrated
 //! schema and checks its parameter types. `cargo run -q -p rara-store --example sql -- NAME`

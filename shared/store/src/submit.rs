@@ -16,7 +16,7 @@ pub struct Submitted {
 
 impl Store {
     /// Stores a validated plan. Steps without dependencies are due at once; listening
-    /// schedulers are notified on [`DUE_CHANNEL`](crate::DUE_CHANNEL) when it commits.
+    /// schedulers are notified on [`DUE_CHANNEL`] when it commits.
     pub async fn submit(&self, plan: &Plan) -> Result<Submitted, Error> {
         let mut tx = self.pool.begin().await?;
         let run_id = Uuid::now_v7();
