@@ -55,6 +55,10 @@ pub const DEFAULT_CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 /// After the terminal event, how long the client waits for the stream to end (anything but
 /// the end is a protocol violation; a stream that stays open is left behind with a warning).
 pub const END_OF_STREAM_GRACE: Duration = Duration::from_secs(2);
+/// The gRPC deadline of an `Execute` or `Attach` call is the attempt's deadline plus this: the
+/// time the executor has to report `failed` DEADLINE_EXCEEDED (or `cancelled` after rara's
+/// `Cancel`) before the call itself expires (proto: `ExecuteRequest.deadline`).
+pub const DEADLINE_GRACE: Duration = Duration::from_secs(2);
 /// The wait for the end of the stream stops this long before the deadline, so a finished
 /// attempt is not reported as late.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
@@ -206,19 +210,25 @@ impl RemoteExecutor {
     }
 
     /// Opens the call: `Execute` for a new attempt, `Attach` to resume a detached one.
-    async fn open(&self, call: Call) -> Result<(tonic::Streaming<pb::ExecuteResponse>, EventOrder), Interrupted> {
+    /// Both carry a gRPC deadline: the attempt's, plus [`DEADLINE_GRACE`].
+    async fn open(
+        &self,
+        call: Call,
+        deadline: Instant,
+    ) -> Result<(tonic::Streaming<pb::ExecuteResponse>, EventOrder), Interrupted> {
         let mut client = self.client.clone();
+        let timeout = deadline.saturating_duration_since(Instant::now()) + DEADLINE_GRACE;
         match call {
             Call::Execute(request) => {
                 let events = client
-                    .execute(request)
+                    .execute(with_timeout(request, timeout))
                     .await
                     .map_err(|status| Interrupted::Failed(self.unavailable(&status, "the call could not start")))?;
                 Ok((events.into_inner(), EventOrder::new()))
             }
             Call::Attach(request) => {
                 let after = request.after_sequence;
-                match client.attach(request).await {
+                match client.attach(with_timeout(request, timeout)).await {
                     Ok(events) => Ok((events.into_inner(), EventOrder::resume(after))),
                     Err(status) => Err(self.attach_refused(&status)),
                 }
@@ -288,7 +298,7 @@ impl RemoteExecutor {
         call: Call,
         cancel_sent: &AtomicBool,
     ) -> Result<serde_json::Value, Interrupted> {
-        let (mut events, mut order) = self.open(call).await?;
+        let (mut events, mut order) = self.open(call, ctx.deadline).await?;
         if self.detachable {
             ctx.detach.runs_on(&self.endpoint);
         }
@@ -520,6 +530,13 @@ fn report(result: Result<(), ReportError>) -> Result<(), Interrupted> {
             Ok(())
         }
     }
+}
+
+/// `message` as a request with a gRPC deadline `timeout` from now.
+fn with_timeout<T>(message: T, timeout: Duration) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.set_timeout(timeout);
+    request
 }
 
 /// What kind of JSON value `value` is, for a violation's message (never the value itself).

@@ -154,6 +154,32 @@ async fn output_that_is_not_json_is_a_permanent_protocol_violation() {
     assert_error(outcome, codes::PROTOCOL_VIOLATION, false);
 }
 
+/// `grpc-timeout` as gRPC spells it (an integer and a unit), as a duration.
+fn grpc_timeout(value: &str) -> Duration {
+    let (digits, unit) = value.split_at(value.len() - 1);
+    let n: u64 = digits.parse().unwrap();
+    match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        other => panic!("not a grpc-timeout unit: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn the_call_carries_the_attempts_deadline_plus_the_grace_as_its_grpc_deadline() {
+    let (executor, seen) = executor("well_behaved").await;
+    let reporter = RecordingReporter::new();
+    executor.execute(context("well_behaved", Duration::from_secs(30), reporter), json!({})).await.unwrap();
+    let sent = seen.execute_timeouts.lock().unwrap().clone();
+    let timeout = grpc_timeout(sent[0].as_deref().expect("a grpc-timeout header"));
+    let expected = Duration::from_secs(30) + rara_remote::client::DEADLINE_GRACE;
+    assert!(timeout <= expected && timeout > expected - Duration::from_secs(1), "{timeout:?}");
+}
+
 #[tokio::test]
 async fn output_that_is_not_an_object_is_a_permanent_protocol_violation_and_empty_output_is_an_empty_object() {
     let err = run("array_output").await.0.unwrap_err();

@@ -154,6 +154,8 @@ pub fn failed(seq: u64, code: &str, retryable: bool) -> Step {
 #[derive(Debug, Default)]
 pub struct Seen {
     pub executes: Mutex<Vec<pb::ExecuteRequest>>,
+    /// The `grpc-timeout` header of each `Execute` call, as sent.
+    pub execute_timeouts: Mutex<Vec<Option<String>>>,
     pub cancels: Mutex<Vec<pb::CancelRequest>>,
     pub capability_calls: AtomicUsize,
     /// What `GetCapabilities` answers; tests may change it.
@@ -208,6 +210,8 @@ impl ExecutorService for Scripted {
     type ExecuteStream = ReceiverStream<Result<pb::ExecuteResponse, Status>>;
 
     async fn execute(&self, request: Request<pb::ExecuteRequest>) -> Result<Response<Self::ExecuteStream>, Status> {
+        let timeout = request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        self.seen.execute_timeouts.lock().unwrap().push(timeout);
         let request = request.into_inner();
         let script = self
             .scripts
