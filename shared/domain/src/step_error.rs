@@ -57,19 +57,25 @@ pub struct StepError {
     pub code: String,
     pub message: String,
     pub retryable: bool,
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    /// Extra machine-readable context, an object; `{}` when there is none (rara's own errors
+    /// and an executor's alike).
+    #[serde(default = "no_details", skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
+}
+
+fn no_details() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
 }
 
 impl StepError {
     /// A failure that another attempt may cure.
     pub fn retryable(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code: code.into(), message: message.into(), retryable: true, details: serde_json::Value::Null }
+        Self { code: code.into(), message: message.into(), retryable: true, details: no_details() }
     }
 
     /// A failure that no further attempt can cure.
     pub fn permanent(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code: code.into(), message: message.into(), retryable: false, details: serde_json::Value::Null }
+        Self { code: code.into(), message: message.into(), retryable: false, details: no_details() }
     }
 
     pub fn with_details(mut self, details: serde_json::Value) -> Self {
@@ -85,5 +91,18 @@ impl StepError {
             "retryable": self.retryable,
             "details": self.details,
         })
+    }
+}
+
+#[cfg(test)]
+mod details_tests {
+    use super::*;
+
+    #[test]
+    fn an_error_without_details_carries_an_empty_object_like_an_executors() {
+        let own = StepError::retryable(codes::EXECUTOR_UNAVAILABLE, "down");
+        assert_eq!(own.to_json()["details"], serde_json::json!({}));
+        let read: StepError = serde_json::from_str(r#"{"code":"X","message":"m","retryable":false}"#).unwrap();
+        assert_eq!(read.details, serde_json::json!({}), "a stored error without details reads as {{}}");
     }
 }

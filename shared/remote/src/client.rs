@@ -418,13 +418,9 @@ impl RemoteExecutor {
         let Some(error) = error else {
             return self.located(StepError::permanent(codes::PROTOCOL_VIOLATION, "a failed event carried no error"));
         };
-        let details = if error.details.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::Value::Object(
-                error.details.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
-            )
-        };
+        let details = serde_json::Value::Object(
+            error.details.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
+        );
         let code = if error.code.is_empty() { "REMOTE_ERROR".to_owned() } else { error.code };
         StepError { code, message: error.message, retryable: error.retryable, details }
     }
