@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::StepError;
-use crate::secret_material;
+use crate::secret_material::{self, push_key};
 use crate::step_error::codes;
 use crate::workflow::{PlannedStep, Problem};
 
@@ -159,15 +159,28 @@ pub fn scan(input: &Value) -> Vec<Found<'_>> {
 }
 
 fn walk<'a>(value: &'a Value, path: &mut String, found: &mut impl FnMut(&str, Result<Reference<'a>, Malformed>)) {
-    if let Some(reference) = reference(value) {
-        return found(path, reference);
+    visit(value, path, &mut |path, value| match reference(value) {
+        Some(reference) => {
+            found(path, reference);
+            false
+        }
+        // A `$secret` reference is the secrets' business: nothing below it is looked at.
+        None => !value.as_object().is_some_and(|o| o.contains_key(secret_material::REFERENCE_KEY)),
+    });
+}
+
+/// Calls `enter` on `value` and, while it answers `true`, on every value below it, each with
+/// its field path (as [`scan`]'s).
+fn visit<'a>(value: &'a Value, path: &mut String, enter: &mut impl FnMut(&str, &'a Value) -> bool) {
+    if !enter(path, value) {
+        return;
     }
     match value {
-        Value::Object(object) if !object.contains_key(secret_material::REFERENCE_KEY) => {
+        Value::Object(object) => {
             for (key, child) in object {
                 let len = path.len();
                 push_key(path, key);
-                walk(child, path, found);
+                visit(child, path, enter);
                 path.truncate(len);
             }
         }
@@ -175,23 +188,11 @@ fn walk<'a>(value: &'a Value, path: &mut String, found: &mut impl FnMut(&str, Re
             for (i, child) in items.iter().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
-                walk(child, path, found);
+                visit(child, path, enter);
                 path.truncate(len);
             }
         }
         _ => {}
-    }
-}
-
-/// `a.b`, `a["odd key"]`: the spelling of [`secret_material`]'s paths.
-fn push_key(path: &mut String, key: &str) {
-    if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$')) {
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(key);
-    } else {
-        path.push_str(&format!("[{key:?}]"));
     }
 }
 
@@ -284,30 +285,14 @@ fn ancestors(steps: &[PlannedStep], i: usize) -> HashSet<&str> {
 /// What the run's inputs may not hold: secret references (secrets never flow through
 /// references; a step references its secrets in its own input). Paths as [`scan`]'s.
 pub(crate) fn secret_references(inputs: &Value) -> Vec<String> {
-    fn walk(value: &Value, path: &mut String, found: &mut Vec<String>) {
-        match value {
-            Value::Object(object) if object.contains_key(secret_material::REFERENCE_KEY) => found.push(path.clone()),
-            Value::Object(object) => {
-                for (key, child) in object {
-                    let len = path.len();
-                    push_key(path, key);
-                    walk(child, path, found);
-                    path.truncate(len);
-                }
-            }
-            Value::Array(items) => {
-                for (i, child) in items.iter().enumerate() {
-                    let len = path.len();
-                    path.push_str(&format!("[{i}]"));
-                    walk(child, path, found);
-                    path.truncate(len);
-                }
-            }
-            _ => {}
-        }
-    }
     let mut found = Vec::new();
-    walk(inputs, &mut String::new(), &mut found);
+    visit(inputs, &mut String::new(), &mut |path, value| {
+        let secret = value.as_object().is_some_and(|o| o.contains_key(secret_material::REFERENCE_KEY));
+        if secret {
+            found.push(path.to_owned());
+        }
+        !secret
+    });
     found
 }
 

@@ -133,7 +133,8 @@ fn walk(value: &Value, path: &mut String, field: Option<&str>, findings: &mut Ve
     }
 }
 
-fn push_key(path: &mut String, key: &str) {
+/// Appends `key` to a field path: `a.b`, `a["odd key"]`.
+pub(crate) fn push_key(path: &mut String, key: &str) {
     if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$')) {
         if !path.is_empty() {
             path.push('.');

@@ -224,15 +224,7 @@ impl BatchExecutor {
     ) -> tokio::task::Id {
         let env = self.env.clone();
         let receipt_handle = record.receipt_handle.clone();
-        let span = tracing::info_span!(
-            "step",
-            run_id = %step.run_id,
-            step_id = %step.holder.step_id,
-            attempt = step.attempt,
-            fence = step.holder.fence,
-            operation = %step.operation,
-            trace_id = record.traceparent.as_deref().and_then(crate::trace_id).unwrap_or(""),
-        );
+        let span = step_span(&step, record.traceparent.as_deref());
         let task = async move {
             tracing::info!(took_over = step.took_over, reattach = step.resume.is_some(), "claimed");
             execution::execute(&env, &step, &receipt_handle, deadline).await
@@ -319,6 +311,19 @@ impl BatchExecutor {
             non_retryable_codes: self.non_retryable_codes.to_vec(),
         }
     }
+}
+
+/// The span of one step's execution: ids only, never its input or output.
+fn step_span(step: &ClaimedStep, traceparent: Option<&str>) -> tracing::Span {
+    tracing::info_span!(
+        "step",
+        run_id = %step.run_id,
+        step_id = %step.holder.step_id,
+        attempt = step.attempt,
+        fence = step.holder.fence,
+        operation = %step.operation,
+        trace_id = traceparent.and_then(crate::trace_id).unwrap_or(""),
+    )
 }
 
 /// A step's execution that ended in a `JoinError`: a retryable failure. The panic's

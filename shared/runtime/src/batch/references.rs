@@ -138,15 +138,7 @@ pub(super) fn spawn_ended(
     step: &ClaimedStep,
     execution: Execution,
 ) -> tokio::task::Id {
-    let span = tracing::info_span!(
-        "step",
-        run_id = %step.run_id,
-        step_id = %step.holder.step_id,
-        attempt = step.attempt,
-        fence = step.holder.fence,
-        operation = %step.operation,
-    );
-    running.spawn(async move { execution }.instrument(span)).id()
+    running.spawn(async move { execution }.instrument(super::step_span(step, None))).id()
 }
 
 #[cfg(test)]
