@@ -5,7 +5,10 @@
 //! - `{"$output": "fetch", "pointer": "/body"}`: the part of it at a JSON Pointer (RFC 6901);
 //! - `{"$artifact": "fetch", "name": "report"}`: the descriptor of `fetch`'s artifact `report`
 //!   (`uri`, `media_type`, `size_bytes`, `digest`);
-//! - `{"$input": "/date"}`: the part of the run's inputs at a JSON Pointer.
+//! - `{"$input": "/date"}`: the part of the run's inputs at a JSON Pointer;
+//! - `{"$item": "/url"}`: in a map step's input (the template of its children's), the part of
+//!   the child's element at a JSON Pointer (`""`: the whole element). A map child's input is
+//!   substituted whole when its map is expanded ([`substitute_child`]).
 //!
 //! [`scan`] finds them with their field paths, and `check` is what submit refuses: a
 //! malformed reference, a step that is not a dependency (direct or transitive), a run input
@@ -22,7 +25,7 @@ use serde_json::Value;
 use crate::StepError;
 use crate::secret_material::{self, push_key};
 use crate::step_error::codes;
-use crate::workflow::{PlannedStep, Problem};
+use crate::workflow::{MAX_MAP_ITEMS, PlannedStep, Problem};
 
 /// `{"$output": "step"}`, `{"$output": "step", "pointer": "/p"}`.
 pub const OUTPUT_KEY: &str = "$output";
@@ -30,6 +33,8 @@ pub const OUTPUT_KEY: &str = "$output";
 pub const ARTIFACT_KEY: &str = "$artifact";
 /// `{"$input": "/p"}`.
 pub const INPUT_KEY: &str = "$input";
+/// `{"$item": "/p"}`, in a map step's input.
+pub const ITEM_KEY: &str = "$item";
 /// The JSON Pointer of an `$output` reference.
 pub const POINTER_KEY: &str = "pointer";
 /// The artifact name of an `$artifact` reference.
@@ -41,6 +46,7 @@ pub enum Reference<'a> {
     Output { step: &'a str, pointer: Option<&'a str> },
     Artifact { step: &'a str, name: &'a str },
     Input { pointer: &'a str },
+    Item { pointer: &'a str },
 }
 
 impl<'a> Reference<'a> {
@@ -48,7 +54,7 @@ impl<'a> Reference<'a> {
     pub fn step(&self) -> Option<&'a str> {
         match *self {
             Reference::Output { step, .. } | Reference::Artifact { step, .. } => Some(step),
-            Reference::Input { .. } => None,
+            Reference::Input { .. } | Reference::Item { .. } => None,
         }
     }
 
@@ -57,6 +63,7 @@ impl<'a> Reference<'a> {
             Reference::Output { .. } => OUTPUT_KEY,
             Reference::Artifact { .. } => ARTIFACT_KEY,
             Reference::Input { .. } => INPUT_KEY,
+            Reference::Item { .. } => ITEM_KEY,
         }
     }
 }
@@ -73,20 +80,21 @@ impl std::fmt::Display for Malformed {
         let form = match self.key {
             OUTPUT_KEY => r#"{"$output": "step"} or {"$output": "step", "pointer": "/json/pointer"}"#,
             ARTIFACT_KEY => r#"{"$artifact": "step", "name": "artifact name"}"#,
+            ITEM_KEY => r#"{"$item": "/json/pointer"}"#,
             _ => r#"{"$input": "/json/pointer"}"#,
         };
         write!(f, "malformed {} reference ({}); write {form}", self.key, self.problem)
     }
 }
 
-/// `Some` when `value` is an object holding `$output`, `$artifact` or `$input` (and not
+/// `Some` when `value` is an object holding `$output`, `$artifact`, `$input` or `$item` (and not
 /// `$secret`, which is [`secret_material`]'s).
 pub fn reference(value: &Value) -> Option<Result<Reference<'_>, Malformed>> {
     let object = value.as_object()?;
     if object.contains_key(secret_material::REFERENCE_KEY) {
         return None;
     }
-    let mut kinds = [OUTPUT_KEY, ARTIFACT_KEY, INPUT_KEY].into_iter().filter(|k| object.contains_key(*k));
+    let mut kinds = [OUTPUT_KEY, ARTIFACT_KEY, INPUT_KEY, ITEM_KEY].into_iter().filter(|k| object.contains_key(*k));
     let key = kinds.next()?;
     let malformed = |problem: String| Some(Err(Malformed { key, problem }));
     if let Some(other) = kinds.next() {
@@ -95,13 +103,16 @@ pub fn reference(value: &Value) -> Option<Result<Reference<'_>, Malformed>> {
     let allowed: &[&str] = match key {
         OUTPUT_KEY => &[OUTPUT_KEY, POINTER_KEY],
         ARTIFACT_KEY => &[ARTIFACT_KEY, NAME_KEY],
+        ITEM_KEY => &[ITEM_KEY],
         _ => &[INPUT_KEY],
     };
     if let Some(extra) = object.keys().find(|k| !allowed.contains(&k.as_str())) {
         return malformed(format!("unknown key {extra:?}"));
     }
     let text = |field: &str, what: &str| match object.get(field) {
-        Some(Value::String(s)) if !s.is_empty() || field == INPUT_KEY || field == POINTER_KEY => Ok(s.as_str()),
+        Some(Value::String(s)) if !s.is_empty() || [INPUT_KEY, ITEM_KEY, POINTER_KEY].contains(&field) => {
+            Ok(s.as_str())
+        }
         Some(_) => Err(format!("{field:?} must be {what}")),
         None => Err(format!("{field:?} is missing: {what}")),
     };
@@ -118,6 +129,7 @@ pub fn reference(value: &Value) -> Option<Result<Reference<'_>, Malformed>> {
             let name = text(NAME_KEY, "the artifact's name (a non-empty string)")?;
             Ok(Reference::Artifact { step, name })
         }),
+        ITEM_KEY => pointer(ITEM_KEY).map(|pointer| Reference::Item { pointer }),
         _ => pointer(INPUT_KEY).map(|pointer| Reference::Input { pointer }),
     };
     Some(parsed.map_err(|problem| Malformed { key, problem }))
@@ -211,10 +223,13 @@ pub(crate) fn check(steps: &[PlannedStep], inputs: &Value) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let found = scan(&step.input);
-        if found.is_empty() {
+        if found.is_empty() && step.map.is_none() {
             continue;
         }
         let upstream = ancestors(steps, i);
+        if let Some(map) = &step.map {
+            problems.extend(check_for_each(&map.items, &step.name, &upstream, inputs, &format!("steps[{i}].for_each")));
+        }
         for Found { path, reference } in found {
             let path = join(&format!("steps[{i}].input"), &path);
             let message = match reference {
@@ -231,11 +246,46 @@ pub(crate) fn check(steps: &[PlannedStep], inputs: &Value) -> Vec<Problem> {
                     }
                     format!("{INPUT_KEY} {pointer:?} finds nothing in the run's inputs")
                 }
+                Ok(Reference::Item { .. }) => {
+                    if step.map.is_some() {
+                        continue;
+                    }
+                    format!("{ITEM_KEY} is the element of a map step's child; {:?} has no for_each", step.name)
+                }
             };
             problems.push(Problem { path, message });
         }
     }
     problems
+}
+
+/// What submit refuses in a map step's `for_each` (at `path`): anything but a list, a
+/// `$output` reference to a step it depends on, or a `$input` reference to a list of the run's
+/// inputs; a literal or input list longer than [`MAX_MAP_ITEMS`].
+fn check_for_each(items: &Value, step: &str, upstream: &HashSet<&str>, inputs: &Value, path: &str) -> Vec<Problem> {
+    let too_long = |list: &Value| {
+        list.as_array()
+            .filter(|l| l.len() > MAX_MAP_ITEMS)
+            .map(|l| format!("{} elements; a map runs over at most {MAX_MAP_ITEMS}", l.len()))
+    };
+    let message = match reference(items) {
+        None if items.is_array() => too_long(items),
+        None => Some(format!(
+            "must be a list, {{{OUTPUT_KEY}: step, {POINTER_KEY}: /json/pointer}} or {{{INPUT_KEY}: /json/pointer}}"
+        )),
+        Some(Err(malformed)) => Some(malformed.to_string()),
+        Some(Ok(Reference::Output { step: name, .. })) if upstream.contains(name) => None,
+        Some(Ok(Reference::Output { step: name, .. })) => {
+            Some(format!("{OUTPUT_KEY} {name:?} is not a dependency of {step:?}"))
+        }
+        Some(Ok(Reference::Input { pointer })) => match inputs.pointer(pointer) {
+            None => Some(format!("{INPUT_KEY} {pointer:?} finds nothing in the run's inputs")),
+            Some(list) if !list.is_array() => Some(format!("{INPUT_KEY} {pointer:?} is not a list")),
+            Some(list) => too_long(list),
+        },
+        Some(Ok(r)) => Some(format!("a map runs over a list: {OUTPUT_KEY} or {INPUT_KEY}, not {}", r.key())),
+    };
+    message.map(|message| Problem { path: path.to_owned(), message }).into_iter().collect()
 }
 
 /// What submit refuses in the run's `outputs` (an object of values holding references): a
@@ -264,6 +314,7 @@ pub(crate) fn check_outputs(steps: &[PlannedStep], outputs: &Value, inputs: &Val
                 }
                 format!("{INPUT_KEY} {pointer:?} finds nothing in the run's inputs")
             }
+            Ok(Reference::Item { .. }) => format!("{ITEM_KEY} is a map child's element, not in the run's outputs"),
         };
         problems.push(Problem { path: join("outputs", &path), message });
     }
@@ -304,6 +355,10 @@ pub trait Sources {
     fn artifact(&self, step: &str, name: &str) -> Option<&Value>;
     /// The run's inputs.
     fn inputs(&self) -> Option<&Value>;
+    /// The element of a map child, while its map step is expanded.
+    fn item(&self) -> Option<&Value> {
+        None
+    }
 }
 
 /// A reference that finds nothing: the step fails for good with `INPUT_REFERENCE_MISSING`.
@@ -334,7 +389,13 @@ impl Missing {
 /// The run's `outputs` (as defined) with their references replaced, like [`substitute`]; the
 /// field of a [`Missing`] starts with `outputs`.
 pub fn substitute_outputs(outputs: &Value, sources: &impl Sources) -> Result<Value, Missing> {
-    substitute(outputs, sources).map_err(|m| Missing { field: m.field.replacen("input", "outputs", 1), ..m })
+    substitute_in("outputs", outputs, sources)
+}
+
+/// [`substitute`] for a value that is not a step's input: the field of a [`Missing`] starts
+/// with `field` (`outputs`, `for_each`).
+pub fn substitute_in(field: &str, value: &Value, sources: &impl Sources) -> Result<Value, Missing> {
+    substitute(value, sources).map_err(|m| Missing { field: m.field.replacen("input", field, 1), ..m })
 }
 
 /// `input` with every well-formed reference replaced by the value it finds (secret references
@@ -344,9 +405,33 @@ pub fn substitute(input: &Value, sources: &impl Sources) -> Result<Value, Missin
     substitute_at(input, &mut String::new(), sources)
 }
 
+/// A map child's input: the map step's `input` with every reference replaced, like
+/// [`substitute`], its `{"$item": "/pointer"}` references by the parts of `item`. The child
+/// runs with it as it is: nothing brought in is read as a reference again.
+pub fn substitute_child(input: &Value, sources: &impl Sources, item: &Value) -> Result<Value, Missing> {
+    struct Child<'a, S>(&'a S, &'a Value);
+    impl<S: Sources> Sources for Child<'_, S> {
+        fn output(&self, step: &str) -> Option<&Value> {
+            self.0.output(step)
+        }
+        fn artifact(&self, step: &str, name: &str) -> Option<&Value> {
+            self.0.artifact(step, name)
+        }
+        fn inputs(&self) -> Option<&Value> {
+            self.0.inputs()
+        }
+        fn item(&self) -> Option<&Value> {
+            Some(self.1)
+        }
+    }
+    substitute(input, &Child(sources, item))
+}
+
 fn substitute_at(value: &Value, path: &mut String, sources: &impl Sources) -> Result<Value, Missing> {
     if let Some(Ok(reference)) = reference(value) {
-        return resolve(reference, path, sources).map(escape_secrets);
+        // An element was escaped with its list (`for_each` is substituted first): once is enough.
+        let escape = !matches!(reference, Reference::Item { .. });
+        return resolve(reference, path, sources).map(|value| if escape { escape_secrets(value) } else { value });
     }
     Ok(match value {
         Value::Object(object) if !object.contains_key(secret_material::REFERENCE_KEY) => {
@@ -401,6 +486,11 @@ fn resolve(reference: Reference<'_>, path: &str, sources: &impl Sources) -> Resu
             .and_then(|inputs| inputs.pointer(pointer))
             .cloned()
             .ok_or_else(|| missing(format!("the run's inputs have nothing at {pointer:?}"), None, Some(pointer))),
+        Reference::Item { pointer } => sources
+            .item()
+            .and_then(|item| item.pointer(pointer))
+            .cloned()
+            .ok_or_else(|| missing(format!("the map's element has nothing at {pointer:?}"), None, Some(pointer))),
     }
 }
 

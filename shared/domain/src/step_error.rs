@@ -48,6 +48,9 @@ pub mod codes {
     /// The values the step's input references could not be read or its resolved input could
     /// not be recorded (database trouble); another attempt may.
     pub const INPUT_REFERENCE_UNAVAILABLE: &str = "INPUT_REFERENCE_UNAVAILABLE";
+    /// A child of a map step (`for_each`) did not succeed: the map step fails (written by the
+    /// store's `finish_tail.sql`).
+    pub const MAP_CHILD_FAILED: &str = "MAP_CHILD_FAILED";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".

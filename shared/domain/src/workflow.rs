@@ -25,6 +25,12 @@
 //! from them and from the steps it depends on:
 //! `input: { text: { $output: fetch, pointer: /body }, date: { $input: /date } }`.
 //! `outputs:` are the run's outputs, references to any of its steps, resolved once it succeeded.
+//!
+//! A step with `for_each` is a map: it runs once per element of a list, the output of a step
+//! it depends on or a run input (`for_each: { $output: split, pointer: /parts }`,
+//! `for_each: { $input: /items }`), at most `max_concurrency` at once. Its input is the
+//! template of each child's: `{"$item": "/pointer"}` is the element (or a part of it). Its
+//! output, for the steps that depend on it, is the list of the children's outputs in order.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -42,6 +48,8 @@ pub const MAX_STEPS: usize = 10_000;
 pub const MAX_NAME_LEN: usize = 200;
 /// The longest step timeout accepted (a day); heartbeats keep long steps leased.
 pub const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
+/// The most elements a map step runs over (its children).
+pub const MAX_MAP_ITEMS: usize = 10_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,7 +67,7 @@ pub struct WorkflowDefinition {
     pub steps: Vec<StepDefinition>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepDefinition {
     pub name: String,
@@ -76,6 +84,13 @@ pub struct StepDefinition {
     pub timeout_seconds: Option<u64>,
     #[serde(default)]
     pub retry: Option<RetrySpec>,
+    /// Fan-out: the list the step runs over, once per element (a reference to a dependency's
+    /// output or to a run input, or a literal list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<serde_json::Value>,
+    /// With `for_each`: at most this many children run at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
 }
 
 /// Per-step retry settings; what is left out comes from the configuration.
@@ -144,6 +159,16 @@ pub struct PlannedStep {
     pub depends_on: Vec<usize>,
     pub retry: RetryPolicy,
     pub timeout: Duration,
+    /// Set for a map step (`for_each`).
+    pub map: Option<MapSpec>,
+}
+
+/// What makes a step a map: the list it runs over and how many children may run at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapSpec {
+    /// A reference (`$output`, `$input`) or a literal list.
+    pub items: serde_json::Value,
+    pub max_concurrency: Option<u32>,
 }
 
 /// A validated workflow: every dependency exists, there is no cycle, every limit holds.
@@ -281,6 +306,18 @@ impl WorkflowDefinition {
                 );
             }
             let retry = plan_retry(step.retry.as_ref(), max_attempts, config, &at, &mut problem);
+            if step.max_concurrency == Some(0) {
+                problem(at("max_concurrency"), "must be at least 1".into());
+            }
+            let map = match &step.for_each {
+                Some(items) => Some(MapSpec { items: items.clone(), max_concurrency: step.max_concurrency }),
+                None => {
+                    if step.max_concurrency.is_some() {
+                        problem(at("max_concurrency"), "only a step with for_each has children to bound".into());
+                    }
+                    None
+                }
+            };
             steps.push(PlannedStep {
                 name: step.name.clone(),
                 operation: step.operation.clone(),
@@ -289,6 +326,7 @@ impl WorkflowDefinition {
                 depends_on,
                 retry,
                 timeout: Duration::from_secs(timeout_seconds),
+                map,
             });
         }
 
@@ -587,6 +625,50 @@ mod tests {
     }
 
     #[test]
+    fn a_map_runs_over_a_dependencys_output_or_a_run_input_list() {
+        let yaml = concat!(
+            "name: r\ninputs: {urls: [a, b]}\nsteps:\n",
+            "  - {name: split, operation: noop}\n",
+            "  - {name: each, operation: noop, depends_on: [split], for_each: {$output: split, pointer: /parts}, max_concurrency: 4, input: {url: {$item: /url}}}\n",
+            "  - {name: fetch, operation: noop, for_each: {$input: /urls}, input: {url: {$item: ''}}}\n",
+            "  - {name: lit, operation: noop, for_each: [1, 2, 3]}\n",
+        );
+        let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
+        let map = plan.steps[1].map.as_ref().expect("each is a map");
+        assert_eq!(map.items, serde_json::json!({"$output": "split", "pointer": "/parts"}));
+        assert_eq!(map.max_concurrency, Some(4));
+        assert_eq!(plan.steps[1].input, serde_json::json!({"url": {"$item": "/url"}}), "the template is kept");
+        assert!(plan.steps[0].map.is_none());
+
+        let p = problems(concat!(
+            "name: r\ninputs: {one: x, many: [1]}\nsteps:\n",
+            "  - {name: split, operation: noop}\n",
+            "  - {name: a, operation: noop, for_each: {$output: split}}\n",
+            "  - {name: b, operation: noop, for_each: {$input: /one}}\n",
+            "  - {name: c, operation: noop, for_each: {$input: /none}}\n",
+            "  - {name: d, operation: noop, for_each: 'a b', max_concurrency: 0}\n",
+            "  - {name: e, operation: noop, input: {x: {$item: /x}}, max_concurrency: 2}\n",
+            "  - {name: f, operation: noop, depends_on: [split], for_each: {$artifact: split, name: parts}}\n",
+        ));
+        assert_eq!(
+            p,
+            [
+                "steps[4].max_concurrency: must be at least 1",
+                "steps[5].max_concurrency: only a step with for_each has children to bound",
+                r#"steps[1].for_each: $output "split" is not a dependency of "a""#,
+                r#"steps[2].for_each: $input "/one" is not a list"#,
+                r#"steps[3].for_each: $input "/none" finds nothing in the run's inputs"#,
+                "steps[4].for_each: must be a list, {$output: step, pointer: /json/pointer} or {$input: /json/pointer}",
+                r#"steps[5].input.x: $item is the element of a map step's child; "e" has no for_each"#,
+                "steps[6].for_each: a map runs over a list: $output or $input, not $artifact",
+            ],
+        );
+        let long =
+            format!("name: r\nsteps:\n  - {{name: a, operation: noop, for_each: {:?}}}\n", vec![0; MAX_MAP_ITEMS + 1]);
+        assert_eq!(problems(&long), ["steps[0].for_each: 10001 elements; a map runs over at most 10000"]);
+    }
+
+    #[test]
     fn malformed_references_are_refused_at_their_field() {
         let p = problems(concat!(
             "name: r\nsteps:\n  - {name: a, operation: noop}\n",
@@ -683,7 +765,7 @@ mod tests {
             let n = 12;
             let mut steps: Vec<StepDefinition> = (0..n).map(|i| StepDefinition {
                 name: format!("s{i}"), operation: "noop".into(), version: None, input: empty_object(),
-                depends_on: vec![], max_attempts: None, timeout_seconds: None, retry: None,
+                depends_on: vec![], ..Default::default()
             }).collect();
             for (a, b) in edges {
                 let (from, to) = (a.max(b), a.min(b));

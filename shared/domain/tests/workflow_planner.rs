@@ -36,8 +36,7 @@ fn valid_step(i: usize) -> impl Strategy<Value = StepDefinition> {
         input,
         depends_on: if i == 0 { vec![] } else { earlier.into_iter().map(|j| format!("s{j}")).collect() },
         max_attempts,
-        timeout_seconds: None,
-        retry: None,
+        ..Default::default()
     })
 }
 

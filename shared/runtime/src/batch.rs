@@ -40,6 +40,7 @@ use crate::settings::Settings;
 
 pub use crate::fate::BatchReport;
 
+mod map;
 mod record;
 mod references;
 use record::Finished;

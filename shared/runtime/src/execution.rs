@@ -21,6 +21,7 @@ use rara_domain::registry::Registry;
 use rara_domain::step_error::codes;
 use rara_queue::Queue;
 use rara_store::claim::ClaimedStep;
+use rara_store::map::Expansion;
 use rara_store::{Holder, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -41,6 +42,8 @@ pub enum Execution {
     /// The invocation ends (or the runner stops) while a detachable remote attempt runs: it
     /// goes on detached, here; park the step (fenced) so its message comes back to re-attach.
     Parked(Resume),
+    /// A map step's first claim: create its children (fenced); it waits on them.
+    Expanded(Expansion),
 }
 
 /// What an execution needs besides the step.

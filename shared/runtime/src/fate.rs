@@ -17,6 +17,7 @@ use rara_domain::config::MAX_VISIBILITY_DELAY;
 use rara_domain::executor::Resume;
 use rara_domain::retry::{RetryDecision, RetryPolicy};
 use rara_store::claim::StaleReason;
+use rara_store::map::Expansion;
 
 use crate::execution::Execution;
 use crate::metrics::Counters;
@@ -41,6 +42,8 @@ pub enum Ack {
     Released,
     /// The message could not be processed and is on the DLQ with this reason code.
     DeadLettered { code: String },
+    /// A map step was expanded into its children; its next claim gathers their outputs.
+    Expanded,
 }
 
 /// One acknowledged record.
@@ -109,6 +112,8 @@ pub enum Plan {
     /// A detachable remote attempt goes on without this invocation: park the step (same
     /// attempt, same fence); its message comes back to re-attach.
     Park(Resume),
+    /// A map step's first claim: create its children and let it wait on them.
+    Expand(Expansion),
 }
 
 /// Decides what to record for an execution of attempt `attempt` under `policy`. Pure: the
@@ -119,6 +124,7 @@ pub fn plan(execution: Execution, attempt: u32, policy: &RetryPolicy, rng: &mut 
         Execution::LeaseLost => Plan::Nothing,
         Execution::Interrupted => Plan::Release,
         Execution::Parked(resume) => Plan::Park(resume),
+        Execution::Expanded(expansion) => Plan::Expand(expansion),
         Execution::Failed(error) => match policy.decide(attempt, &error, rng) {
             RetryDecision::RetryAfter(delay) if delay <= MAX_VISIBILITY_DELAY => Plan::RetryByMessage { error, delay },
             RetryDecision::RetryAfter(delay) => Plan::RetryByPostgres { error, delay },

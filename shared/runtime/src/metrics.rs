@@ -42,6 +42,8 @@ pub struct Counters {
     pub reattached: u64,
     /// Scheduler: finished runs deleted by the retention (`RARA_RETENTION_DAYS`).
     pub pruned: u64,
+    /// Executor: map steps expanded into their children (`for_each`).
+    pub expanded: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -69,6 +71,7 @@ impl std::ops::AddAssign for Counters {
         self.parked += c.parked;
         self.reattached += c.reattached;
         self.pruned += c.pruned;
+        self.expanded += c.expanded;
     }
 }
 
@@ -99,6 +102,7 @@ impl Counters {
             ("Parked", self.parked),
             ("Reattached", self.reattached),
             ("Pruned", self.pruned),
+            ("Expanded", self.expanded),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

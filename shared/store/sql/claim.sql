@@ -8,6 +8,8 @@
 -- its re-attached holder died) is *re-attached*: same attempt, same fence, new holder, the
 -- attempt row left open; the row says where to resume (`remote_endpoint`, `remote_sequence`)
 -- and when the attempt started (its deadline counts from then).
+-- A map step (`for_each`) says which of its two claims this is: before `map_size` is set, the
+-- one that expands it; after, the one that gathers its children's outputs.
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
 ),
@@ -28,7 +30,8 @@ claimed AS (
           END
     RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
               s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
-              s.lease_expires_at, s.lease_token, s.remote_endpoint, s.remote_sequence, now() AS attached_at
+              s.lease_expires_at, s.lease_token, s.remote_endpoint, s.remote_sequence, now() AS attached_at,
+              s.for_each, s.map_max_concurrency, s.map_size, s.map_index
 ),
 opened AS (
     INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token)
@@ -49,6 +52,8 @@ SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "
        (c.id IS NOT NULL AND s.status = 'running') AS "took_over?",
        c.remote_endpoint AS "remote_endpoint?", c.remote_sequence AS "remote_sequence?", c.attached_at AS "attached_at?",
        a.started_at AS "attempt_started_at?",
+       c.for_each AS "for_each?", c.map_max_concurrency AS "map_max_concurrency?", c.map_size AS "map_size?",
+       c.map_index AS "map_index?",
        CASE
            WHEN c.id IS NOT NULL THEN 'claimed'
            WHEN s.id IS NULL THEN 'unknown'

@@ -22,10 +22,21 @@ downstream(id) AS (
     UNION
     SELECT d.step_id FROM step_dependencies d JOIN downstream x ON d.depends_on = x.id
 ),
+-- The pending dependents are skipped; an expanded map step among them (it waits on its
+-- children) fails instead, and the pending children of a map step that finishes here are
+-- skipped with it.
 skipped AS (
     UPDATE steps s
-    SET status = 'skipped', finished_at = now(), updated_at = now(), error = {dependency_failed}
-    FROM downstream x
+    SET status = CASE WHEN s.map_size IS NULL THEN 'skipped' ELSE 'failed' END::rara_step_status,
+        finished_at = now(), updated_at = now(),
+        error = CASE WHEN s.map_size IS NULL THEN {dependency_failed} ELSE jsonb_build_object(
+            'code', 'MAP_CHILD_FAILED', 'retryable', false, 'details', '{}'::jsonb,
+            'message', 'a child of the map step did not succeed; its children that had not started were skipped') END
+    FROM (SELECT id FROM downstream
+          UNION
+          SELECT c.id FROM steps c
+          WHERE c.parent_id IN (SELECT id FROM downstream UNION ALL SELECT id FROM finished)
+            AND c.status = 'pending') x
     WHERE s.id = x.id AND s.status = 'pending' AND s.id NOT IN (SELECT id FROM targets)
     RETURNING s.id, s.run_id, s.status
 ),

@@ -53,6 +53,20 @@ pub struct ClaimedStep {
     /// When the attempt started: now for a new attempt, earlier for a re-attached one. The
     /// step's timeout counts from it.
     pub started_at: DateTime<Utc>,
+    /// Set for a map step (`for_each`): what this claim must do instead of running it.
+    pub map: Option<MapPhase>,
+    /// Set for a map child: the index of its element in its map's list.
+    pub map_index: Option<u32>,
+}
+
+/// A map step's two claims (DESIGN.md "Data flow"): neither runs its operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MapPhase {
+    /// The first: resolve the list `for_each` finds and create one child per element
+    /// ([`Store::expand`](crate::Store::expand)).
+    Expand { for_each: serde_json::Value, max_concurrency: Option<u32> },
+    /// Once every child succeeded: the step's output is the list of their outputs, in order.
+    Gather { size: u32 },
 }
 
 /// Why a message was not allowed to run its step: it must be acknowledged and nothing runs.
@@ -104,6 +118,10 @@ struct Row {
     remote_sequence: Option<i64>,
     attached_at: Option<DateTime<Utc>>,
     attempt_started_at: Option<DateTime<Utc>>,
+    for_each: Option<serde_json::Value>,
+    map_max_concurrency: Option<i32>,
+    map_size: Option<i32>,
+    map_index: Option<i32>,
     verdict: String,
     held_ms: Option<i64>,
 }
@@ -139,6 +157,14 @@ impl Row {
                         attached_at,
                         started_at: self.attempt_started_at.filter(|_| resume.is_some()).unwrap_or(attached_at),
                         resume,
+                        map: self.for_each.map(|for_each| match self.map_size {
+                            Some(size) => MapPhase::Gather { size: size.max(0) as u32 },
+                            None => MapPhase::Expand {
+                                for_each,
+                                max_concurrency: self.map_max_concurrency.map(|n| n.max(1) as u32),
+                            },
+                        }),
+                        map_index: self.map_index.map(|i| i.max(0) as u32),
                     }))
                 }
                 // The statement returns every column for a claimed row; anything else is a

@@ -50,6 +50,7 @@ pub mod error;
 pub mod fence;
 pub mod interrupt;
 pub mod lease;
+pub mod map;
 pub mod outcome;
 pub mod read;
 pub mod references;

@@ -33,7 +33,14 @@ impl Needs {
             Reference::Input { .. } => {
                 self.inputs.insert(run_id);
             }
+            // A map child's element, substituted when its map was expanded: nothing to read.
+            Reference::Item { .. } => {}
         }
+    }
+
+    /// The output of the step `step` of the run `run_id` (a map's child, for its gathering).
+    pub fn add_output(&mut self, run_id: Uuid, step: String) {
+        self.outputs.insert((run_id, step));
     }
 
     pub fn is_empty(&self) -> bool {

@@ -58,6 +58,9 @@ pub const DETACHED_ATTEMPTS: &str = sql_file!("detached_attempts");
 pub const REFERENCES: &str = sql_file!("references");
 pub static ATTEMPT_INPUT: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("attempt_input")));
 
+// Fan-out (map.rs).
+pub static EXPAND: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("expand")));
+
 // Operators (outcome.rs, submit.rs, read.rs, dlq.rs).
 pub static CANCEL_STEP: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_step_targets"), 3));
 pub static CANCEL_RUN: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_run_targets"), 3));
@@ -130,6 +133,11 @@ pub fn catalogue() -> Vec<Statement> {
         s("detached_attempts", DETACHED_ATTEMPTS, &["uuid"]),
         s("references", REFERENCES, &["uuid[]", "text[]", "uuid[]", "text[]", "text[]", "uuid[]"]),
         s("attempt_input", ATTEMPT_INPUT.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]"]),
+        s(
+            "expand",
+            EXPAND.as_str(),
+            &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "int4[]", "uuid[]", "uuid[]", "int4[]", "text[]", "jsonb[]", "text"],
+        ),
         s("cancel_step", CANCEL_STEP.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
@@ -141,7 +149,7 @@ pub fn catalogue() -> Vec<Statement> {
             SUBMIT_STEPS,
             &[
                 "uuid[]", "uuid", "int4[]", "text[]", "text[]", "text[]", "jsonb[]", "int4[]", "int4[]", "int4[]",
-                "int8[]", "int8[]", "float8[]",
+                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]",
             ],
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),

@@ -58,6 +58,12 @@ impl Store {
             &steps.iter().map(|s| millis(s.retry.initial_delay)).collect::<Vec<_>>(),
             &steps.iter().map(|s| millis(s.retry.max_delay)).collect::<Vec<_>>(),
             &steps.iter().map(|s| s.retry.multiplier).collect::<Vec<_>>(),
+            &steps.iter().map(|s| s.map.as_ref().map(|m| &m.items)).collect::<Vec<_>>()
+                as &[Option<&serde_json::Value>],
+            &steps
+                .iter()
+                .map(|s| s.map.as_ref().and_then(|m| m.max_concurrency).map(|n| n.min(i32::MAX as u32) as i32))
+                .collect::<Vec<_>>() as &[Option<i32>],
         )
         .execute(&mut *tx)
         .await?;

@@ -125,8 +125,7 @@ async fn probe(pool: &PgPool, store: &Store, history: u64) -> anyhow::Result<Pro
             input: serde_json::json!({}),
             depends_on: vec![],
             max_attempts: None,
-            timeout_seconds: None,
-            retry: None,
+            ..Default::default()
         })
         .collect();
     let workflow = WorkflowDefinition {

@@ -35,8 +35,7 @@ fn step(name: String, operation: &str, input: serde_json::Value, depends_on: Vec
         input,
         depends_on,
         max_attempts: None,
-        timeout_seconds: None,
-        retry: None,
+        ..Default::default()
     }
 }
 

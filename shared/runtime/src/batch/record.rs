@@ -28,6 +28,7 @@ impl BatchExecutor {
         let mut via_message = Vec::new();
         let mut released = Vec::new();
         let mut parks = Vec::new();
+        let mut expansions = Vec::new();
         for Finished { record, holder, attached_at, plan } in finished {
             match plan {
                 Plan::Succeed(output) => successes.push((record, (holder, output))),
@@ -39,6 +40,7 @@ impl BatchExecutor {
                 Plan::RetryByMessage { error, delay } => via_message.push((record, (holder, error, delay))),
                 Plan::Release => released.push((record, holder)),
                 Plan::Park(resume) => parks.push((record, Park { holder, resume, attached_at })),
+                Plan::Expand(expansion) => expansions.push((record, expansion)),
                 Plan::Nothing => {
                     report.counters.lease_lost += 1;
                     tracing::info!(step_id = %holder.step_id, "lease lost; nothing recorded");
@@ -52,6 +54,15 @@ impl BatchExecutor {
             for (record, _) in self.settle(records, items, results, report) {
                 report.counters.succeeded += 1;
                 report.acknowledge(record.message_id, Ack::Succeeded);
+            }
+        }
+        if !expansions.is_empty() {
+            let (records, items) = unzip(expansions);
+            let results = self.env.store.expand(&items).await;
+            for (record, expansion) in self.settle(records, items, results, report) {
+                report.counters.expanded += 1;
+                tracing::info!(step_id = %expansion.holder.step_id, children = expansion.children.len(), "map step expanded");
+                report.acknowledge(record.message_id, Ack::Expanded);
             }
         }
         if !failures.is_empty() {

@@ -8,6 +8,12 @@
 //! A claim that re-attaches to a detached remote attempt is left alone: that attempt's input
 //! was substituted and recorded when it started.
 //!
+//! A map step's claims (`for_each`) read in the same statement and run nothing: the first
+//! resolves the list and ends as [`Execution::Expanded`] (one child per element, the map's
+//! input substituted whole, `$item` by the element; recorded fenced, `map.rs` of the store);
+//! the second, once every child succeeded, ends as a success whose output is the list of their
+//! outputs. A map child's own claim substitutes nothing: its input is already whole.
+//!
 //! A step that must not run ends at once, through the normal outcome path:
 //! - a reference finds nothing: a permanent `INPUT_REFERENCE_MISSING` naming the field, the
 //!   upstream step and the pointer (never a value);
@@ -22,12 +28,12 @@ use rara_domain::StepError;
 use rara_domain::references;
 use rara_domain::step_error::codes;
 use rara_store::claim::{ClaimOutcome, ClaimedStep};
-use rara_store::references::Needs;
+use rara_store::references::{Needs, Upstream};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::BatchExecutor;
+use super::{BatchExecutor, map};
 use crate::execution::Execution;
 
 impl BatchExecutor {
@@ -37,11 +43,18 @@ impl BatchExecutor {
         let mut ended = HashMap::new();
         let mut needs = Needs::default();
         let mut steps: Vec<&mut ClaimedStep> = Vec::new();
+        let mut maps: Vec<&ClaimedStep> = Vec::new();
         for outcome in outcomes.iter_mut() {
             let ClaimOutcome::Claimed(step) = outcome else { continue };
             // A re-attached attempt resumes where it runs: its input was substituted and
             // recorded when the attempt started.
-            if step.resume.is_some() {
+            // A map child's input was substituted whole when its map was expanded.
+            if step.resume.is_some() || step.map_index.is_some() {
+                continue;
+            }
+            if let Some(map) = &step.map {
+                map::add_needs(step, map, &mut needs);
+                maps.push(step);
                 continue;
             }
             let found: Vec<_> = references::scan(&step.input).into_iter().filter_map(|f| f.reference.ok()).collect();
@@ -53,20 +66,30 @@ impl BatchExecutor {
             }
             steps.push(step);
         }
-        if steps.is_empty() {
+        if steps.is_empty() && maps.is_empty() {
             return ended;
         }
 
-        let upstream = match self.env.store.references(&needs).await {
-            Ok(upstream) => upstream,
-            Err(e) => {
-                tracing::error!(error = %e, steps = steps.len(), "could not read what the inputs' references need");
-                for step in steps {
-                    ended.insert(step.holder.step_id, unavailable("could not be read"));
+        let upstream = if needs.is_empty() {
+            Upstream::default()
+        } else {
+            match self.env.store.references(&needs).await {
+                Ok(upstream) => upstream,
+                Err(e) => {
+                    tracing::error!(error = %e, steps = steps.len() + maps.len(), "could not read what the inputs' references need");
+                    for id in steps.iter().map(|s| s.holder.step_id).chain(maps.iter().map(|s| s.holder.step_id)) {
+                        ended.insert(id, unavailable("could not be read"));
+                    }
+                    return ended;
                 }
-                return ended;
             }
         };
+        for step in maps {
+            if let Some(map) = &step.map {
+                let execution = map::end(step, map, &upstream.of_run(step.run_id), self.max_input_bytes);
+                ended.insert(step.holder.step_id, execution);
+            }
+        }
         let mut resolved = Vec::with_capacity(steps.len());
         let mut items = Vec::with_capacity(steps.len());
         for step in steps {
@@ -185,6 +208,8 @@ mod tests {
             attached_at: chrono::Utc::now(),
             resume: None,
             started_at: chrono::Utc::now(),
+            map: None,
+            map_index: None,
         }))
     }
 

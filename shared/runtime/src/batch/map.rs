@@ -1,0 +1,244 @@
+//! A map step's two claims (DESIGN.md "Data flow", fan-out). Neither runs the step's
+//! operation; both read what they need in the batch's one references statement
+//! (`references.rs`) and end at once, through the normal outcome path:
+//! - the first resolves `for_each` to a list and ends as [`Execution::Expanded`]: one child
+//!   per element, each with the map's input substituted whole, `$item` by its element
+//!   (recorded fenced). A child's claim substitutes nothing more: a value brought in is never
+//!   read as a reference again;
+//! - the second, once every child succeeded, ends as a success whose output is the list of
+//!   the children's outputs, in element order.
+//!
+//! A list that is not there fails the map step for good with `INPUT_REFERENCE_MISSING`; one
+//! that is not a list, has more than [`MAX_MAP_ITEMS`] elements or makes a child's input
+//! too large, with `INVALID_INPUT`. No value is echoed in an error.
+
+use rara_domain::StepError;
+use rara_domain::references::{self, Missing, Sources};
+use rara_domain::step_error::codes;
+use rara_domain::workflow::MAX_MAP_ITEMS;
+use rara_store::claim::{ClaimedStep, MapPhase};
+use rara_store::map::{Expansion, child_name};
+use rara_store::references::Needs;
+use serde_json::Value;
+
+use crate::execution::Execution;
+
+/// What the claim `map` of `step` reads: the references of its list, or its children's outputs.
+pub(super) fn add_needs(step: &ClaimedStep, map: &MapPhase, needs: &mut Needs) {
+    match map {
+        // The list, and what the children's inputs reference: they are substituted whole now.
+        MapPhase::Expand { for_each, .. } => {
+            for found in references::scan(for_each).into_iter().chain(references::scan(&step.input)) {
+                if let Ok(reference) = found.reference {
+                    needs.add(step.run_id, &reference);
+                }
+            }
+        }
+        MapPhase::Gather { size } => {
+            for i in 0..*size {
+                needs.add_output(step.run_id, child_name(&step.name, i));
+            }
+        }
+    }
+}
+
+/// How the claim `map` of `step` ends, given what the batch read.
+pub(super) fn end(step: &ClaimedStep, map: &MapPhase, sources: &impl Sources, max_input_bytes: usize) -> Execution {
+    match map {
+        MapPhase::Expand { for_each, .. } => match expand(step, for_each, sources, max_input_bytes) {
+            Ok(expansion) => Execution::Expanded(expansion),
+            Err(error) => {
+                tracing::warn!(step_id = %step.holder.step_id, code = %error.code, "the map step cannot be expanded; it fails without running");
+                Execution::Failed(error)
+            }
+        },
+        MapPhase::Gather { size } => gather(step, *size, sources),
+    }
+}
+
+fn expand(
+    step: &ClaimedStep,
+    for_each: &Value,
+    sources: &impl Sources,
+    max_input_bytes: usize,
+) -> Result<Expansion, StepError> {
+    let list = references::substitute_in("for_each", for_each, sources).map_err(|m| m.to_step_error())?;
+    let Value::Array(items) = list else {
+        return Err(StepError::permanent(codes::INVALID_INPUT, format!("for_each found {}, not a list", kind(&list))));
+    };
+    if items.len() > MAX_MAP_ITEMS {
+        return Err(StepError::permanent(
+            codes::INVALID_INPUT,
+            format!("for_each found {} elements; a map runs over at most {MAX_MAP_ITEMS}", items.len()),
+        ));
+    }
+    let mut children = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let input = references::substitute_child(&step.input, sources, item)
+            .map_err(|m| Missing { field: format!("{} (element {i})", m.field), ..m }.to_step_error())?;
+        let bytes = input.to_string().len();
+        if bytes > max_input_bytes {
+            return Err(StepError::permanent(
+                codes::INVALID_INPUT,
+                format!(
+                    "the input of child {i} is {bytes} bytes with its element; at most {max_input_bytes} are allowed (RARA_MAX_INPUT_BYTES)"
+                ),
+            ));
+        }
+        children.push(input);
+    }
+    Ok(Expansion { holder: step.holder.clone(), name: step.name.clone(), children })
+}
+
+fn gather(step: &ClaimedStep, size: u32, sources: &impl Sources) -> Execution {
+    let mut outputs = Vec::with_capacity(size as usize);
+    for i in 0..size {
+        let child = child_name(&step.name, i);
+        match sources.output(&child) {
+            Some(output) => outputs.push(output.clone()),
+            None => {
+                // Every child succeeded before the map step became due again: a child without
+                // an output is a broken invariant, and the map must not pretend it ran.
+                let missing = Missing {
+                    field: "children".into(),
+                    what: format!("child {child:?} has no output (it has not succeeded)"),
+                    step: Some(child),
+                    pointer: None,
+                };
+                return Execution::Failed(missing.to_step_error());
+            }
+        }
+    }
+    Execution::Succeeded(Value::Array(outputs))
+}
+
+/// What a JSON value is, for an error (never the value itself).
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rara_store::Holder;
+    use serde_json::json;
+    use uuid::Uuid;
+
+    use super::*;
+
+    struct Values {
+        outputs: Vec<(String, Value)>,
+        inputs: Value,
+    }
+
+    impl Sources for Values {
+        fn output(&self, step: &str) -> Option<&Value> {
+            self.outputs.iter().find(|(s, _)| s == step).map(|(_, v)| v)
+        }
+        fn artifact(&self, _: &str, _: &str) -> Option<&Value> {
+            None
+        }
+        fn inputs(&self) -> Option<&Value> {
+            Some(&self.inputs)
+        }
+    }
+
+    fn map_step(input: Value, map: MapPhase) -> ClaimedStep {
+        ClaimedStep {
+            holder: Holder { step_id: Uuid::new_v4(), worker: "w".into(), fence: 7 },
+            run_id: Uuid::new_v4(),
+            name: "each".into(),
+            operation: "text.stats".into(),
+            version: None,
+            input,
+            attempt: 1,
+            max_attempts: 1,
+            timeout: Duration::from_secs(1),
+            retry_initial_delay: Duration::ZERO,
+            retry_max_delay: Duration::ZERO,
+            retry_multiplier: 1.0,
+            lease_expires_at: chrono::Utc::now(),
+            took_over: false,
+            attached_at: chrono::Utc::now(),
+            resume: None,
+            started_at: chrono::Utc::now(),
+            map: Some(map),
+            map_index: None,
+        }
+    }
+
+    fn ended(step: &ClaimedStep, sources: &Values) -> Execution {
+        end(step, step.map.as_ref().expect("a map step"), sources, 1_000)
+    }
+
+    #[test]
+    fn the_first_claim_makes_one_child_per_element_with_its_item_substituted() {
+        let for_each = json!({"$output": "split", "pointer": "/parts"});
+        let input = json!({"text": {"$item": "/text"}, "whole": {"$item": ""}, "date": {"$input": "/date"}});
+        let step = map_step(input, MapPhase::Expand { for_each, max_concurrency: Some(2) });
+        let sources = Values {
+            outputs: vec![("split".into(), json!({"parts": [{"text": "a b"}, {"text": "c", "$secret": "x"}]}))],
+            inputs: json!({"date": "2026-12-04"}),
+        };
+        let Execution::Expanded(expansion) = ended(&step, &sources) else { panic!("expected an expansion") };
+        assert_eq!(expansion.holder, step.holder);
+        assert_eq!(
+            expansion.children,
+            vec![
+                json!({"text": "a b", "whole": {"text": "a b"}, "date": "2026-12-04"}),
+                // A `$secret` brought in by the element is escaped, never resolved.
+                json!({"text": "c", "whole": {"text": "c", "$$secret": "x"}, "date": "2026-12-04"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_list_that_is_missing_or_not_a_list_fails_the_map_for_good_without_echoing_it() {
+        let sources =
+            Values { outputs: vec![("split".into(), json!({"parts": "secret-ish text"}))], inputs: json!({}) };
+        let missing = map_step(
+            json!({}),
+            MapPhase::Expand { for_each: json!({"$output": "split", "pointer": "/nope"}), max_concurrency: None },
+        );
+        let Execution::Failed(e) = ended(&missing, &sources) else { panic!("expected a failure") };
+        assert_eq!((e.code.as_str(), e.retryable), (codes::INPUT_REFERENCE_MISSING, false));
+        assert!(e.message.starts_with("for_each: "), "{}", e.message);
+
+        let not_a_list = map_step(
+            json!({}),
+            MapPhase::Expand { for_each: json!({"$output": "split", "pointer": "/parts"}), max_concurrency: None },
+        );
+        let Execution::Failed(e) = ended(&not_a_list, &sources) else { panic!("expected a failure") };
+        assert_eq!((e.code.as_str(), e.retryable), (codes::INVALID_INPUT, false));
+        assert_eq!(e.message, "for_each found a string, not a list");
+
+        let bad_item = map_step(
+            json!({"x": {"$item": "/missing"}}),
+            MapPhase::Expand { for_each: json!([{"a": 1}]), max_concurrency: None },
+        );
+        let Execution::Failed(e) = ended(&bad_item, &sources) else { panic!("expected a failure") };
+        assert_eq!(e.code, codes::INPUT_REFERENCE_MISSING);
+        assert!(e.message.starts_with("input.x (element 0): "), "{}", e.message);
+    }
+
+    #[test]
+    fn the_second_claim_gathers_the_childrens_outputs_in_order() {
+        let step = map_step(json!({}), MapPhase::Gather { size: 3 });
+        let outputs = (0..3).rev().map(|i| (format!("each[{i}]"), json!({ "n": i }))).collect();
+        let sources = Values { outputs, inputs: json!({}) };
+        assert_eq!(ended(&step, &sources), Execution::Succeeded(json!([{"n": 0}, {"n": 1}, {"n": 2}])));
+        let empty = map_step(json!({}), MapPhase::Gather { size: 0 });
+        assert_eq!(ended(&empty, &sources), Execution::Succeeded(json!([])));
+        let short = map_step(json!({}), MapPhase::Gather { size: 4 });
+        let Execution::Failed(e) = ended(&short, &sources) else { panic!("expected a failure") };
+        assert!(e.message.contains("\"each[3]\" has no output"), "{}", e.message);
+    }
+}
