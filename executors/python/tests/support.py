@@ -58,7 +58,10 @@ def make_registry(cancel_seen: list[str], data_dir: Path) -> CapabilityRegistry:
     def sync_echo(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
         ctx.progress_sync(0.5, "half way")
         ctx.write_artifact_sync("echo.json", b"{}", "application/json")
-        return {"echo": input, "step_id": ctx.step_id, "fence": ctx.fence}
+        return {
+            "echo": input, "step_id": ctx.step_id, "fence": ctx.fence,
+            "run_id": ctx.run_id, "map_index": ctx.map_index,
+        }
 
     @reg.capability("versioned", version="1.2.0")
     async def versioned_old(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +113,7 @@ def request(
     step_id: str | None = None,
     fence: int = 42,
     detachable: bool = False,
+    map_index: int | None = None,
 ) -> pb.ExecuteRequest:
     """An ExecuteRequest with fresh ids and a deadline ``deadline_in`` seconds away."""
     req = pb.ExecuteRequest(
@@ -123,6 +127,8 @@ def request(
         input_json=input_json,
         trace_context={"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
     )
+    if map_index is not None:
+        req.map_index = map_index
     if deadline_in is not None:
         stamp = Timestamp()
         stamp.FromDatetime(datetime.now(UTC) + timedelta(seconds=deadline_in))

@@ -85,6 +85,37 @@ async def test_sync_handler_runs_in_a_thread_and_reports(stub: pb_grpc.ExecutorS
     assert events[1].running.capability_version == "1.0.0", "running says which version runs"
 
 
+async def test_the_context_has_the_run_id_and_a_map_childs_index(
+    stub: pb_grpc.ExecutorServiceStub,
+) -> None:
+    child = request("sync.echo", map_index=3)
+    output = json.loads((await collect(stub, child))[-1].succeeded.output_json)
+    assert (output["run_id"], output["map_index"]) == (child.run_id, 3)
+    plain = json.loads((await collect(stub, request("sync.echo")))[-1].succeeded.output_json)
+    assert plain["map_index"] is None, "a step that is not a map child has no index"
+
+
+async def test_text_split_gives_the_parts_a_map_runs_over(
+    stub: pb_grpc.ExecutorServiceStub,
+) -> None:
+    text = "first para\nstill first\n\n  \nsecond\n\n\nthird\n"
+    events = await collect(stub, request("text.split", json.dumps({"text": text})))
+    assert kinds(events)[-1] == "succeeded"
+    output = json.loads(events[-1].succeeded.output_json)
+    assert output == {
+        "count": 3,
+        "parts": [
+            {"index": 0, "text": "first para\nstill first"},
+            {"index": 1, "text": "second"},
+            {"index": 2, "text": "third"},
+        ],
+    }
+    lines = await collect(stub, request("text.split", json.dumps({"text": text, "by": "line"})))
+    assert json.loads(lines[-1].succeeded.output_json)["count"] == 4
+    bad = await collect(stub, request("text.split", json.dumps({"text": "x", "by": "word"})))
+    assert kinds(bad)[-1] == "failed" and bad[-1].failed.error.code == "INVALID_INPUT"
+
+
 @pytest.mark.parametrize(
     ("operation", "code", "retryable"),
     [

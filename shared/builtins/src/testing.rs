@@ -49,6 +49,7 @@ pub(crate) fn context_with(
     let ctx = ExecutionContext {
         run_id: Uuid::nil(),
         step_id: Uuid::nil(),
+        map_index: None,
         operation: "test".to_owned(),
         version: None,
         attempt: 1,

@@ -72,6 +72,7 @@ fn context(time_left: Duration) -> ExecutionContext {
     ExecutionContext {
         run_id: uuid::Uuid::nil(),
         step_id: uuid::Uuid::nil(),
+        map_index: None,
         operation: "http.request".to_owned(),
         version: None,
         attempt: 1,

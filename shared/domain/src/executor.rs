@@ -104,6 +104,8 @@ impl Detach {
 pub struct ExecutionContext {
     pub run_id: Uuid,
     pub step_id: Uuid,
+    /// For a child of a map step (`for_each`): the index of its element in the map's list.
+    pub map_index: Option<u32>,
     pub operation: String,
     /// The pinned capability version, if the step pins one.
     pub version: Option<String>,
@@ -128,6 +130,7 @@ impl std::fmt::Debug for ExecutionContext {
         f.debug_struct("ExecutionContext")
             .field("run_id", &self.run_id)
             .field("step_id", &self.step_id)
+            .field("map_index", &self.map_index)
             .field("operation", &self.operation)
             .field("attempt", &self.attempt)
             .field("fence", &self.fence)

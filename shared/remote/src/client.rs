@@ -147,6 +147,7 @@ impl RemoteExecutor {
             step_id: ctx.step_id.to_string(),
             attempt: ctx.attempt,
             fence: ctx.fence,
+            map_index: ctx.map_index,
             operation: self.operation.clone(),
             // The pinned version, or empty for an unpinned step: the executor runs its newest
             // (the router's cached view of versions may be older than the executor's).

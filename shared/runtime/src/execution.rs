@@ -247,6 +247,7 @@ fn context(
     let ctx = ExecutionContext {
         run_id: step.run_id,
         step_id: step.holder.step_id,
+        map_index: step.map_index,
         operation: step.operation.clone(),
         version: step.version.clone(),
         attempt: step.attempt,

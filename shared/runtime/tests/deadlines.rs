@@ -219,6 +219,7 @@ async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_with
     let ctx = rara_domain::executor::ExecutionContext {
         run_id: Uuid::new_v4(),
         step_id: Uuid::new_v4(),
+        map_index: None,
         operation: "sleep".into(),
         version: None,
         attempt: 1,

@@ -2,7 +2,7 @@
 //! through the local scheduler and executor runners: a step with `for_each` runs once per
 //! element of a dependency's output or of a run input, at most `max_concurrency` at once; the
 //! steps that depend on it get its children's outputs as one list, in element order; a child
-//! that fails fails its map and skips what had not started.
+//! that fails fails its map and skips what had not started; a child's context has its index.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -37,6 +37,16 @@ impl Executor for Echo {
     }
 }
 
+/// `test.index`: returns its input's `n`, its map index and its run id from the context.
+struct Index;
+
+#[async_trait::async_trait]
+impl Executor for Index {
+    async fn execute(&self, ctx: ExecutionContext, input: Value) -> Result<Value, StepError> {
+        Ok(json!({"n": input["n"], "index": ctx.map_index, "run": ctx.run_id}))
+    }
+}
+
 struct Vault;
 
 #[async_trait::async_trait]
@@ -56,7 +66,7 @@ async fn stack(pool: PgPool) -> (Store, Stack, Echo) {
     let settings = Arc::new(settings(&queues, &[]));
     let echo = Echo::default();
     let mut registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
-    registry.register("test.echo", echo.clone()).unwrap();
+    registry.register("test.echo", echo.clone()).unwrap().register("test.index", Index).unwrap();
     let queue = queues.queue();
     let executor =
         BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings).with_secrets(Arc::new(Vault));
@@ -247,13 +257,16 @@ async fn a_thousand_children_run_and_gather(pool: PgPool) {
     let (store, stack, _) = stack(pool).await;
     let items: Vec<u32> = (0..1000).collect();
     let yaml = format!(
-        "name: wide\ninputs: {{items: {}}}\nsteps:\n  - {{name: each, operation: test.echo, for_each: {{$input: /items}}, input: {{n: {{$item: ''}}}}}}\n",
+        "name: wide\ninputs: {{items: {}}}\nsteps:\n  - {{name: each, operation: test.index, for_each: {{$input: /items}}, input: {{n: {{$item: ''}}}}}}\n",
         serde_json::to_string(&items).unwrap()
     );
     let run_id = submit(&store, &stack.settings, &yaml).await;
     let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
     assert_eq!(status, "succeeded");
     let output = step_row(&store, run_id, "each").await.1.unwrap();
-    let got: Vec<u64> = output.as_array().unwrap().iter().map(|o| o["n"].as_u64().unwrap()).collect();
+    let outputs = output.as_array().unwrap();
+    let got: Vec<u64> = outputs.iter().map(|o| o["n"].as_u64().unwrap()).collect();
     assert_eq!(got, (0..1000).collect::<Vec<u64>>(), "every child's output, in element order");
+    // Each child's context says which element it is, and of which run.
+    assert!(outputs.iter().all(|o| o["index"] == o["n"] && o["run"] == json!(run_id)), "{:?}", &outputs[..3]);
 }

@@ -155,6 +155,7 @@ class Attempt:
             return
         ctx = Context(
             run_id=req.run_id, step_id=req.step_id, attempt=req.attempt, fence=req.fence,
+            map_index=req.map_index if req.HasField("map_index") else None,
             deadline=deadline, trace_context=dict(req.trace_context),
             artifacts_root=self._artifacts_root, events=self._stream,
         )

@@ -33,6 +33,7 @@ class Context:
         *,
         run_id: str,
         step_id: str,
+        map_index: int | None = None,
         attempt: int,
         fence: int,
         deadline: datetime | None,
@@ -42,6 +43,8 @@ class Context:
     ) -> None:
         self.run_id = run_id
         self.step_id = step_id
+        #: For a child of a map step (``for_each``): its element's index in the list, else None.
+        self.map_index = map_index
         self.attempt = attempt
         self.fence = fence
         self.deadline = deadline

@@ -118,6 +118,30 @@ async def text_stats(files: DataDir, ctx: Context, input: dict[str, Any]) -> dic
     return stats
 
 
+TEXT_SPLIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "path": {"type": "string"},
+        "by": {"enum": ["paragraph", "line"], "default": "paragraph"},
+    },
+    "oneOf": [{"required": ["text"]}, {"required": ["path"]}],
+}
+
+
+async def text_split(files: DataDir, ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    """``text.split``: the non-blank paragraphs (or lines) of ``text`` or of the file at
+    ``path``, as ``parts: [{"index", "text"}]`` for a map step to run over."""
+    by = input.get("by", "paragraph")
+    if by not in ("paragraph", "line"):
+        raise InvalidInputError('"by" must be "paragraph" or "line"')
+    text = await asyncio.to_thread(_read_text, files, input)
+    pieces = re.split(r"\n\s*\n", text) if by == "paragraph" else text.splitlines()
+    parts = [p.strip() for p in pieces if p.strip()]
+    await ctx.progress(1.0, f"{len(parts)} {by}s")
+    return {"count": len(parts), "parts": [{"index": i, "text": p} for i, p in enumerate(parts)]}
+
+
 def _load_rows(files: DataDir, input: dict[str, Any]) -> list[Any]:
     if isinstance(input.get("rows"), list):
         return list(input["rows"])
@@ -237,6 +261,13 @@ def build_registry(data_dir: Path) -> CapabilityRegistry:
     )
     async def text_stats_below_data_dir(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
         return await text_stats(files, ctx, input)
+
+    @registry.capability(
+        "text.split", version="1.0.0", input_schema=TEXT_SPLIT_SCHEMA,
+        description="Split a text into its paragraphs or lines, for a map step to run over.",
+    )
+    async def text_split_below_data_dir(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+        return await text_split(files, ctx, input)
 
     @registry.capability(
         "dataset.split", version="1.0.0", input_schema=DATASET_SPLIT_SCHEMA,

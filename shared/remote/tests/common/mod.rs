@@ -105,6 +105,7 @@ pub fn context(operation: &str, within: Duration, reporter: Arc<RecordingReporte
     ExecutionContext {
         run_id: Uuid::new_v4(),
         step_id: Uuid::new_v4(),
+        map_index: None,
         operation: operation.to_owned(),
         version: None,
         attempt: 1,

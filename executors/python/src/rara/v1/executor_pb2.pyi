@@ -34,7 +34,7 @@ class Capability(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[str] = ..., detachable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "deadline", "trace_context", "detachable")
+    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "map_index", "deadline", "trace_context", "detachable")
     class TraceContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +49,7 @@ class ExecuteRequest(_message.Message):
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     CAPABILITY_VERSION_FIELD_NUMBER: _ClassVar[int]
     INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
+    MAP_INDEX_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     DETACHABLE_FIELD_NUMBER: _ClassVar[int]
@@ -59,10 +60,11 @@ class ExecuteRequest(_message.Message):
     operation: str
     capability_version: str
     input_json: str
+    map_index: int
     deadline: _timestamp_pb2.Timestamp
     trace_context: _containers.ScalarMap[str, str]
     detachable: bool
-    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., detachable: _Optional[bool] = ...) -> None: ...
+    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., map_index: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., detachable: _Optional[bool] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
     __slots__ = ("step_id", "attempt", "fence", "after_sequence", "trace_context")
