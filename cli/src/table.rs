@@ -1,8 +1,14 @@
 //! Plain-text tables for people. Scripts use `--json`.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
-use rara_store::read::{RunSummary, RunView};
+use rara_domain::state::StepStatus;
+use rara_store::read::{RunSummary, RunView, StepView};
+
+/// Under a map step, at most this many of its children are listed (those that did not
+/// succeed first); a line counts the rest.
+const CHILDREN_SHOWN: usize = 10;
 
 /// Left-aligned columns, two spaces apart.
 fn render(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -36,29 +42,67 @@ pub fn run(run: &RunView) -> String {
         let _ = writeln!(out, "outputs not resolved: {error}");
     }
     out.push('\n');
-    let rows: Vec<Vec<String>> = run
-        .steps
-        .iter()
-        .map(|s| {
-            let progress = format!("{:.0}%", s.progress_fraction() * 100.0);
-            let error = s.error.as_ref().map(|e| format!("{}: {}", e.code, e.message)).unwrap_or_default();
-            vec![
-                s.name.clone(),
-                s.operation.clone(),
-                s.status_text(),
-                format!("{}/{}", s.attempt, s.max_attempts),
-                progress,
-                s.artifacts.len().to_string(),
-                s.depends_on.join(","),
-                error,
-            ]
-        })
-        .collect();
+    let row = |s: &StepView, name: String| {
+        let progress = format!("{:.0}%", s.progress_fraction() * 100.0);
+        let error = s.error.as_ref().map(|e| format!("{}: {}", e.code, e.message)).unwrap_or_default();
+        vec![
+            name,
+            s.operation.clone(),
+            s.status_text(),
+            format!("{}/{}", s.attempt, s.max_attempts),
+            progress,
+            s.artifacts.len().to_string(),
+            s.depends_on.join(","),
+            error,
+        ]
+    };
+    let children = children_by_map(run);
+    let mut rows: Vec<Vec<String>> = Vec::with_capacity(run.steps.len());
+    for step in run.steps.iter().filter(|s| s.parent.is_none()) {
+        rows.push(row(step, step.name.clone()));
+        let Some(kids) = children.get(step.name.as_str()) else { continue };
+        let shown: Vec<&StepView> = if kids.len() <= CHILDREN_SHOWN {
+            kids.clone()
+        } else {
+            kids.iter().copied().filter(|c| c.status != StepStatus::Succeeded).take(CHILDREN_SHOWN).collect()
+        };
+        for child in &shown {
+            rows.push(row(child, format!("  {}", child.name)));
+        }
+        let mut summary = vec![format!("  {} children", kids.len()), String::new(), children_summary(kids)];
+        if shown.len() < kids.len() {
+            summary[0].push_str(&format!(" ({} not listed)", kids.len() - shown.len()));
+        }
+        rows.push(summary);
+    }
     out.push_str(&render(
         &["STEP", "OPERATION", "STATUS", "ATTEMPT", "PROGRESS", "ARTIFACTS", "DEPENDS ON", "ERROR"],
         &rows,
     ));
     out
+}
+
+/// The children of each map step, by its name, in element order.
+pub fn children_by_map(run: &RunView) -> HashMap<&str, Vec<&StepView>> {
+    let mut children: HashMap<&str, Vec<&StepView>> = HashMap::new();
+    for step in &run.steps {
+        if let Some(parent) = &step.parent {
+            children.entry(parent.as_str()).or_default().push(step);
+        }
+    }
+    children
+}
+
+/// How many of a map step's children are in each status: `990 succeeded, 8 running, 2 failed`.
+pub fn children_summary(children: &[&StepView]) -> String {
+    StepStatus::ALL
+        .iter()
+        .filter_map(|status| match children.iter().filter(|c| c.status == *status).count() {
+            0 => None,
+            n => Some(format!("{n} {status}")),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn runs(runs: &[RunSummary]) -> String {

@@ -1,17 +1,18 @@
 //! `rara watch RUN_ID`: live progress per step until the run ends. On a terminal: a bar
-//! per step; otherwise (or with `--json`): one line per change.
+//! per step; otherwise (or with `--json`): one line per change. A map step's children are
+//! counted on its line (`--json`: a line each, with `parent` and `map_index`).
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rara_domain::state::RunStatus;
+use rara_domain::state::{RunStatus, StepStatus};
 use rara_store::Store;
 use rara_store::read::{RunView, StepView};
 use uuid::Uuid;
 
-use crate::Failure;
+use crate::{Failure, table};
 
 /// The exit code of `rara watch` when the run ended other than `succeeded`.
 pub const RUN_DID_NOT_SUCCEED: u8 = 5;
@@ -44,9 +45,21 @@ pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) 
     let started = std::time::Instant::now();
     loop {
         let run = store.run(run_id).await?;
+        let children = table::children_by_map(&run);
         for step in &run.steps {
-            let text = describe(step);
-            let pct = (step.progress_fraction() * 100.0).round() as u64;
+            // People see a map step's children grouped on its own line; scripts get each one.
+            if step.parent.is_some() && !json {
+                continue;
+            }
+            let mut text = describe(step);
+            let mut pct = (step.progress_fraction() * 100.0).round() as u64;
+            if let Some(kids) = children.get(step.name.as_str()) {
+                let done = kids.iter().filter(|c| c.status == StepStatus::Succeeded).count();
+                if !step.status.is_terminal() {
+                    pct = (done * 100 / kids.len()) as u64;
+                }
+                text.push_str(&format!(", {} children: {}", kids.len(), table::children_summary(kids)));
+            }
             if tty {
                 let bar = bars.entry(step.id).or_insert_with(|| {
                     let bar = multi.add(ProgressBar::new(100).with_style(style.clone()));
@@ -62,7 +75,8 @@ pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) 
                         println!(
                             "{}",
                             serde_json::json!({"step": step.name, "status": step.status, "detached": step.is_detached(), "attempt": step.attempt,
-                                               "progress": step.progress_fraction(), "error": step.error})
+                                               "progress": step.progress_fraction(), "error": step.error,
+                                               "parent": step.parent, "map_index": step.map_index})
                         );
                     } else {
                         let at = rara_domain::human::duration(started.elapsed()).to_string();

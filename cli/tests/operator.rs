@@ -338,3 +338,47 @@ fn capabilities_lists_what_a_remote_executor_offers() {
     assert_eq!(nobody.status.code(), Some(1));
     assert!(stderr(&nobody).contains("answered no capabilities"), "{}", stderr(&nobody));
 }
+
+#[tokio::test]
+async fn a_map_steps_children_are_grouped_under_it_in_status_and_watch() {
+    let queues = Queues::new(30, 10).await;
+    let db = ScratchDb::new();
+    let env = stack_env(&queues);
+    assert!(db.rara(&["migrate"]).status.success());
+    let items: Vec<u32> = (0..12).collect();
+    let run_id = submit(
+        &db,
+        &format!(
+            "name: wide\ninputs: {{items: {items:?}}}\nsteps:\n  - {{name: each, operation: fail, for_each: {{$input: /items}}, max_attempts: 1, input: {{fail_attempts: {{$item: ''}}, retryable: false}}}}\n"
+        ),
+    );
+    // Expand, run the twelve children (only `each[0]` succeeds: it fails 0 attempts).
+    work(&db, &env, 2);
+    let status = json(&db.rara(&["status", &run_id.to_string(), "--json"]));
+    assert_eq!(status["status"], "failed");
+    let steps = status["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 13, "the map step, then its children in element order");
+    assert_eq!((steps[0]["name"].as_str(), steps[0]["map_size"].as_i64()), (Some("each"), Some(12)));
+    for (i, child) in steps[1..].iter().enumerate() {
+        assert_eq!(child["name"], format!("each[{i}]"));
+        assert_eq!((child["parent"].as_str(), child["map_index"].as_u64()), (Some("each"), Some(i as u64)));
+        assert_eq!(child["operation"], "fail");
+        assert_eq!(child["status"], if i == 0 { "succeeded" } else { "failed" });
+    }
+
+    // People see the children under their map step: those that did not succeed (at most
+    // ten), and a count of all.
+    let table = stdout(&db.rara(&["status", &run_id.to_string()]));
+    assert!(table.contains("  each[1] "), "{table}");
+    assert!(!table.contains("  each[0] "), "a succeeded child is counted, not listed, in a big map: {table}");
+    assert!(table.contains("12 children (2 not listed)"), "{table}");
+    assert!(table.contains("1 succeeded, 11 failed"), "{table}");
+    let watched = db.rara(&["watch", &run_id.to_string(), "--timeout-seconds", "5"]);
+    assert_eq!(watched.status.code(), Some(5));
+    // The change lines (the final table follows them).
+    let out = stdout(&watched);
+    let lines: Vec<&str> = out.lines().take_while(|l| !l.starts_with("run ")).collect();
+    assert!(lines.iter().any(|l| l.contains("12 children: 1 succeeded, 11 failed")), "{out}");
+    assert!(!lines.iter().any(|l| l.contains("each[3]")), "children are grouped on their map's line: {out}");
+    assert_eq!(steps[0]["depends_on"], serde_json::json!([]), "what the definition declares, not the children");
+}

@@ -195,12 +195,14 @@ async fn max_concurrency_bounds_how_many_children_run_at_once(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
-async fn a_child_that_fails_fails_its_map_and_skips_what_had_not_started(pool: PgPool) {
+async fn a_child_that_fails_fails_its_map_and_skips_what_had_not_started_and_a_retry_of_the_map_finishes_it(
+    pool: PgPool,
+) {
     let (store, stack, _) = stack(pool).await;
     let run_id = submit(
         &store,
         &stack.settings,
-        "name: broken\ninputs: {plan: [0, 5, 0, 0, 0]}\nsteps:\n  - {name: each, operation: fail, for_each: {$input: /plan}, max_concurrency: 1, input: {fail_attempts: {$item: ''}, retryable: false}}\n  - {name: after, operation: noop, depends_on: [each]}\n",
+        "name: broken\ninputs: {plan: [0, 1, 0, 0, 0]}\nsteps:\n  - {name: each, operation: fail, for_each: {$input: /plan}, max_concurrency: 1, input: {fail_attempts: {$item: ''}, retryable: false}}\n  - {name: after, operation: noop, depends_on: [each]}\n",
     )
     .await;
     let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
@@ -219,6 +221,29 @@ async fn a_child_that_fails_fails_its_map_and_skips_what_had_not_started(pool: P
             .await
             .unwrap();
     assert_eq!((total, unfinished, failed), (7, 0, 2), "the failed child and its map");
+
+    // A child is retried through its map step, which brings back every child that did not
+    // succeed (`each[1]` succeeds on its second attempt) and the dependents it had skipped.
+    let ids: Vec<(String, Uuid)> = sqlx::query_as("SELECT name, id FROM steps WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+    let id = |name: &str| ids.iter().find(|(n, _)| n == name).unwrap().1;
+    let refused = store.retry_step(id("each[1]")).await;
+    assert!(matches!(&refused, Err(rara_store::Error::MapChild { map, .. }) if map == "each"), "{refused:?}");
+    assert_eq!(store.retry_step(id("each")).await.unwrap(), 6, "the map, four children and after");
+    let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "succeeded");
+    assert_eq!(step_row(&store, run_id, "each").await.1.unwrap().as_array().map(Vec::len), Some(5));
+    assert_eq!(step_row(&store, run_id, "after").await.0, "succeeded");
+    let (total, unfinished, failed): (i32, i32, i32) =
+        sqlx::query_as("SELECT steps_total, steps_unfinished, steps_failed FROM workflow_runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!((total, unfinished, failed), (7, 0, 0));
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]

@@ -1,5 +1,7 @@
--- The dependencies of the steps of the run $1, by name, in definition order.
+-- The dependencies of the steps of the run $1, by name, in definition order: the ones the
+-- definition declares (a map step also waits on its children, and a bounded map's children on
+-- each other; those are the children's `parent`, not dependencies people wrote).
 SELECT d.step_id, up.name
 FROM step_dependencies d
 JOIN steps s ON s.id = d.step_id JOIN steps up ON up.id = d.depends_on
-WHERE s.run_id = $1::uuid ORDER BY up.position
+WHERE s.run_id = $1::uuid AND up.parent_id IS NULL ORDER BY up.position

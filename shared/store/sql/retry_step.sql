@@ -1,16 +1,28 @@
 -- `rara retry`: gives the failed or cancelled step $1 a new attempt budget (as many attempts
 -- again as its max_attempts), brings back the dependents it had skipped, and reopens its run.
--- Returns how many steps came back.
+-- A map step comes back with its children that did not succeed (each with a new budget), and
+-- waits on them again; a map child is retried through its map step (returned as `map`, and
+-- nothing changes). Returns how many steps came back.
 WITH RECURSIVE target AS (
-    SELECT id, run_id, status AS was FROM steps
-    WHERE id = $1::uuid AND status IN ('failed', 'cancelled')
+    SELECT id, run_id FROM steps
+    WHERE id = $1::uuid AND status IN ('failed', 'cancelled') AND parent_id IS NULL
     FOR UPDATE
 ),
+again AS (
+    SELECT s.id, s.status AS was FROM steps s JOIN target t ON s.id = t.id
+    UNION ALL
+    SELECT c.id, c.status FROM steps c JOIN target t ON c.parent_id = t.id
+    WHERE c.status IN ('failed', 'cancelled', 'skipped')
+),
+-- Each waits on what comes back with it: a map step on its children, a bounded map's child
+-- on the earlier one it follows; a step that ran had every dependency succeeded.
 revived AS (
     UPDATE steps s
     SET status = 'pending', max_attempts = s.attempt + s.max_attempts, next_run_at = now(), error = NULL,
-        finished_at = NULL, updated_at = now()
-    FROM target t WHERE s.id = t.id
+        finished_at = NULL, updated_at = now(),
+        pending_deps = (SELECT count(*) FROM step_dependencies d JOIN again a ON a.id = d.depends_on
+                        WHERE d.step_id = s.id)
+    FROM again a WHERE s.id = a.id
     RETURNING s.id, s.run_id
 ),
 downstream(id) AS (
@@ -20,15 +32,17 @@ downstream(id) AS (
 ),
 unskipped AS (
     UPDATE steps s SET status = 'pending', error = NULL, finished_at = NULL, updated_at = now()
-    FROM downstream x WHERE s.id = x.id AND s.status = 'skipped'
+    FROM downstream x
+    WHERE s.id = x.id AND s.status = 'skipped' AND s.id NOT IN (SELECT id FROM again)
     RETURNING s.id
 ),
 reopened AS (
     UPDATE workflow_runs w
     SET status = 'running', finished_at = NULL, updated_at = now(),
-        steps_unfinished = w.steps_unfinished + 1 + (SELECT count(*) FROM unskipped)::int,
-        steps_failed = w.steps_failed - (CASE WHEN t.was = 'failed' THEN 1 ELSE 0 END),
-        steps_cancelled = w.steps_cancelled - (CASE WHEN t.was = 'cancelled' THEN 1 ELSE 0 END)
+        steps_unfinished = w.steps_unfinished + (SELECT count(*) FROM again)::int + (SELECT count(*) FROM unskipped)::int,
+        steps_failed = w.steps_failed - (SELECT count(*) FROM again WHERE was = 'failed')::int,
+        steps_cancelled = w.steps_cancelled - (SELECT count(*) FROM again WHERE was = 'cancelled')::int
     FROM target t WHERE w.id = t.run_id
 )
-SELECT (SELECT count(*) FROM revived) + (SELECT count(*) FROM unskipped) AS "revived!"
+SELECT (SELECT count(*) FROM revived) + (SELECT count(*) FROM unskipped) AS "revived!",
+       (SELECT m.name FROM steps c JOIN steps m ON m.id = c.parent_id WHERE c.id = $1::uuid) AS map

@@ -13,6 +13,12 @@ pub enum Error {
     RunNotFound(Uuid),
     #[error("step {0} not found")]
     StepNotFound(Uuid),
+    /// `rara retry` of a map's child: the map step is what comes back, with its children
+    /// that did not succeed.
+    #[error(
+        "step {step_id} is a child of the map step {map:?}: retry {map:?}, which runs again the children that did not succeed"
+    )]
+    MapChild { step_id: Uuid, map: String },
     /// A database or connection failure, in sqlx's words. sqlx's message already spells its
     /// causes ("error returned from database: <the server's message>", "error communicating
     /// with database: <the I/O error>"), so this variant prints it and hands on no source:

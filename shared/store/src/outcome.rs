@@ -136,9 +136,15 @@ impl Store {
 impl Store {
     /// Retries a failed or cancelled step by hand (`rara retry`): it gets a new attempt
     /// budget and is due at once; the dependents it had skipped come back; its run runs
-    /// again. Returns how many steps came back (0: the step had not failed or been cancelled).
+    /// again. A map step comes back with its children that did not succeed. Returns how many
+    /// steps came back (0: the step had not failed or been cancelled); a map child is
+    /// [`Error::MapChild`] (retry its map step).
     pub async fn retry_step(&self, step_id: Uuid) -> Result<u64, Error> {
-        let revived: i64 = sqlx::query_file_scalar!("sql/retry_step.sql", step_id).fetch_one(&self.pool).await?;
+        let row = sqlx::query_file!("sql/retry_step.sql", step_id).fetch_one(&self.pool).await?;
+        if let Some(map) = row.map {
+            return Err(Error::MapChild { step_id, map });
+        }
+        let revived = row.revived;
         if revived == 0 && !self.step_exists(step_id).await? {
             return Err(Error::StepNotFound(step_id));
         }

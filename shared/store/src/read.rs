@@ -61,6 +61,15 @@ pub struct StepView {
     /// The remote executor that runs the step's current attempt, once that attempt was
     /// detached (DESIGN.md "Long steps").
     pub remote_endpoint: Option<String>,
+    /// A map step (`for_each`), once expanded: how many children it has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map_size: Option<i32>,
+    /// A map child: the name of its map step ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// ... and the index of its element in the map's list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map_index: Option<i32>,
     pub depends_on: Vec<String>,
     pub attempts: Vec<AttemptView>,
     pub artifacts: Vec<ArtifactView>,
@@ -145,9 +154,9 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?
             .ok_or(Error::RunNotFound(run_id))?;
-        let mut steps: Vec<StepView> = sqlx::query_file!("sql/read_steps.sql", run_id)
-            .fetch_all(&self.pool)
-            .await?
+        let rows = sqlx::query_file!("sql/read_steps.sql", run_id).fetch_all(&self.pool).await?;
+        let names: HashMap<Uuid, String> = rows.iter().map(|s| (s.id, s.name.clone())).collect();
+        let mut steps: Vec<StepView> = rows
             .into_iter()
             .map(|s| StepView {
                 id: s.id,
@@ -166,6 +175,9 @@ impl Store {
                 error: s.error,
                 finished_at: s.finished_at,
                 remote_endpoint: s.remote_endpoint,
+                map_size: s.map_size,
+                parent: s.parent_id.and_then(|id| names.get(&id).cloned()),
+                map_index: s.map_index,
                 depends_on: Vec::new(),
                 attempts: Vec::new(),
                 artifacts: Vec::new(),
