@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The demo's closing summary, from `rara --json status <run>` on stdin: how soon the first
-step started after the run was submitted, and the run's artifacts (name, size, digest)."""
+step started after the run was submitted, the run's artifacts (name, size, digest) and its
+outputs."""
 import json
 import sys
 from datetime import datetime
@@ -30,3 +31,8 @@ if not artifacts:
     print("no artifacts")
 for step, a in artifacts:
     print(f"  {step:<10} {a['name']:<24} {size(a.get('size_bytes')):>10}  {a.get('digest') or '-'}  {a['uri']}")
+outputs = run.get("outputs") or run.get("output")
+if outputs:
+    print("run outputs:")
+    for name, value in outputs.items():
+        print(f"  {name:<10} {json.dumps(value)}")

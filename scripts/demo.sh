@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`: rara end to end on the local default stack. Installs what is missing into
 # project-local cached places, starts Postgres (if needed), LocalStack's SQS, the Python
-# executor and `rara dev` (the scheduler and executor handlers), submits the demo
-# workflow, watches it live, prints the final table, and stops everything it started.
+# executor, a web server with the article the demo fetches, and `rara dev` (the scheduler and
+# executor handlers), submits the demo workflow (data flow: fetch → split → a map step →
+# merge), watches it live, prints the final table, and stops everything it started.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -36,6 +37,27 @@ endpoint="http://$(sed -n 's/^listening on //p' .demo/python.out | head -n1)"
 export RARA_REMOTE_EXECUTORS=$endpoint
 "$rara" capabilities "$endpoint"
 
+step "a local web server with the article the demo fetches"
+mkdir -p .demo/web
+cat >.demo/web/article.txt <<'TEXT'
+rara is a serverless workflow-step executor. A scheduler leases due steps in Postgres
+and sends them over SQS; an executor claims each one and runs it.
+
+Postgres is the source of truth. SQS only delivers: a message that arrives twice, late or
+after its lease was lost runs nothing, because every write is fenced.
+
+Steps hand data to each other. A step's input may take the output of a step it depends
+on, and a map step runs once per element of a list, a few at a time.
+
+Long steps run on a remote executor and outlive the Lambda invocation that started them.
+TEXT
+start_bg "$python" -u -m http.server --bind 127.0.0.1 --directory .demo/web 0 >.demo/web.out 2>&1
+for _ in $(seq 1 100); do grep -q 'port [0-9]' .demo/web.out 2>/dev/null && break; sleep 0.1; done
+web_port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' .demo/web.out | head -n1)
+[ -n "$web_port" ] || die "the demo's web server did not start; see .demo/web.out"
+article="http://127.0.0.1:$web_port/article.txt"
+echo "serving $article"
+
 step "migrating and starting rara dev (scheduler + executor)"
 "$rara" migrate
 start_bg "$rara" dev --queue-name rara-demo >.demo/dev.log 2>&1
@@ -45,7 +67,7 @@ grep -q 'scheduler and executor running' .demo/dev.log || die "rara dev did not 
 
 step "submitting examples/demo.yaml and watching it"
 status=0
-"$rara" submit --watch examples/demo.yaml || status=$?
+"$rara" submit --watch examples/demo.yaml --input "url=$article" || status=$?
 
 step "artifacts"
 run_id=$("$rara" --json list --limit 1 | python3 -c 'import json,sys; runs=json.load(sys.stdin); print(runs[0]["id"] if runs else "")')

@@ -17,7 +17,7 @@ async def test_capabilities_list_names_versions_and_schemas(
 ) -> None:
     response = await stub.GetCapabilities(pb.GetCapabilitiesRequest())
     offered = {(c.name, c.version): c for c in response.capabilities}
-    for name in ("text.stats", "text.split", "dataset.split", "sleep"):
+    for name in ("text.stats", "text.split", "stats.merge", "dataset.split", "sleep"):
         cap = offered[(name, "1.0.0")]
         assert cap.description
         assert json.loads(cap.input_schema)["type"] == "object"

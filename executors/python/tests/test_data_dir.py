@@ -81,9 +81,9 @@ async def test_the_server_logs_every_capability_it_serves_on_start(
     running = await start(build_registry(tmp_path), artifacts_dir=tmp_path / "artifacts")
     try:
         lines = [r.getMessage() for r in caplog.records if r.name == "rara_worker.server"]
-        serving = [line for line in lines if line.startswith("serving 4 capabilities")]
+        serving = [line for line in lines if line.startswith("serving 5 capabilities")]
         assert serving, lines
-        assert serving[0].endswith(": dataset.split 1.0.0, sleep 1.0.0, text.split 1.0.0, text.stats 1.0.0")
+        assert serving[0].endswith(": dataset.split 1.0.0, sleep 1.0.0, stats.merge 1.0.0, text.split 1.0.0, text.stats 1.0.0")
     finally:
         await running.stop(grace=0.5)
 

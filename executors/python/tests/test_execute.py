@@ -196,3 +196,19 @@ async def test_sleep_reports_progress_when_it_starts_then_each_second_then_at_th
     gaps = [(later - earlier).total_seconds() for earlier, later in zip(stamps, stamps[1:])]
     assert all(0.9 < gap < 1.2 for gap in gaps[:2]), gaps
     assert json.loads(events[-1].succeeded.output_json)["slept_seconds"] == pytest.approx(2.2, abs=0.1)
+
+
+async def test_stats_merge_sums_the_parts_and_ranks_words_over_all(
+    stub: pb_grpc.ExecutorServiceStub,
+) -> None:
+    parts = [
+        {"lines": 2, "words": 5, "chars": 20, "top_words": [{"word": "the", "count": 2}, {"word": "cat", "count": 1}]},
+        {"lines": 1, "words": 3, "chars": 9, "top_words": [{"word": "cat", "count": 2}, {"word": "the", "count": 1}]},
+    ]
+    events = await collect(stub, request("stats.merge", json.dumps({"stats": parts, "top": 1})))
+    assert kinds(events)[-1] == "succeeded"
+    assert json.loads(events[-1].succeeded.output_json) == {
+        "parts": 2, "lines": 3, "words": 8, "chars": 29, "top_words": [{"word": "cat", "count": 3}],
+    }
+    bad = await collect(stub, request("stats.merge", json.dumps({"stats": [1, 2]})))
+    assert kinds(bad)[-1] == "failed" and bad[-1].failed.error.code == "INVALID_INPUT"

@@ -98,10 +98,10 @@ async def test_work_past_the_grace_period_fails_retryable_on_shutdown(tmp_path: 
 async def test_start_logs_the_data_dir_and_the_capabilities_with_versions(tmp_path: Path) -> None:
     data = tmp_path / "data"
     w = await spawn(tmp_path, "--data-dir", str(data))
-    lines = await stderr_until(w, "serving 4 capabilities")
+    lines = await stderr_until(w, "serving 5 capabilities")
     await stop(w)
     assert any(f"path inputs only below {data}" in line for line in lines), lines
-    assert lines[-1].rstrip().endswith(": dataset.split 1.0.0, sleep 1.0.0, text.split 1.0.0, text.stats 1.0.0")
+    assert lines[-1].rstrip().endswith(": dataset.split 1.0.0, sleep 1.0.0, stats.merge 1.0.0, text.split 1.0.0, text.stats 1.0.0")
     assert data.is_dir()
 
 
@@ -126,7 +126,7 @@ async def test_the_data_dir_comes_from_the_environment_else_a_fresh_temporary_on
 
 async def test_retention_and_the_event_bound_come_from_the_command_line(tmp_path: Path) -> None:
     w = await spawn(tmp_path, "--retention", "0.5", "--max-kept-events", "7")
-    lines = await stderr_until(w, "serving 4 capabilities")
+    lines = await stderr_until(w, "serving 5 capabilities")
     await stop(w)
     assert any("retained 0.5s, at most 7 events kept while detached" in line for line in lines), lines
 

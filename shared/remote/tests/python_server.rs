@@ -147,7 +147,13 @@ async fn capabilities_are_listed_with_name_and_version() {
     let mut offered: Vec<(String, String)> =
         server.router().capabilities().await.into_iter().map(|c| (c.name, c.version)).collect();
     offered.sort();
-    let expected = [("dataset.split", "1.0.0"), ("sleep", "1.0.0"), ("text.split", "1.0.0"), ("text.stats", "1.0.0")];
+    let expected = [
+        ("dataset.split", "1.0.0"),
+        ("sleep", "1.0.0"),
+        ("stats.merge", "1.0.0"),
+        ("text.split", "1.0.0"),
+        ("text.stats", "1.0.0"),
+    ];
     assert_eq!(offered, expected.map(|(n, v)| (n.to_owned(), v.to_owned())));
 }
 

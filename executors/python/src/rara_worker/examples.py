@@ -142,6 +142,39 @@ async def text_split(files: DataDir, ctx: Context, input: dict[str, Any]) -> dic
     return {"count": len(parts), "parts": [{"index": i, "text": p} for i, p in enumerate(parts)]}
 
 
+STATS_MERGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "stats": {"type": "array", "items": {"type": "object"}},
+        "top": {"type": "integer", "minimum": 0, "default": 10},
+    },
+    "required": ["stats"],
+}
+
+
+async def stats_merge(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
+    """``stats.merge``: one ``text.stats`` output from many (a map step's list of them):
+    lines, words and characters summed, top words counted over all parts."""
+    stats, top = input.get("stats"), input.get("top", 10)
+    if not isinstance(stats, list) or not all(isinstance(s, dict) for s in stats):
+        raise InvalidInputError('"stats" must be a list of text.stats outputs')
+    if not isinstance(top, int) or top < 0:
+        raise InvalidInputError('"top" must be a non-negative integer')
+    words: Counter[str] = Counter()
+    for part in stats:
+        for entry in part.get("top_words", []):
+            words[str(entry["word"])] += int(entry["count"])
+    ranked = sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    await ctx.progress(1.0, f"merged {len(stats)} parts")
+    return {
+        "parts": len(stats),
+        "lines": sum(int(s.get("lines", 0)) for s in stats),
+        "words": sum(int(s.get("words", 0)) for s in stats),
+        "chars": sum(int(s.get("chars", 0)) for s in stats),
+        "top_words": [{"word": w, "count": n} for w, n in ranked],
+    }
+
+
 def _load_rows(files: DataDir, input: dict[str, Any]) -> list[Any]:
     if isinstance(input.get("rows"), list):
         return list(input["rows"])
@@ -268,6 +301,11 @@ def build_registry(data_dir: Path) -> CapabilityRegistry:
     )
     async def text_split_below_data_dir(ctx: Context, input: dict[str, Any]) -> dict[str, Any]:
         return await text_split(files, ctx, input)
+
+    registry.capability(
+        "stats.merge", version="1.0.0", input_schema=STATS_MERGE_SCHEMA,
+        description="Merge text.stats outputs (a map step's list): sums and top words over all.",
+    )(stats_merge)
 
     @registry.capability(
         "dataset.split", version="1.0.0", input_schema=DATASET_SPLIT_SCHEMA,
