@@ -293,3 +293,50 @@ async fn a_remote_executor_down_at_start_is_retried_and_succeeds_once_it_listens
     assert_eq!(stats.output.as_ref().unwrap()["words"], 3);
     assert!(server.log().contains(&format!("execute operation=text.stats step={step_id} attempt=2")));
 }
+
+/// The article of the data-flow test: three paragraphs.
+const ARTICLE: &str = "the fox runs\nthe fox jumps\n\nthe dog sleeps\n\n\nthe end of the fox\n";
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_article_fetched_split_mapped_and_merged_gives_the_run_its_outputs(pool: PgPool) {
+    // A local web server with the article: `http.request` (in process) fetches it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/article.txt", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/article.txt", axum::routing::get(|| async { ARTICLE }));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let server = PythonServer::start();
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let stack = stack_for(&store, &queues, server.url()).await;
+    let definition = json!({"name": "flow",
+    "outputs": {"words": {"$output": "merge", "pointer": "/words"},
+                "top": {"$output": "merge", "pointer": "/top_words/0"}},
+    "steps": [
+        {"name": "fetch", "operation": "http.request", "input": {"url": url}},
+        {"name": "split", "operation": "text.split", "depends_on": ["fetch"],
+         "input": {"text": {"$output": "fetch", "pointer": "/body"}}},
+        {"name": "stats", "operation": "text.stats", "depends_on": ["split"],
+         "for_each": {"$output": "split", "pointer": "/parts"}, "max_concurrency": 2,
+         "input": {"text": {"$item": "/text"}, "top": 5}},
+        {"name": "merge", "operation": "stats.merge", "depends_on": ["stats"],
+         "input": {"stats": {"$output": "stats"}, "top": 1}},
+    ]});
+    let run_id = submit(&store, &stack.settings, &definition.to_string()).await;
+    let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "succeeded");
+    let run = store.run(run_id).await.unwrap();
+
+    // One Python child per paragraph, each with its own artifact, gathered in order.
+    let children: Vec<&StepView> = run.steps.iter().filter(|s| s.parent.as_deref() == Some("stats")).collect();
+    let words: Vec<u64> = children.iter().map(|c| c.output.as_ref().unwrap()["words"].as_u64().unwrap()).collect();
+    assert_eq!(words, [6, 3, 5], "the paragraphs, in order");
+    assert!(
+        children.iter().all(|c| c.artifacts.len() == 1 && c.attempts[0].capability_version.as_deref() == Some("1.0.0"))
+    );
+    let stats = step(&run, "stats").output.as_ref().unwrap();
+    assert_eq!(stats.as_array().map(Vec::len), Some(3));
+    let merged = step(&run, "merge").output.as_ref().unwrap();
+    assert_eq!((merged["parts"].as_u64(), merged["words"].as_u64()), (Some(3), Some(14)));
+    assert_eq!(run.outputs, Some(json!({"words": 14, "top": {"word": "the", "count": 5}})));
+}
