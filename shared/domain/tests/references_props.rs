@@ -28,7 +28,8 @@ fn value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z/~]{0,4}", inner, 0..5).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map("[a-z/~]{0,4}", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -74,7 +75,11 @@ fn escaped(value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let key = if k.starts_with('$') && k.trim_start_matches('$') == "secret" { format!("${k}") } else { k.clone() };
+                    let key = if k.starts_with('$') && k.trim_start_matches('$') == "secret" {
+                        format!("${k}")
+                    } else {
+                        k.clone()
+                    };
                     (key, escaped(v))
                 })
                 .collect(),
