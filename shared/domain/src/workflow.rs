@@ -30,7 +30,8 @@
 //! it depends on or a run input (`for_each: { $output: split, pointer: /parts }`,
 //! `for_each: { $input: /items }`), at most `max_concurrency` at once. Its input is the
 //! template of each child's: `{"$item": "/pointer"}` is the element (or a part of it). Its
-//! output, for the steps that depend on it, is the list of the children's outputs in order.
+//! output, for the steps that depend on it, is the list of the children's outputs in order
+//! (`null` for a child that failed, when `tolerated_failures` lets the map succeed anyway).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -91,6 +92,10 @@ pub struct StepDefinition {
     /// With `for_each`: at most this many children run at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
+    /// With `for_each`: this many children may fail (for good) and the map still succeeds,
+    /// with `null` in its output where a failed child's output would be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerated_failures: Option<u32>,
 }
 
 /// Per-step retry settings; what is left out comes from the configuration.
@@ -169,6 +174,8 @@ pub struct MapSpec {
     /// A reference (`$output`, `$input`) or a literal list.
     pub items: serde_json::Value,
     pub max_concurrency: Option<u32>,
+    /// How many children may fail with the map still succeeding.
+    pub tolerated_failures: Option<u32>,
 }
 
 /// A validated workflow: every dependency exists, there is no cycle, every limit holds.
@@ -310,10 +317,17 @@ impl WorkflowDefinition {
                 problem(at("max_concurrency"), "must be at least 1".into());
             }
             let map = match &step.for_each {
-                Some(items) => Some(MapSpec { items: items.clone(), max_concurrency: step.max_concurrency }),
+                Some(items) => Some(MapSpec {
+                    items: items.clone(),
+                    max_concurrency: step.max_concurrency,
+                    tolerated_failures: step.tolerated_failures,
+                }),
                 None => {
                     if step.max_concurrency.is_some() {
                         problem(at("max_concurrency"), "only a step with for_each has children to bound".into());
+                    }
+                    if step.tolerated_failures.is_some() {
+                        problem(at("tolerated_failures"), "only a step with for_each has children to fail".into());
                     }
                     None
                 }
@@ -629,14 +643,14 @@ mod tests {
         let yaml = concat!(
             "name: r\ninputs: {urls: [a, b]}\nsteps:\n",
             "  - {name: split, operation: noop}\n",
-            "  - {name: each, operation: noop, depends_on: [split], for_each: {$output: split, pointer: /parts}, max_concurrency: 4, input: {url: {$item: /url}}}\n",
+            "  - {name: each, operation: noop, depends_on: [split], for_each: {$output: split, pointer: /parts}, max_concurrency: 4, tolerated_failures: 2, input: {url: {$item: /url}}}\n",
             "  - {name: fetch, operation: noop, for_each: {$input: /urls}, input: {url: {$item: ''}}}\n",
             "  - {name: lit, operation: noop, for_each: [1, 2, 3]}\n",
         );
         let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
         let map = plan.steps[1].map.as_ref().expect("each is a map");
         assert_eq!(map.items, serde_json::json!({"$output": "split", "pointer": "/parts"}));
-        assert_eq!(map.max_concurrency, Some(4));
+        assert_eq!((map.max_concurrency, map.tolerated_failures), (Some(4), Some(2)));
         assert_eq!(plan.steps[1].input, serde_json::json!({"url": {"$item": "/url"}}), "the template is kept");
         assert!(plan.steps[0].map.is_none());
 
@@ -647,7 +661,7 @@ mod tests {
             "  - {name: b, operation: noop, for_each: {$input: /one}}\n",
             "  - {name: c, operation: noop, for_each: {$input: /none}}\n",
             "  - {name: d, operation: noop, for_each: 'a b', max_concurrency: 0}\n",
-            "  - {name: e, operation: noop, input: {x: {$item: /x}}, max_concurrency: 2}\n",
+            "  - {name: e, operation: noop, input: {x: {$item: /x}}, max_concurrency: 2, tolerated_failures: 1}\n",
             "  - {name: f, operation: noop, depends_on: [split], for_each: {$artifact: split, name: parts}}\n",
         ));
         assert_eq!(
@@ -655,6 +669,7 @@ mod tests {
             [
                 "steps[4].max_concurrency: must be at least 1",
                 "steps[5].max_concurrency: only a step with for_each has children to bound",
+                "steps[5].tolerated_failures: only a step with for_each has children to fail",
                 r#"steps[1].for_each: $output "split" is not a dependency of "a""#,
                 r#"steps[2].for_each: $input "/one" is not a list"#,
                 r#"steps[3].for_each: $input "/none" finds nothing in the run's inputs"#,

@@ -295,3 +295,41 @@ async fn a_thousand_children_run_and_gather(pool: PgPool) {
     // Each child's context says which element it is, and of which run.
     assert!(outputs.iter().all(|o| o["index"] == o["n"] && o["run"] == json!(run_id)), "{:?}", &outputs[..3]);
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_map_that_tolerates_failures_succeeds_with_null_in_their_places_and_fails_past_them(pool: PgPool) {
+    let (store, stack, _) = stack(pool).await;
+    let workflow = |tolerated: u32| {
+        format!(
+            "name: tolerant\ninputs: {{plan: [0, 1, 0, 1, 0]}}\nsteps:\n  - {{name: each, operation: fail, for_each: {{$input: /plan}}, max_concurrency: 2, tolerated_failures: {tolerated}, input: {{fail_attempts: {{$item: ''}}, retryable: false}}}}\n  - {{name: after, operation: noop, depends_on: [each]}}\n"
+        )
+    };
+    let counters = async |run_id: Uuid| -> (i32, i32) {
+        sqlx::query_as("SELECT steps_unfinished, steps_failed FROM workflow_runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap()
+    };
+
+    // Two failures tolerated: the map succeeds, null where a failed child's output would be.
+    let run_id = submit(&store, &stack.settings, &workflow(2)).await;
+    let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "succeeded");
+    let statuses: Vec<String> = children(&store, run_id, "each").await.into_iter().map(|k| k.1).collect();
+    assert_eq!(statuses, ["succeeded", "failed", "succeeded", "failed", "succeeded"]);
+    let output = step_row(&store, run_id, "each").await.1.unwrap();
+    let nulls: Vec<bool> = output.as_array().unwrap().iter().map(Value::is_null).collect();
+    assert_eq!(nulls, [false, true, false, true, false]);
+    assert_eq!(step_row(&store, run_id, "after").await.0, "succeeded");
+    assert_eq!(counters(run_id).await, (0, 0), "a tolerated failure does not fail the run");
+
+    // One tolerated: the second failure fails the map, and the run.
+    let run_id = submit(&store, &stack.settings, &workflow(1)).await;
+    let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "failed");
+    let (map_status, _, error) = step_row(&store, run_id, "each").await;
+    assert_eq!((map_status.as_str(), error.unwrap()["code"].as_str()), ("failed", Some(codes::MAP_CHILD_FAILED)));
+    assert_eq!(step_row(&store, run_id, "after").await.0, "skipped");
+    assert_eq!(counters(run_id).await, (0, 2), "the second failed child and the map; the first was tolerated");
+}

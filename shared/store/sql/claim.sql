@@ -31,7 +31,7 @@ claimed AS (
     RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
               s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
               s.lease_expires_at, s.lease_token, s.remote_endpoint, s.remote_sequence, now() AS attached_at,
-              s.for_each, s.map_max_concurrency, s.map_size, s.map_index
+              s.for_each, s.map_max_concurrency, s.map_size, s.map_index, s.map_tolerated_failures
 ),
 opened AS (
     INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token)
@@ -53,7 +53,7 @@ SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "
        c.remote_endpoint AS "remote_endpoint?", c.remote_sequence AS "remote_sequence?", c.attached_at AS "attached_at?",
        a.started_at AS "attempt_started_at?",
        c.for_each AS "for_each?", c.map_max_concurrency AS "map_max_concurrency?", c.map_size AS "map_size?",
-       c.map_index AS "map_index?",
+       c.map_index AS "map_index?", c.map_tolerated_failures AS "map_tolerated_failures?",
        CASE
            WHEN c.id IS NOT NULL THEN 'claimed'
            WHEN s.id IS NULL THEN 'unknown'

@@ -9,7 +9,19 @@ finished AS (
         lease_expires_at = NULL, finished_at = now(), updated_at = now()
     FROM targets t
     WHERE s.id = t.id
-    RETURNING s.id, s.run_id, s.attempt, s.status
+    RETURNING s.id, s.run_id, s.attempt, s.status, s.parent_id
+),
+-- The failures of map children their map tolerates (`map_tolerated_failures`): its children
+-- that failed earlier (all tolerated, or the map would not be pending) and these, in order,
+-- within the bound.
+tolerated AS (
+    SELECT f.id
+    FROM (SELECT id, parent_id, row_number() OVER (PARTITION BY parent_id ORDER BY id) AS nth
+          FROM finished WHERE status = 'failed' AND parent_id IS NOT NULL) f
+    JOIN steps m ON m.id = f.parent_id
+    WHERE m.status = 'pending' AND m.map_tolerated_failures IS NOT NULL
+      AND (SELECT count(*) FROM steps c WHERE c.parent_id = m.id AND c.status = 'failed') + f.nth
+          <= m.map_tolerated_failures
 ),
 closed AS (
     UPDATE step_attempts a
@@ -19,6 +31,7 @@ closed AS (
 ),
 downstream(id) AS (
     SELECT d.step_id FROM step_dependencies d JOIN finished f ON d.depends_on = f.id
+    WHERE f.id NOT IN (SELECT id FROM tolerated)
     UNION
     SELECT d.step_id FROM step_dependencies d JOIN downstream x ON d.depends_on = x.id
 ),
@@ -40,11 +53,20 @@ skipped AS (
     WHERE s.id = x.id AND s.status = 'pending' AND s.id NOT IN (SELECT id FROM targets)
     RETURNING s.id, s.run_id, s.status
 ),
+-- What waits on a tolerated failure goes on as if it had succeeded: its map step, and the
+-- next child of a bounded map.
+released AS (
+    UPDATE steps s SET pending_deps = s.pending_deps - n.done, updated_at = now()
+    FROM (SELECT d.step_id, count(*)::int AS done
+          FROM step_dependencies d JOIN tolerated t ON t.id = d.depends_on GROUP BY d.step_id) n
+    WHERE s.id = n.step_id AND s.status = 'pending' AND s.id NOT IN (SELECT id FROM skipped)
+),
+-- A tolerated failure does not fail the run.
 tally AS (
     SELECT run_id, count(*)::int AS finished,
-           count(*) FILTER (WHERE status = 'failed')::int AS failed,
+           count(*) FILTER (WHERE status = 'failed' AND id NOT IN (SELECT id FROM tolerated))::int AS failed,
            count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
-    FROM (SELECT run_id, status FROM finished UNION ALL SELECT run_id, status FROM skipped) x
+    FROM (SELECT id, run_id, status FROM finished UNION ALL SELECT id, run_id, status FROM skipped) x
     GROUP BY run_id
 ),
 runs AS (

@@ -4,7 +4,7 @@
 -- waits on them again; a map child is retried through its map step (returned as `map`, and
 -- nothing changes). Returns how many steps came back.
 WITH RECURSIVE target AS (
-    SELECT id, run_id FROM steps
+    SELECT id, run_id, map_tolerated_failures FROM steps
     WHERE id = $1::uuid AND status IN ('failed', 'cancelled') AND parent_id IS NULL
     FOR UPDATE
 ),
@@ -40,7 +40,10 @@ reopened AS (
     UPDATE workflow_runs w
     SET status = 'running', finished_at = NULL, updated_at = now(),
         steps_unfinished = w.steps_unfinished + (SELECT count(*) FROM again)::int + (SELECT count(*) FROM unskipped)::int,
-        steps_failed = w.steps_failed - (SELECT count(*) FROM again WHERE was = 'failed')::int,
+        -- The children's failures the map tolerated were never counted.
+        steps_failed = w.steps_failed - (SELECT count(*) FROM again WHERE was = 'failed')::int
+            + least(coalesce(t.map_tolerated_failures, 0),
+                    (SELECT count(*) FROM again WHERE was = 'failed' AND id <> t.id))::int,
         steps_cancelled = w.steps_cancelled - (SELECT count(*) FROM again WHERE was = 'cancelled')::int
     FROM target t WHERE w.id = t.run_id
 )

@@ -65,8 +65,10 @@ pub enum MapPhase {
     /// The first: resolve the list `for_each` finds and create one child per element
     /// ([`Store::expand`](crate::Store::expand)).
     Expand { for_each: serde_json::Value, max_concurrency: Option<u32> },
-    /// Once every child succeeded: the step's output is the list of their outputs, in order.
-    Gather { size: u32 },
+    /// Once every child succeeded (or failed within `tolerated_failures`): the step's output
+    /// is the list of their outputs, in order, `null` for a child that failed when
+    /// `failures_tolerated`.
+    Gather { size: u32, failures_tolerated: bool },
 }
 
 /// Why a message was not allowed to run its step: it must be acknowledged and nothing runs.
@@ -122,6 +124,7 @@ struct Row {
     map_max_concurrency: Option<i32>,
     map_size: Option<i32>,
     map_index: Option<i32>,
+    map_tolerated_failures: Option<i32>,
     verdict: String,
     held_ms: Option<i64>,
 }
@@ -158,7 +161,10 @@ impl Row {
                         started_at: self.attempt_started_at.filter(|_| resume.is_some()).unwrap_or(attached_at),
                         resume,
                         map: self.for_each.map(|for_each| match self.map_size {
-                            Some(size) => MapPhase::Gather { size: size.max(0) as u32 },
+                            Some(size) => MapPhase::Gather {
+                                size: size.max(0) as u32,
+                                failures_tolerated: self.map_tolerated_failures.is_some_and(|n| n > 0),
+                            },
                             None => MapPhase::Expand {
                                 for_each,
                                 max_concurrency: self.map_max_concurrency.map(|n| n.max(1) as u32),

@@ -1,7 +1,7 @@
 //! Submitting a workflow: one short transaction stores the run, its steps and their
 //! dependencies. The same idempotency key returns the existing run.
 
-use rara_domain::workflow::{Plan, PlannedStep};
+use rara_domain::workflow::{MapSpec, Plan, PlannedStep};
 use uuid::Uuid;
 
 use crate::{DUE_CHANNEL, Error, Store, millis};
@@ -60,10 +60,8 @@ impl Store {
             &steps.iter().map(|s| s.retry.multiplier).collect::<Vec<_>>(),
             &steps.iter().map(|s| s.map.as_ref().map(|m| &m.items)).collect::<Vec<_>>()
                 as &[Option<&serde_json::Value>],
-            &steps
-                .iter()
-                .map(|s| s.map.as_ref().and_then(|m| m.max_concurrency).map(|n| n.min(i32::MAX as u32) as i32))
-                .collect::<Vec<_>>() as &[Option<i32>],
+            &map_column(steps, |m| m.max_concurrency) as &[Option<i32>],
+            &map_column(steps, |m| m.tolerated_failures) as &[Option<i32>],
         )
         .execute(&mut *tx)
         .await?;
@@ -79,4 +77,9 @@ impl Store {
         tx.commit().await?;
         Ok(Submitted { run_id, created: true })
     }
+}
+
+/// A column of the map steps' counts (`NULL` for a step that is not a map, or leaves it out).
+fn map_column(steps: &[PlannedStep], field: impl Fn(&MapSpec) -> Option<u32>) -> Vec<Option<i32>> {
+    steps.iter().map(|s| s.map.as_ref().and_then(&field).map(|n| n.min(i32::MAX as u32) as i32)).collect()
 }

@@ -426,7 +426,7 @@ async fn map_case(
                     let expansion = Expansion { holder: h, name: step.name.clone(), children };
                     store.expand(&[expansion]).await.unwrap().remove(0).unwrap();
                 }
-                (Some(MapPhase::Gather { size: n }), _) => {
+                (Some(MapPhase::Gather { size: n, .. }), _) => {
                     prop_assert_eq!(*n as usize, size);
                     let outputs: Vec<serde_json::Value> =
                         sqlx::query_scalar("SELECT output FROM steps WHERE parent_id = $1 ORDER BY map_index")

@@ -34,7 +34,7 @@ pub(super) fn add_needs(step: &ClaimedStep, map: &MapPhase, needs: &mut Needs) {
                 }
             }
         }
-        MapPhase::Gather { size } => {
+        MapPhase::Gather { size, .. } => {
             for i in 0..*size {
                 needs.add_output(step.run_id, child_name(&step.name, i));
             }
@@ -52,7 +52,7 @@ pub(super) fn end(step: &ClaimedStep, map: &MapPhase, sources: &impl Sources, ma
                 Execution::Failed(error)
             }
         },
-        MapPhase::Gather { size } => gather(step, *size, sources),
+        MapPhase::Gather { size, failures_tolerated } => gather(step, *size, *failures_tolerated, sources),
     }
 }
 
@@ -90,12 +90,14 @@ fn expand(
     Ok(Expansion { holder: step.holder.clone(), name: step.name.clone(), children })
 }
 
-fn gather(step: &ClaimedStep, size: u32, sources: &impl Sources) -> Execution {
+fn gather(step: &ClaimedStep, size: u32, failures_tolerated: bool, sources: &impl Sources) -> Execution {
     let mut outputs = Vec::with_capacity(size as usize);
     for i in 0..size {
         let child = child_name(&step.name, i);
         match sources.output(&child) {
             Some(output) => outputs.push(output.clone()),
+            // A child that failed within the map's `tolerated_failures`.
+            None if failures_tolerated => outputs.push(Value::Null),
             None => {
                 // Every child succeeded before the map step became due again: a child without
                 // an output is a broken invariant, and the map must not pretend it ran.
@@ -231,14 +233,17 @@ mod tests {
 
     #[test]
     fn the_second_claim_gathers_the_childrens_outputs_in_order() {
-        let step = map_step(json!({}), MapPhase::Gather { size: 3 });
+        let step = map_step(json!({}), MapPhase::Gather { size: 3, failures_tolerated: false });
         let outputs = (0..3).rev().map(|i| (format!("each[{i}]"), json!({ "n": i }))).collect();
         let sources = Values { outputs, inputs: json!({}) };
         assert_eq!(ended(&step, &sources), Execution::Succeeded(json!([{"n": 0}, {"n": 1}, {"n": 2}])));
-        let empty = map_step(json!({}), MapPhase::Gather { size: 0 });
+        let empty = map_step(json!({}), MapPhase::Gather { size: 0, failures_tolerated: false });
         assert_eq!(ended(&empty, &sources), Execution::Succeeded(json!([])));
-        let short = map_step(json!({}), MapPhase::Gather { size: 4 });
+        let short = map_step(json!({}), MapPhase::Gather { size: 4, failures_tolerated: false });
         let Execution::Failed(e) = ended(&short, &sources) else { panic!("expected a failure") };
         assert!(e.message.contains("\"each[3]\" has no output"), "{}", e.message);
+        // Within `tolerated_failures`, a failed child's place holds null.
+        let tolerant = map_step(json!({}), MapPhase::Gather { size: 4, failures_tolerated: true });
+        assert_eq!(ended(&tolerant, &sources), Execution::Succeeded(json!([{"n": 0}, {"n": 1}, {"n": 2}, null])));
     }
 }
