@@ -12,6 +12,7 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
         let error = error.into();
         let code = match error.downcast_ref::<rara_store::Error>() {
             Some(rara_store::Error::RunNotFound(_) | rara_store::Error::StepNotFound(_)) => 3,
+            Some(rara_store::Error::IdempotencyConflict { .. }) => 8,
             _ if error.downcast_ref::<rara_domain::workflow::Error>().is_some() => 4,
             _ => 1,
         };

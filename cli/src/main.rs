@@ -13,7 +13,8 @@
 //!
 //! Exit codes: 0 success, 1 failure, 2 bad usage, 3 not found, 4 invalid workflow
 //! definition, 5 the watched run ended other than `succeeded`, 6 `watch --timeout-seconds`
-//! ran out with the run still running.
+//! ran out with the run still running, 7 Postgres cannot be reached, 8 the idempotency key names
+//! a run submitted with different inputs.
 
 mod cmd;
 mod failure;

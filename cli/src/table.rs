@@ -35,11 +35,14 @@ pub fn run(run: &RunView) -> String {
     if let Some(key) = &run.idempotency_key {
         let _ = writeln!(out, "idempotency key {key}");
     }
-    if let Some(outputs) = &run.outputs {
-        let _ = writeln!(out, "outputs {outputs}");
+    if run.inputs.as_object().is_some_and(|i| !i.is_empty()) {
+        let _ = writeln!(out, "inputs {}", run.inputs);
     }
-    if let Some(error) = &run.outputs_error {
-        let _ = writeln!(out, "outputs not resolved: {error}");
+    if let Some(output) = &run.output {
+        let _ = writeln!(out, "output {output}");
+    }
+    if let Some(error) = &run.output_error {
+        let _ = writeln!(out, "output not resolved: {error}");
     }
     out.push('\n');
     let row = |s: &StepView, name: String| {

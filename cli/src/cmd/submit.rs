@@ -1,13 +1,17 @@
-//! `rara submit`: store a workflow definition as a run, optionally watching it. Run inputs
-//! given with `--input KEY=VALUE` (a string) or `--input-json KEY=JSON` add to or override the
-//! definition's `inputs:`; the plan checks them with the steps' references.
+//! `rara submit`: store a workflow definition as a run, optionally watching it. The run's
+//! inputs are given with `--input KEY=VALUE` (the value as JSON when it parses, else as a string;
+//! always the text for an input declared `string`), `--input-json KEY=JSON` and
+//! `--input-file FILE.json` (an object of inputs); the plan checks them against the definition's
+//! declarations (`inputs:`) with the steps' references. A key given twice is a usage error.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use rara_domain::inputs::{self, InputType};
 use rara_domain::workflow::{Format, WorkflowDefinition};
+use serde_json::{Map, Value};
 
 use crate::Failure;
 
@@ -19,51 +23,91 @@ pub struct Submit {
     /// Watch the run until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
     watch: bool,
-    /// A run input, as a string: adds to or overrides the definition's `inputs:` (steps read it
-    /// with `{"$input": "/KEY"}`). Repeatable.
-    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = text_input)]
-    inputs: Vec<(String, serde_json::Value)>,
-    /// A run input as any JSON value (`--input-json 'limits={"n": 3}'`), like `--input`.
+    /// A run input declared in the definition's `inputs:` (steps read it with `{"$input":
+    /// "/KEY"}`): VALUE is read as JSON when it parses (`limit=10`, `tags=["a"]`), else as a
+    /// string (`date=2026-12-02`); for an input declared `string` it is always the text.
+    /// Repeatable.
+    #[arg(long = "input", value_name = "KEY=VALUE", value_parser = split_input)]
+    inputs: Vec<(String, String)>,
+    /// A run input as JSON, which must parse (`--input-json 'limits={"n": 3}'`), like `--input`.
     #[arg(long = "input-json", value_name = "KEY=JSON", value_parser = json_input)]
-    json_inputs: Vec<(String, serde_json::Value)>,
-}
-
-/// `KEY=VALUE`: the value as a JSON string.
-fn text_input(arg: &str) -> Result<(String, serde_json::Value), String> {
-    let (key, value) = split_input(arg)?;
-    Ok((key, serde_json::Value::String(value.to_owned())))
+    json_inputs: Vec<(String, Value)>,
+    /// A JSON file holding an object of run inputs (`{"date": "2026-12-02", "limit": 5}`).
+    /// Repeatable; a key in two places (files or flags) is an error.
+    #[arg(long = "input-file", value_name = "FILE")]
+    input_files: Vec<PathBuf>,
 }
 
 /// `KEY=JSON`: the value parsed as JSON.
-fn json_input(arg: &str) -> Result<(String, serde_json::Value), String> {
+fn json_input(arg: &str) -> Result<(String, Value), String> {
     let (key, value) = split_input(arg)?;
-    let value = serde_json::from_str(value).map_err(|e| format!("the value of {key:?} is not JSON: {e}"))?;
+    let value = serde_json::from_str(&value).map_err(|e| format!("the value of {key:?} is not JSON: {e}"))?;
     Ok((key, value))
 }
 
-fn split_input(arg: &str) -> Result<(String, &str), String> {
+fn split_input(arg: &str) -> Result<(String, String), String> {
     match arg.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value)),
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
         _ => Err("expected KEY=VALUE with a non-empty KEY".to_owned()),
     }
+}
+
+fn usage(error: anyhow::Error) -> Failure {
+    Failure { code: 2, error }
+}
+
+/// The inputs given on the command line, each key once; `--input`'s text is typed by the
+/// declaration of its key ([`InputType::value_of_text`]).
+fn given_inputs(args: &Submit, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
+    let mut given = Map::new();
+    let mut add = |key: String, value: Value, from: &str| {
+        if given.contains_key(&key) {
+            return Err(usage(anyhow::anyhow!("the run input {key:?} is given twice (again {from})")));
+        }
+        given.insert(key, value);
+        Ok(())
+    };
+    for file in &args.input_files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display())).map_err(usage)?;
+        let object = match serde_json::from_str(&text) {
+            Ok(Value::Object(object)) => object,
+            Ok(_) => {
+                return Err(usage(anyhow::anyhow!(
+                    "{} must hold a JSON object of run inputs ({{\"KEY\": VALUE, ...}})",
+                    file.display()
+                )));
+            }
+            Err(e) => {
+                return Err(usage(anyhow::Error::new(e).context(format!("{} is not JSON", file.display()))));
+            }
+        };
+        for (key, value) in object {
+            add(key, value, &format!("in {}", file.display()))?;
+        }
+    }
+    for (key, text) in &args.inputs {
+        let value = InputType::value_of_text(inputs::declared_type(declared, key), text);
+        add(key.clone(), value, "with --input")?;
+    }
+    for (key, value) in &args.json_inputs {
+        add(key.clone(), value.clone(), "with --input-json")?;
+    }
+    Ok(given)
 }
 
 pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     let config = super::config()?;
     let file = &args.file;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let mut given = std::collections::HashSet::new();
-    if let Some((key, _)) = args.inputs.iter().chain(&args.json_inputs).find(|(key, _)| !given.insert(key)) {
-        return Err(Failure { code: 2, error: anyhow::anyhow!("the run input {key:?} is given twice") });
-    }
+    let definition = WorkflowDefinition::parse(&text, Format::from_path(file))
+        .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
+    let given = given_inputs(&args, &definition.inputs)?;
     // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
     let builtins = rara_runtime::wiring::builtin_registry()?;
     let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();
-    let plan = WorkflowDefinition::parse(&text, Format::from_path(file))
-        .and_then(|mut definition| {
-            definition.inputs.extend(args.inputs.into_iter().chain(args.json_inputs));
-            definition.plan_for(&config, in_process)
-        })
+    let plan = definition
+        .plan_for(&config, &given, in_process)
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
     let store = super::connect(&config).await?;
     let submitted = store.submit(&plan).await?;
@@ -72,7 +116,7 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     } else {
         println!("{}", submitted.run_id);
         if !submitted.created {
-            eprintln!("note: idempotency key matched an existing run; nothing new was submitted");
+            eprintln!("note: idempotency key matched an existing run with the same inputs; nothing new was submitted");
         }
     }
     if args.watch {

@@ -13,11 +13,13 @@
 //!   secrets embedded in a step's input.
 //! - [`references`]: references in a step's input to upstream outputs, artifacts and the run's
 //!   inputs (`{"$output": "fetch", "pointer": "/body"}`): parsing, submit checks, substitution.
+//! - [`inputs`]: a run's declared inputs (`{type, default}`) and the values given at submit.
 //! - [`workflow`]: the workflow definition format (JSON or YAML) and its validation.
 
 pub mod config;
 pub mod executor;
 pub mod human;
+pub mod inputs;
 pub mod references;
 pub mod registry;
 pub mod retry;

@@ -23,6 +23,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::StepError;
+use crate::inputs::RunInputs;
 use crate::secret_material::{self, push_key};
 use crate::step_error::codes;
 use crate::workflow::{MAX_MAP_ITEMS, PlannedStep, Problem};
@@ -219,7 +220,7 @@ fn join(prefix: &str, path: &str) -> String {
 
 /// What submit refuses in the references of `steps` (validated otherwise, dependencies as
 /// indices) given the run's `inputs`: one problem per reference, at its field path.
-pub(crate) fn check(steps: &[PlannedStep], inputs: &Value) -> Vec<Problem> {
+pub(crate) fn check(steps: &[PlannedStep], inputs: &RunInputs) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let found = scan(&step.input);
@@ -240,12 +241,10 @@ pub(crate) fn check(steps: &[PlannedStep], inputs: &Value) -> Vec<Problem> {
                     }
                     format!("{} {name:?} is not a dependency of {:?}", r.key(), step.name)
                 }
-                Ok(Reference::Input { pointer }) => {
-                    if inputs.pointer(pointer).is_some() {
-                        continue;
-                    }
-                    format!("{INPUT_KEY} {pointer:?} finds nothing in the run's inputs")
-                }
+                Ok(Reference::Input { pointer }) => match inputs.check_pointer(pointer) {
+                    None => continue,
+                    Some(message) => message,
+                },
                 Ok(Reference::Item { .. }) => {
                     if step.map.is_some() {
                         continue;
@@ -261,8 +260,9 @@ pub(crate) fn check(steps: &[PlannedStep], inputs: &Value) -> Vec<Problem> {
 
 /// What submit refuses in a map step's `for_each` (at `path`): anything but a list, a
 /// `$output` reference to a step it depends on, or a `$input` reference to a list of the run's
-/// inputs; a literal or input list longer than [`MAX_MAP_ITEMS`].
-fn check_for_each(items: &Value, step: &str, upstream: &HashSet<&str>, inputs: &Value, path: &str) -> Vec<Problem> {
+/// inputs (an input declared `array`, or a part of one that is a list); a literal or input list
+/// longer than [`MAX_MAP_ITEMS`].
+fn check_for_each(items: &Value, step: &str, upstream: &HashSet<&str>, inputs: &RunInputs, path: &str) -> Vec<Problem> {
     let too_long = |list: &Value| {
         list.as_array()
             .filter(|l| l.len() > MAX_MAP_ITEMS)
@@ -278,28 +278,27 @@ fn check_for_each(items: &Value, step: &str, upstream: &HashSet<&str>, inputs: &
         Some(Ok(Reference::Output { step: name, .. })) => {
             Some(format!("{OUTPUT_KEY} {name:?} is not a dependency of {step:?}"))
         }
-        Some(Ok(Reference::Input { pointer })) => match inputs.pointer(pointer) {
-            None => Some(format!("{INPUT_KEY} {pointer:?} finds nothing in the run's inputs")),
-            Some(list) if !list.is_array() => Some(format!("{INPUT_KEY} {pointer:?} is not a list")),
-            Some(list) => too_long(list),
-        },
+        Some(Ok(Reference::Input { pointer })) => inputs
+            .check_pointer(pointer)
+            .or_else(|| inputs.not_a_list(pointer))
+            .or_else(|| inputs.values.pointer(pointer).and_then(too_long)),
         Some(Ok(r)) => Some(format!("a map runs over a list: {OUTPUT_KEY} or {INPUT_KEY}, not {}", r.key())),
     };
     message.map(|message| Problem { path: path.to_owned(), message }).into_iter().collect()
 }
 
-/// What submit refuses in the run's `outputs` (an object of values holding references): a
-/// malformed reference, a step that is not one of the run's, a run input that is not there, a
-/// secret reference (outputs are shown, never executed).
-pub(crate) fn check_outputs(steps: &[PlannedStep], outputs: &Value, inputs: &Value) -> Vec<Problem> {
+/// What submit refuses in the run's `output` (a value holding references): a malformed
+/// reference, a step that is not one of the run's, a run input that is not there, a secret
+/// reference (the output is shown, never executed).
+pub(crate) fn check_output(steps: &[PlannedStep], output: &Value, inputs: &RunInputs) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for path in secret_references(outputs) {
+    for path in secret_references(output) {
         problems.push(Problem {
-            path: join("outputs", &path),
+            path: join("output", &path),
             message: "a run output cannot be a secret reference (secrets never flow through references)".into(),
         });
     }
-    for Found { path, reference } in scan(outputs) {
+    for Found { path, reference } in scan(output) {
         let message = match reference {
             Err(malformed) => malformed.to_string(),
             Ok(r @ (Reference::Output { step: name, .. } | Reference::Artifact { step: name, .. })) => {
@@ -308,15 +307,13 @@ pub(crate) fn check_outputs(steps: &[PlannedStep], outputs: &Value, inputs: &Val
                 }
                 format!("{} {name:?} is not a step of the workflow", r.key())
             }
-            Ok(Reference::Input { pointer }) => {
-                if inputs.pointer(pointer).is_some() {
-                    continue;
-                }
-                format!("{INPUT_KEY} {pointer:?} finds nothing in the run's inputs")
-            }
-            Ok(Reference::Item { .. }) => format!("{ITEM_KEY} is a map child's element, not in the run's outputs"),
+            Ok(Reference::Input { pointer }) => match inputs.check_pointer(pointer) {
+                None => continue,
+                Some(message) => message,
+            },
+            Ok(Reference::Item { .. }) => format!("{ITEM_KEY} is a map child's element, not in the run's output"),
         };
-        problems.push(Problem { path: join("outputs", &path), message });
+        problems.push(Problem { path: join("output", &path), message });
     }
     problems
 }
@@ -386,14 +383,14 @@ impl Missing {
     }
 }
 
-/// The run's `outputs` (as defined) with their references replaced, like [`substitute`]; the
-/// field of a [`Missing`] starts with `outputs`.
-pub fn substitute_outputs(outputs: &Value, sources: &impl Sources) -> Result<Value, Missing> {
-    substitute_in("outputs", outputs, sources)
+/// The run's `output` (as defined) with its references replaced, like [`substitute`]; the
+/// field of a [`Missing`] starts with `output`.
+pub fn substitute_output(output: &Value, sources: &impl Sources) -> Result<Value, Missing> {
+    substitute_in("output", output, sources)
 }
 
 /// [`substitute`] for a value that is not a step's input: the field of a [`Missing`] starts
-/// with `field` (`outputs`, `for_each`).
+/// with `field` (`output`, `for_each`).
 pub fn substitute_in(field: &str, value: &Value, sources: &impl Sources) -> Result<Value, Missing> {
     substitute(value, sources).map_err(|m| Missing { field: m.field.replacen("input", field, 1), ..m })
 }

@@ -20,11 +20,13 @@
 //! not embedded (`headers: { authorization: { $secret: api } }`): an input holding what
 //! looks like secret material is refused (see [`crate::secret_material`]).
 //!
-//! Data flows through references (see [`crate::references`]): `inputs:` are the run's inputs
-//! (`rara submit --input key=value` adds or overrides one), and a step's input takes values
-//! from them and from the steps it depends on:
+//! Data flows through references (see [`crate::references`]): `inputs:` declares the run's
+//! inputs (`inputs: { date: { type: string }, limit: { type: integer, default: 10 } }`, see
+//! [`crate::inputs`]), given at submit (`rara submit --input date=2026-12-02`), and a step's
+//! input takes values from them and from the steps it depends on:
 //! `input: { text: { $output: fetch, pointer: /body }, date: { $input: /date } }`.
-//! `outputs:` are the run's outputs, references to any of its steps, resolved once it succeeded.
+//! `output:` is the run's output, any value holding references to its steps and inputs,
+//! resolved once it succeeded (`outputs:` is read as `output:`).
 //!
 //! A step with `for_each` is a map: it runs once per element of a list, the output of a step
 //! it depends on or a run input (`for_each: { $output: split, pointer: /parts }`,
@@ -39,6 +41,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::inputs::{self, RunInputs};
 use crate::references;
 use crate::retry::RetryPolicy;
 use crate::secret_material;
@@ -58,13 +61,15 @@ pub struct WorkflowDefinition {
     pub name: String,
     #[serde(default)]
     pub idempotency_key: Option<String>,
-    /// The run's inputs, read by `{"$input": "/pointer"}` references.
+    /// The declarations of the run's inputs (name to `{type, default, description}`, see
+    /// [`crate::inputs`]), read by `{"$input": "/pointer"}` references. Kept as written: the
+    /// plan checks each one at its path.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub inputs: serde_json::Map<String, serde_json::Value>,
-    /// The run's outputs: values holding references to any of its steps and to its inputs,
+    /// The run's output: any value holding references to its steps and to its inputs,
     /// resolved when the succeeded run is read.
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub outputs: serde_json::Map<String, serde_json::Value>,
+    #[serde(default, alias = "outputs", skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
     pub steps: Vec<StepDefinition>,
 }
 
@@ -183,10 +188,10 @@ pub struct MapSpec {
 pub struct Plan {
     pub name: String,
     pub idempotency_key: Option<String>,
-    /// The run's inputs (an object).
+    /// The run's inputs (an object): the values given at submit, or else the defaults.
     pub inputs: serde_json::Value,
-    /// The run's outputs as defined (an object of values holding references).
-    pub outputs: serde_json::Value,
+    /// The run's output as defined (a value holding references), if it declares one.
+    pub output: Option<serde_json::Value>,
     pub steps: Vec<PlannedStep>,
 }
 
@@ -199,17 +204,25 @@ impl WorkflowDefinition {
         })
     }
 
-    /// Checks the definition against the limits of `config` and applies its defaults.
+    /// Checks the definition against the limits of `config` and applies its defaults; no run
+    /// input is given (each takes its default).
     pub fn plan(&self, config: &Config) -> Result<Plan, Error> {
-        self.plan_for(config, |_, _| false)
+        self.plan_for(config, &serde_json::Map::new(), |_, _| false)
     }
 
-    /// [`plan`](Self::plan), knowing which steps run in-process (`in_process(operation,
-    /// version)`, as routing decides: see `Registry::in_process`). Such a step runs inside one
-    /// invocation and cannot detach, so its timeout must fit
+    /// [`plan`](Self::plan) with the run inputs `given` at submit (checked against the
+    /// declarations, see [`inputs::resolve`]), knowing which steps run in-process
+    /// (`in_process(operation, version)`, as routing decides: see `Registry::in_process`). Such a
+    /// step runs inside one invocation and cannot detach, so its timeout must fit
     /// [`Config::invocation_budget`]; a remote step may ask for up to a day.
-    pub fn plan_for(&self, config: &Config, in_process: impl Fn(&str, Option<&str>) -> bool) -> Result<Plan, Error> {
+    pub fn plan_for(
+        &self,
+        config: &Config,
+        given: &serde_json::Map<String, serde_json::Value>,
+        in_process: impl Fn(&str, Option<&str>) -> bool,
+    ) -> Result<Plan, Error> {
         let mut problems = Vec::new();
+        let inputs = inputs::resolve(&self.inputs, given, &mut problems);
         let mut problem = |path: String, message: String| problems.push(Problem { path, message });
 
         check_name("name", &self.name, &mut problem);
@@ -225,8 +238,7 @@ impl WorkflowDefinition {
             problem("steps".into(), format!("{} steps; at most {MAX_STEPS} are allowed", self.steps.len()));
         }
 
-        let inputs = serde_json::Value::Object(self.inputs.clone());
-        check_inputs(&inputs, config, &mut problem);
+        check_inputs_size(&inputs, config, &mut problem);
 
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, step) in self.steps.iter().enumerate() {
@@ -345,8 +357,9 @@ impl WorkflowDefinition {
         }
 
         problems.extend(references::check(&steps, &inputs));
-        let outputs = serde_json::Value::Object(self.outputs.clone());
-        problems.extend(references::check_outputs(&steps, &outputs, &inputs));
+        if let Some(output) = &self.output {
+            problems.extend(references::check_output(&steps, output, &inputs));
+        }
         if problems.is_empty()
             && let Some(cycle) = find_cycle(&steps)
         {
@@ -359,24 +372,20 @@ impl WorkflowDefinition {
         if !problems.is_empty() {
             return Err(Error::Invalid(problems));
         }
-        Ok(Plan { name: self.name.clone(), idempotency_key: self.idempotency_key.clone(), inputs, outputs, steps })
+        Ok(Plan {
+            name: self.name.clone(),
+            idempotency_key: self.idempotency_key.clone(),
+            inputs: inputs.values,
+            output: self.output.clone(),
+            steps,
+        })
     }
 }
 
-/// The run's inputs: no secret material, no secret reference (secrets never flow through
-/// references), within the input size limit.
-fn check_inputs(inputs: &serde_json::Value, config: &Config, problem: &mut impl FnMut(String, String)) {
-    let at = |p: &str| if p.starts_with('[') { format!("inputs{p}") } else { format!("inputs.{p}") };
-    for finding in secret_material::scan(inputs) {
-        problem(at(&finding.path), finding.kind.to_string());
-    }
-    for path in references::secret_references(inputs) {
-        problem(
-            at(&path),
-            "a run input cannot be a secret reference (secrets never flow through references); reference the secret in the step's input".into(),
-        );
-    }
-    let bytes = inputs.to_string().len();
+/// The run's inputs (given or defaults) are within the input size limit; [`inputs::resolve`]
+/// checks that they hold no secret.
+fn check_inputs_size(inputs: &RunInputs, config: &Config, problem: &mut impl FnMut(String, String)) {
+    let bytes = inputs.values.to_string().len();
     if bytes > config.max_input_bytes {
         problem(
             "inputs".into(),
@@ -515,7 +524,7 @@ mod tests {
         let definition = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap();
         // As routing decides: the built-in `sleep` answers to version "1" or none.
         let in_process = |op: &str, version: Option<&str>| op == "sleep" && version.is_none_or(|v| v == "1");
-        let problems: Vec<String> = match definition.plan_for(&config(), in_process) {
+        let problems: Vec<String> = match definition.plan_for(&config(), &Default::default(), in_process) {
             Err(Error::Invalid(p)) => p.iter().map(ToString::to_string).collect(),
             other => panic!("expected problems, got {other:?}"),
         };
@@ -620,7 +629,7 @@ mod tests {
     #[test]
     fn references_name_only_dependencies_direct_or_transitive() {
         let yaml = concat!(
-            "name: r\ninputs: {date: '2026-12-04', who: {name: ada}}\nsteps:\n",
+            "name: r\ninputs: {date: {type: string, default: '2026-12-04'}, who: {type: object, default: {name: ada}}}\nsteps:\n",
             "  - {name: fetch, operation: noop}\n",
             "  - {name: summarise, operation: noop, depends_on: [fetch], input: {text: {$output: fech, pointer: /body}, all: [{$output: fetch}], when: {$input: /date}}}\n",
             "  - {name: side, operation: noop, input: {x: {$artifact: fetch, name: report}}}\n",
@@ -641,7 +650,7 @@ mod tests {
     #[test]
     fn a_map_runs_over_a_dependencys_output_or_a_run_input_list() {
         let yaml = concat!(
-            "name: r\ninputs: {urls: [a, b]}\nsteps:\n",
+            "name: r\ninputs: {urls: {type: array, default: [a, b]}}\nsteps:\n",
             "  - {name: split, operation: noop}\n",
             "  - {name: each, operation: noop, depends_on: [split], for_each: {$output: split, pointer: /parts}, max_concurrency: 4, tolerated_failures: 2, input: {url: {$item: /url}}}\n",
             "  - {name: fetch, operation: noop, for_each: {$input: /urls}, input: {url: {$item: ''}}}\n",
@@ -655,7 +664,7 @@ mod tests {
         assert!(plan.steps[0].map.is_none());
 
         let p = problems(concat!(
-            "name: r\ninputs: {one: x, many: [1]}\nsteps:\n",
+            "name: r\ninputs: {one: {type: string, default: x}, many: {type: array, default: [1]}}\nsteps:\n",
             "  - {name: split, operation: noop}\n",
             "  - {name: a, operation: noop, for_each: {$output: split}}\n",
             "  - {name: b, operation: noop, for_each: {$input: /one}}\n",
@@ -672,7 +681,7 @@ mod tests {
                 "steps[5].tolerated_failures: only a step with for_each has children to fail",
                 r#"steps[1].for_each: $output "split" is not a dependency of "a""#,
                 r#"steps[2].for_each: $input "/one" is not a list"#,
-                r#"steps[3].for_each: $input "/none" finds nothing in the run's inputs"#,
+                r#"steps[3].for_each: $input "/none" names no declared input (inputs: declares many, one)"#,
                 "steps[4].for_each: must be a list, {$output: step, pointer: /json/pointer} or {$input: /json/pointer}",
                 r#"steps[5].input.x: $item is the element of a map step's child; "e" has no for_each"#,
                 "steps[6].for_each: a map runs over a list: $output or $input, not $artifact",
@@ -709,7 +718,7 @@ mod tests {
     #[test]
     fn a_valid_flow_plans_with_its_inputs_and_references_kept() {
         let yaml = concat!(
-            "name: r\ninputs: {date: '2026-12-04'}\nsteps:\n",
+            "name: r\ninputs: {date: {type: string, default: '2026-12-04'}}\nsteps:\n",
             "  - {name: fetch, operation: noop}\n",
             "  - {name: summarise, operation: noop, depends_on: [fetch], input: {text: {$output: fetch, pointer: /body}, date: {$input: /date}}}\n",
         );
@@ -727,24 +736,38 @@ mod tests {
     }
 
     #[test]
-    fn run_outputs_reference_any_step_of_the_run() {
+    fn the_run_output_references_any_step_of_the_run() {
         let yaml = concat!(
-            "name: r\ninputs: {date: d}\n",
-            "outputs: {summary: {$output: b, pointer: /x}, file: {$artifact: a, name: f}, when: [{$input: /date}]}\n",
+            "name: r\ninputs: {date: {type: string}}\n",
+            "output: {summary: {$output: b, pointer: /x}, file: {$artifact: a, name: f}, when: [{$input: /date}]}\n",
             "steps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop}\n",
         );
-        let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
-        assert_eq!(plan.outputs["when"], serde_json::json!([{"$input": "/date"}]));
+        let given = serde_json::json!({"date": "d"}).as_object().cloned().unwrap();
+        let plan =
+            WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan_for(&config(), &given, |_, _| false).unwrap();
+        assert_eq!(plan.output.as_ref().unwrap()["when"], serde_json::json!([{"$input": "/date"}]));
+        // Any value: a bare reference too; `outputs:` is read as `output:`.
+        let plan = WorkflowDefinition::parse(
+            "name: r\noutputs: {$output: a, pointer: /n}\nsteps: [{name: a, operation: noop}]\n",
+            Format::Yaml,
+        )
+        .unwrap()
+        .plan(&config())
+        .unwrap();
+        assert_eq!(plan.output, Some(serde_json::json!({"$output": "a", "pointer": "/n"})));
         let p = problems(concat!(
-            "name: r\noutputs: {s: {$output: c}, t: {$input: /nope}, u: {$secret: api}, v: {$artifact: a}}\n",
+            "name: r\noutput: {s: {$output: c}, t: {$input: /nope}, u: {$secret: api}, v: {$artifact: a}}\n",
             "steps:\n  - {name: a, operation: noop}\n",
         ));
         assert_eq!(p.len(), 4, "{p:?}");
-        assert!(p.contains(&r#"outputs.s: $output "c" is not a step of the workflow"#.to_owned()), "{p:?}");
-        assert!(p.contains(&r#"outputs.t: $input "/nope" finds nothing in the run's inputs"#.to_owned()), "{p:?}");
-        assert!(p.iter().any(|l| l.starts_with("outputs.u: a run output cannot be a secret reference")), "{p:?}");
+        assert!(p.contains(&r#"output.s: $output "c" is not a step of the workflow"#.to_owned()), "{p:?}");
         assert!(
-            p.iter().any(|l| l.starts_with(r#"outputs.v: malformed $artifact reference ("name" is missing"#)),
+            p.contains(&r#"output.t: $input "/nope" names no declared input (inputs: declares none)"#.to_owned()),
+            "{p:?}"
+        );
+        assert!(p.iter().any(|l| l.starts_with("output.u: a run output cannot be a secret reference")), "{p:?}");
+        assert!(
+            p.iter().any(|l| l.starts_with(r#"output.v: malformed $artifact reference ("name" is missing"#)),
             "{p:?}"
         );
     }
@@ -752,17 +775,41 @@ mod tests {
     #[test]
     fn run_inputs_hold_no_secrets_and_respect_the_size_limit() {
         let p = problems(concat!(
-            "name: r\ninputs: {token: {$secret: api}, db: {password: hunter2}, list: [{$secret: x}]}\n",
+            "name: r\ninputs: {token: {type: object, default: {$secret: api}}, db: {type: object, default: {password: hunter2}}, list: {type: array, default: [{$secret: x}]}}\n",
             "steps:\n  - {name: a, operation: noop}\n",
         ));
+        assert!(
+            p.iter().any(|l| l.starts_with("inputs.db.default.password: looks like a secret (a password)")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|l| l.starts_with("inputs.token.default: a run input cannot be a secret reference")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|l| l.starts_with("inputs.list.default[0]: a run input cannot be a secret reference")),
+            "{p:?}"
+        );
+        assert!(!p.join("\n").contains("hunter2"), "{p:?}");
+        // A value given at submit is checked at the input's own path; its name counts (a
+        // `password` input holds a password).
+        let given = serde_json::json!({"password": "hunter2", "db": {"password": "hunter2"}});
+        let def = WorkflowDefinition::parse(
+            "name: r\ninputs: {password: {type: string}, db: {type: object}}\nsteps: [{name: a, operation: noop}]\n",
+            Format::Yaml,
+        )
+        .unwrap();
+        let p: Vec<String> = match def.plan_for(&config(), given.as_object().unwrap(), |_, _| false) {
+            Err(Error::Invalid(p)) => p.iter().map(ToString::to_string).collect(),
+            other => panic!("expected problems, got {other:?}"),
+        };
+        assert!(p.iter().any(|l| l.starts_with("inputs.password: looks like a secret (a password)")), "{p:?}");
         assert!(p.iter().any(|l| l.starts_with("inputs.db.password: looks like a secret (a password)")), "{p:?}");
-        assert!(p.iter().any(|l| l.starts_with("inputs.token: a run input cannot be a secret reference")), "{p:?}");
-        assert!(p.iter().any(|l| l.starts_with("inputs.list[0]: a run input cannot be a secret reference")), "{p:?}");
         assert!(!p.join("\n").contains("hunter2"), "{p:?}");
         let mut c = config();
         c.max_input_bytes = 10;
         let def = WorkflowDefinition::parse(
-            r#"{"name":"r","inputs":{"k":"a long value"},"steps":[{"name":"a","operation":"x"}]}"#,
+            r#"{"name":"r","inputs":{"k":{"type":"string","default":"a long value"}},"steps":[{"name":"a","operation":"x"}]}"#,
             Format::Json,
         )
         .unwrap();
@@ -789,7 +836,7 @@ mod tests {
                     steps[from].depends_on.push(dep);
                 }
             }
-            let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, inputs: Default::default(), outputs: Default::default(), steps };
+            let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, inputs: Default::default(), output: None, steps };
             prop_assert!(def.plan(&config()).is_ok());
             let mut cyclic = def.clone();
             cyclic.steps[0].depends_on.push(format!("s{}", n - 1));

@@ -116,7 +116,7 @@ fn definition() -> impl Strategy<Value = WorkflowDefinition> {
             name: "generated".into(),
             idempotency_key: None,
             inputs: Default::default(),
-            outputs: Default::default(),
+            output: None,
             steps,
         }
     })

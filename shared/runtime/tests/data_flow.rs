@@ -81,8 +81,9 @@ async fn stack(pool: PgPool, extra: &[(&str, &str)]) -> (Store, Stack, Echo) {
     (store.clone(), Stack { store, queue, settings, executor }, echo)
 }
 
+// `date` is not given at submit: its declared default reaches `summarise` through `$input`.
 const FLOW: &str = "name: flow
-inputs: {date: '2026-12-04'}
+inputs: {date: {type: string, default: '2026-12-04'}}
 steps:
   - {name: fetch, operation: test.fetch}
   - {name: middle, operation: noop, depends_on: [fetch]}

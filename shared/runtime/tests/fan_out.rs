@@ -96,7 +96,7 @@ async fn step_row(store: &Store, run: Uuid, name: &str) -> (String, Option<Value
 }
 
 const FAN: &str = "name: fan
-inputs: {suffix: '!'}
+inputs: {suffix: {type: string, default: '!'}}
 steps:
   - {name: split, operation: test.echo, input: {parts: [{t: a}, {t: b}, {t: c}]}}
   - name: each
@@ -173,7 +173,7 @@ async fn max_concurrency_bounds_how_many_children_run_at_once(pool: PgPool) {
     let run_id = submit(
         &store,
         &stack.settings,
-        "name: bounded\ninputs: {waits: [0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]}\nsteps:\n  - {name: nap, operation: sleep, for_each: {$input: /waits}, max_concurrency: 2, input: {seconds: {$item: ''}}}\n",
+        "name: bounded\ninputs: {waits: {type: array, default: [0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]}}\nsteps:\n  - {name: nap, operation: sleep, for_each: {$input: /waits}, max_concurrency: 2, input: {seconds: {$item: ''}}}\n",
     )
     .await;
     let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
@@ -202,7 +202,7 @@ async fn a_child_that_fails_fails_its_map_and_skips_what_had_not_started_and_a_r
     let run_id = submit(
         &store,
         &stack.settings,
-        "name: broken\ninputs: {plan: [0, 1, 0, 0, 0]}\nsteps:\n  - {name: each, operation: fail, for_each: {$input: /plan}, max_concurrency: 1, input: {fail_attempts: {$item: ''}, retryable: false}}\n  - {name: after, operation: noop, depends_on: [each]}\n",
+        "name: broken\ninputs: {plan: {type: array, default: [0, 1, 0, 0, 0]}}\nsteps:\n  - {name: each, operation: fail, for_each: {$input: /plan}, max_concurrency: 1, input: {fail_attempts: {$item: ''}, retryable: false}}\n  - {name: after, operation: noop, depends_on: [each]}\n",
     )
     .await;
     let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
@@ -252,7 +252,7 @@ async fn an_empty_list_succeeds_with_no_children_and_a_list_that_is_not_one_fail
     let empty = submit(
         &store,
         &stack.settings,
-        "name: empty\ninputs: {items: []}\nsteps:\n  - {name: each, operation: test.echo, for_each: {$input: /items}}\n",
+        "name: empty\ninputs: {items: {type: array, default: []}}\nsteps:\n  - {name: each, operation: test.echo, for_each: {$input: /items}}\n",
     )
     .await;
     let (status, _) = stack.run_until_finished(empty, LIMIT).await;
@@ -282,7 +282,7 @@ async fn a_thousand_children_run_and_gather(pool: PgPool) {
     let (store, stack, _) = stack(pool).await;
     let items: Vec<u32> = (0..1000).collect();
     let yaml = format!(
-        "name: wide\ninputs: {{items: {}}}\nsteps:\n  - {{name: each, operation: test.index, for_each: {{$input: /items}}, input: {{n: {{$item: ''}}}}}}\n",
+        "name: wide\ninputs: {{items: {{type: array, default: {}}}}}\nsteps:\n  - {{name: each, operation: test.index, for_each: {{$input: /items}}, input: {{n: {{$item: ''}}}}}}\n",
         serde_json::to_string(&items).unwrap()
     );
     let run_id = submit(&store, &stack.settings, &yaml).await;

@@ -1,5 +1,5 @@
--- A new run: id $1, name $2, idempotency key $3, $4 steps, inputs $5, outputs as defined $6.
--- Returns nothing when the key is taken.
+-- A new run: id $1, name $2, idempotency key $3, $4 steps, inputs $5 (resolved: given or
+-- default), output as defined $6 (`{}`: none). Returns nothing when the key is taken.
 INSERT INTO workflow_runs (id, name, idempotency_key, steps_total, steps_unfinished, inputs, outputs)
 VALUES ($1::uuid, $2::text, $3::text, $4::int, $4::int, $5::jsonb, $6::jsonb)
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

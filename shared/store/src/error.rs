@@ -19,6 +19,13 @@ pub enum Error {
         "step {step_id} is a child of the map step {map:?}: retry {map:?}, which runs again the children that did not succeed"
     )]
     MapChild { step_id: Uuid, map: String },
+    /// The idempotency key names a run submitted with other inputs: nothing was submitted.
+    /// (The inputs are not named: they may be sensitive.)
+    #[error(
+        "idempotency key {key:?} names run {run_id}, submitted with different inputs; nothing was submitted \
+         (give the same inputs to get that run, or use another key)"
+    )]
+    IdempotencyConflict { key: String, run_id: Uuid },
     /// A database or connection failure, in sqlx's words. sqlx's message already spells its
     /// causes ("error returned from database: <the server's message>", "error communicating
     /// with database: <the I/O error>"), so this variant prints it and hands on no source:

@@ -28,14 +28,15 @@ pub struct RunView {
     pub name: String,
     pub status: RunStatus,
     pub idempotency_key: Option<String>,
-    /// The run's inputs (`{"$input": "/pointer"}` references read them).
+    /// The run's inputs as submit resolved them (given, or else defaults); `{"$input":
+    /// "/pointer"}` references read them.
     pub inputs: serde_json::Value,
-    /// The run's outputs, their references resolved, once it succeeded (and defined some).
+    /// The run's output, its references resolved, once it succeeded (and declared one).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub outputs: Option<serde_json::Value>,
-    /// Why the outputs of a succeeded run could not be resolved: a reference found nothing.
+    pub output: Option<serde_json::Value>,
+    /// Why the output of a succeeded run could not be resolved: a reference found nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub outputs_error: Option<String>,
+    pub output_error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub steps: Vec<StepView>,
@@ -223,14 +224,15 @@ impl Store {
                 });
             }
         }
-        let (outputs, outputs_error) = match run.outputs.as_object() {
-            Some(defined) if !defined.is_empty() && run.status == RunStatus::Succeeded => {
-                match references::substitute_outputs(&run.outputs, &Finished::new(&steps, &run.inputs)) {
-                    Ok(outputs) => (Some(outputs), None),
-                    Err(missing) => (None, Some(missing.to_string())),
-                }
+        // `workflow_runs.outputs` holds the output as defined; `{}` (the column's default) is none.
+        let declared = !run.outputs.is_null() && run.outputs != serde_json::json!({});
+        let (output, output_error) = if declared && run.status == RunStatus::Succeeded {
+            match references::substitute_output(&run.outputs, &Finished::new(&steps, &run.inputs)) {
+                Ok(output) => (Some(output), None),
+                Err(missing) => (None, Some(missing.to_string())),
             }
-            _ => (None, None),
+        } else {
+            (None, None)
         };
         Ok(RunView {
             id: run.id,
@@ -238,8 +240,8 @@ impl Store {
             status: run.status,
             idempotency_key: run.idempotency_key,
             inputs: run.inputs,
-            outputs,
-            outputs_error,
+            output,
+            output_error,
             created_at: run.created_at,
             finished_at: run.finished_at,
             steps,

@@ -1,5 +1,6 @@
 //! Submitting a workflow: one short transaction stores the run, its steps and their
-//! dependencies. The same idempotency key returns the existing run.
+//! dependencies. The same idempotency key with the same inputs returns the existing run; with
+//! other inputs it is [`Error::IdempotencyConflict`] and nothing is stored.
 
 use rara_domain::workflow::{MapSpec, Plan, PlannedStep};
 use uuid::Uuid;
@@ -21,6 +22,7 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let run_id = Uuid::now_v7();
         let total = plan.steps.len() as i32;
+        let no_output = serde_json::json!({});
         let inserted: Option<Uuid> = sqlx::query_file_scalar!(
             "sql/submit_run.sql",
             run_id,
@@ -28,16 +30,22 @@ impl Store {
             plan.idempotency_key.as_deref(),
             total,
             &plan.inputs,
-            &plan.outputs
+            plan.output.as_ref().unwrap_or(&no_output)
         )
         .fetch_optional(&mut *tx)
         .await?;
         if inserted.is_none() {
-            let existing = sqlx::query_file_scalar!("sql/run_by_key.sql", plan.idempotency_key.as_deref())
+            let existing = sqlx::query_file!("sql/run_by_key.sql", plan.idempotency_key.as_deref(), &plan.inputs)
                 .fetch_one(&mut *tx)
                 .await?;
             tx.commit().await?;
-            return Ok(Submitted { run_id: existing, created: false });
+            if !existing.same_inputs {
+                return Err(Error::IdempotencyConflict {
+                    key: plan.idempotency_key.clone().unwrap_or_default(),
+                    run_id: existing.id,
+                });
+            }
+            return Ok(Submitted { run_id: existing.id, created: false });
         }
 
         let ids: Vec<Uuid> = plan.steps.iter().map(|_| Uuid::now_v7()).collect();

@@ -19,7 +19,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use uuid::Uuid;
 
-const FLOW: &str = "name: flow\ninputs: {date: '2026-12-04'}\nsteps:\n  - {name: fetch, operation: noop}\n  - {name: summarise, operation: noop, depends_on: [fetch], input: {text: {$output: fetch, pointer: /body}}}\n";
+const FLOW: &str = "name: flow\ninputs: {date: {type: string, default: '2026-12-04'}}\nsteps:\n  - {name: fetch, operation: noop}\n  - {name: summarise, operation: noop, depends_on: [fetch], input: {text: {$output: fetch, pointer: /body}}}\n";
 
 /// Runs `fetch` of `run_id` (leased in `leased`) to success with `output`, reporting
 /// `artifacts` on its way.
@@ -138,7 +138,7 @@ async fn a_succeeded_run_shows_its_outputs_resolved(pool: PgPool) {
     let with_outputs = |body_pointer: &str| {
         FLOW.replace(
             "steps:",
-            &format!("outputs: {{body: {{$output: fetch, pointer: {body_pointer}}}, report: {{$artifact: fetch, name: report}}, date: [{{$input: /date}}], all: {{$output: summarise}}}}\nsteps:"),
+            &format!("output: {{body: {{$output: fetch, pointer: {body_pointer}}}, report: {{$artifact: fetch, name: report}}, date: [{{$input: /date}}], all: {{$output: summarise}}}}\nsteps:"),
         )
     };
     let good = store.submit(&plan(&with_outputs("/body"))).await.unwrap().run_id;
@@ -148,7 +148,7 @@ async fn a_succeeded_run_shows_its_outputs_resolved(pool: PgPool) {
         let leak = json!({"body": "hi", "leak": {"$secret": "api"}});
         succeed_fetch(&store, &pool, &leased, run, leak, &[artifact("report", "s3://b/r")]).await;
     }
-    assert_eq!(store.run(good).await.unwrap().outputs, None, "a run still running has no outputs yet");
+    assert_eq!(store.run(good).await.unwrap().output, None, "a run still running has no output yet");
 
     let leased = store.lease_due("scheduler", 100, LEASE).await.unwrap();
     for run in [good, bad] {
@@ -160,7 +160,7 @@ async fn a_succeeded_run_shows_its_outputs_resolved(pool: PgPool) {
     let run = store.run(good).await.unwrap();
     assert_eq!(run_status(&pool, good).await, "succeeded");
     assert_eq!(
-        run.outputs,
+        run.output,
         Some(json!({
             "body": "hi",
             "report": {"uri": "s3://b/r", "media_type": "text/plain", "size_bytes": 12, "digest": "sha256:ab"},
@@ -168,8 +168,8 @@ async fn a_succeeded_run_shows_its_outputs_resolved(pool: PgPool) {
             "all": {"summary": "short", "echo": {"$$secret": "api"}},
         }))
     );
-    assert_eq!(run.outputs_error, None);
+    assert_eq!(run.output_error, None);
     let run = store.run(bad).await.unwrap();
-    assert_eq!(run.outputs, None);
-    assert_eq!(run.outputs_error.as_deref(), Some(r#"outputs.body: the output of step "fetch" has nothing at "/bdy""#));
+    assert_eq!(run.output, None);
+    assert_eq!(run.output_error.as_deref(), Some(r#"output.body: the output of step "fetch" has nothing at "/bdy""#));
 }

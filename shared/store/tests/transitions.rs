@@ -10,9 +10,11 @@ use std::time::Duration;
 use common::*;
 use rara_domain::StepError;
 use rara_domain::executor::Artifact;
+use rara_domain::workflow::{Format, WorkflowDefinition};
 use rara_store::claim::{ClaimOutcome, ClaimRequest, StaleReason};
 use rara_store::outcome::RetryVia;
 use rara_store::{Error, Holder, Store};
+use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -431,6 +433,32 @@ async fn the_same_idempotency_key_returns_the_existing_run(pool: PgPool) {
     let steps: i64 = sqlx::query_scalar("SELECT count(*) FROM steps").fetch_one(&pool).await.unwrap();
     assert_eq!(steps, 1);
     assert!(matches!(store.run(Uuid::new_v4()).await, Err(Error::RunNotFound(_))));
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_same_idempotency_key_with_other_inputs_is_a_conflict_and_stores_nothing(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let yaml = "name: once\nidempotency_key: nightly-2\ninputs: {date: {type: string}, limit: {type: integer, default: 10}}\nsteps:\n  - {name: a, operation: noop}\n";
+    let definition = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap();
+    let with =
+        |given: serde_json::Value| definition.plan_for(&config(), given.as_object().unwrap(), |_, _| false).unwrap();
+    let first = store.submit(&with(json!({"date": "2026-12-04"}))).await.unwrap();
+    // The same inputs, one given as its default (and spelled 10.0): the same run.
+    let again = store.submit(&with(json!({"limit": 10.0, "date": "2026-12-04"}))).await.unwrap();
+    assert!(first.created && !again.created);
+    assert_eq!(first.run_id, again.run_id);
+    match store.submit(&with(json!({"date": "2026-12-05"}))).await {
+        Err(Error::IdempotencyConflict { key, run_id }) => {
+            assert_eq!((key.as_str(), run_id), ("nightly-2", first.run_id));
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(&pool).await.unwrap();
+    let steps: i64 = sqlx::query_scalar("SELECT count(*) FROM steps").fetch_one(&pool).await.unwrap();
+    assert_eq!((runs, steps), (1, 1));
+    let stored: serde_json::Value =
+        sqlx::query_scalar("SELECT inputs FROM workflow_runs").fetch_one(&pool).await.unwrap();
+    assert_eq!(stored, json!({"date": "2026-12-04", "limit": 10}));
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]

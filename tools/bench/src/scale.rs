@@ -132,7 +132,7 @@ async fn probe(pool: &PgPool, store: &Store, history: u64) -> anyhow::Result<Pro
         name: "bench-scale".into(),
         idempotency_key: None,
         inputs: Default::default(),
-        outputs: Default::default(),
+        output: None,
         steps,
     };
     store.submit(&workflow.plan(&settings)?).await?;

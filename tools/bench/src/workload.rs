@@ -63,7 +63,7 @@ fn independent(steps: usize, name: &str, make: impl Fn(usize) -> StepDefinition)
             name: name.into(),
             idempotency_key: None,
             inputs: Default::default(),
-            outputs: Default::default(),
+            output: None,
             steps: defs,
         });
     }
@@ -91,7 +91,7 @@ pub fn dag(steps: usize) -> Vec<WorkflowDefinition> {
             name: "bench-dag".into(),
             idempotency_key: None,
             inputs: Default::default(),
-            outputs: Default::default(),
+            output: None,
             steps: defs,
         });
     }
