@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use rara_domain::inputs::{self, InputType};
+use rara_domain::inputs;
 use rara_domain::workflow::{Format, WorkflowDefinition};
 use serde_json::{Map, Value};
 
@@ -57,7 +57,7 @@ fn usage(error: anyhow::Error) -> Failure {
 }
 
 /// The inputs given on the command line, each key once; `--input`'s text is typed by the
-/// declaration of its key ([`InputType::value_of_text`]).
+/// declaration of its key ([`inputs::value_of_text`]).
 fn given_inputs(args: &Submit, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
     let mut given = Map::new();
     let mut add = |key: String, value: Value, from: &str| {
@@ -87,7 +87,7 @@ fn given_inputs(args: &Submit, declared: &Map<String, Value>) -> Result<Map<Stri
         }
     }
     for (key, text) in &args.inputs {
-        let value = InputType::value_of_text(inputs::declared_type(declared, key), text);
+        let value = inputs::value_of_text(inputs::declared_type(declared, key), text);
         add(key.clone(), value, "with --input")?;
     }
     for (key, value) in &args.json_inputs {

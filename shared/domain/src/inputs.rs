@@ -78,16 +78,6 @@ impl InputType {
             InputType::Array => value.is_array(),
         }
     }
-
-    /// The value of `rara submit --input KEY=TEXT` for an input of this type (`None`: not
-    /// declared): the text itself for a string, else the text as JSON when it parses, else the
-    /// text as a string (which the type check then refuses if it is not a string's).
-    pub fn value_of_text(ty: Option<InputType>, text: &str) -> Value {
-        match ty {
-            Some(InputType::String) => Value::String(text.to_owned()),
-            _ => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
-        }
-    }
 }
 
 impl std::fmt::Display for InputType {
@@ -101,6 +91,16 @@ pub fn declared_type(declared: &Map<String, Value>, name: &str) -> Option<InputT
     declared.get(name)?.get("type")?.as_str().and_then(InputType::parse)
 }
 
+/// The value of `rara submit --input KEY=TEXT` for an input of type `ty` (`None`: not
+/// declared): the text itself for a string, else the text as JSON when it parses, else the
+/// text as a string (which the type check then refuses if the type is not `string`).
+pub fn value_of_text(ty: Option<InputType>, text: &str) -> Value {
+    match ty {
+        Some(InputType::String) => Value::String(text.to_owned()),
+        _ => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+    }
+}
+
 /// The run's inputs as submit resolved them: every value (given or default) and every
 /// declared type, for the references that read them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -108,8 +108,8 @@ pub struct RunInputs {
     /// An object: the input's name to its value. A required input that was not given is
     /// absent (and a problem).
     pub values: Value,
-    /// Every input declared with a known type.
-    pub types: BTreeMap<String, InputType>,
+    /// Every declared input, with its type (`None`: the declaration is a problem of its own).
+    pub types: BTreeMap<String, Option<InputType>>,
 }
 
 impl RunInputs {
@@ -144,8 +144,8 @@ impl RunInputs {
             // Not given (required): its declaration says.
             None => first_token(pointer)
                 .filter(|name| pointer == format!("/{}", name.replace('~', "~0").replace('/', "~1")))
-                .and_then(|name| self.types.get(&name))
-                .filter(|ty| **ty != InputType::Array)
+                .and_then(|name| self.types.get(&name).copied().flatten())
+                .filter(|ty| *ty != InputType::Array)
                 .map(|ty| format!("{key} {pointer:?} is not a list (it is declared {ty})")),
         }
     }
@@ -166,6 +166,7 @@ pub fn resolve(declared: &Map<String, Value>, given: &Map<String, Value>, proble
     let mut values = Map::new();
     for (name, declaration) in declared {
         let path = at(name);
+        inputs.types.insert(name.clone(), None);
         let Some(declaration) = declaration.as_object().filter(|d| d.contains_key("type")) else {
             let form = format!(
                 "declare it as {{type: string}} (required) or {{type: integer, default: 10}}; its value is given at \
@@ -200,7 +201,7 @@ pub fn resolve(declared: &Map<String, Value>, given: &Map<String, Value>, proble
                 continue;
             }
         };
-        inputs.types.insert(name.clone(), ty);
+        inputs.types.insert(name.clone(), Some(ty));
         let default = declaration.get("default");
         if let Some(default) = default {
             if !ty.admits(default) {
@@ -370,14 +371,14 @@ mod tests {
 
     #[test]
     fn command_line_text_is_json_when_it_parses_and_the_text_for_a_string_input() {
-        assert_eq!(InputType::value_of_text(None, "10"), json!(10));
-        assert_eq!(InputType::value_of_text(Some(InputType::Integer), "10"), json!(10));
-        assert_eq!(InputType::value_of_text(Some(InputType::Array), r#"["a", 1]"#), json!(["a", 1]));
-        assert_eq!(InputType::value_of_text(Some(InputType::Boolean), "true"), json!(true));
-        assert_eq!(InputType::value_of_text(Some(InputType::Number), "2026-12-02"), json!("2026-12-02"));
-        assert_eq!(InputType::value_of_text(Some(InputType::String), "10"), json!("10"));
-        assert_eq!(InputType::value_of_text(Some(InputType::String), r#""q""#), json!(r#""q""#));
-        assert_eq!(InputType::value_of_text(None, "null"), Value::Null);
+        assert_eq!(value_of_text(None, "10"), json!(10));
+        assert_eq!(value_of_text(Some(InputType::Integer), "10"), json!(10));
+        assert_eq!(value_of_text(Some(InputType::Array), r#"["a", 1]"#), json!(["a", 1]));
+        assert_eq!(value_of_text(Some(InputType::Boolean), "true"), json!(true));
+        assert_eq!(value_of_text(Some(InputType::Number), "2026-12-02"), json!("2026-12-02"));
+        assert_eq!(value_of_text(Some(InputType::String), "10"), json!("10"));
+        assert_eq!(value_of_text(Some(InputType::String), r#""q""#), json!(r#""q""#));
+        assert_eq!(value_of_text(None, "null"), Value::Null);
     }
 
     #[test]
@@ -414,5 +415,13 @@ mod tests {
         let plan =
             WorkflowDefinition::parse(&fixed, Format::Yaml).unwrap().plan_for(&config, &given, |_, _| false).unwrap();
         assert_eq!(plan.inputs, json!({"items": [1, 2], "one": "x", "obj": {"list": [1], "n": 2}}));
+
+        // A bad declaration is one problem: the references to it are not refused again.
+        let yaml = "name: r\ninputs: {when: {type: datetime}, day: monday}\nsteps: [{name: a, operation: noop, for_each: {$input: /when}, input: {d: {$input: /day}}}]\n";
+        let problems: Vec<String> = match WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config) {
+            Err(Error::Invalid(p)) => p.iter().map(|p| p.path.clone()).collect(),
+            other => panic!("expected problems, got {other:?}"),
+        };
+        assert_eq!(problems, ["inputs.day", "inputs.when.type"]);
     }
 }

@@ -376,7 +376,7 @@ impl WorkflowDefinition {
             name: self.name.clone(),
             idempotency_key: self.idempotency_key.clone(),
             inputs: inputs.values,
-            output: self.output.clone(),
+            output: self.output.clone().filter(|o| !o.is_null()),
             steps,
         })
     }
