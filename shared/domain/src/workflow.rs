@@ -205,7 +205,7 @@ impl WorkflowDefinition {
     }
 
     /// Checks the definition against the limits of `config` and applies its defaults; no run
-    /// input is given (each takes its default).
+    /// input is given (each takes its default, and a required one is a problem).
     pub fn plan(&self, config: &Config) -> Result<Plan, Error> {
         self.plan_for(config, &serde_json::Map::new(), |_, _| false)
     }

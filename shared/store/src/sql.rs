@@ -143,7 +143,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
         s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb"]),
-        s("run_by_key", RUN_BY_KEY, &["text"]),
+        s("run_by_key", RUN_BY_KEY, &["text", "jsonb"]),
         s(
             "submit_steps",
             SUBMIT_STEPS,
