@@ -349,7 +349,7 @@ async fn a_map_steps_children_are_grouped_under_it_in_status_and_watch() {
     let run_id = submit(
         &db,
         &format!(
-            "name: wide\ninputs: {{items: {items:?}}}\nsteps:\n  - {{name: each, operation: fail, for_each: {{$input: /items}}, max_attempts: 1, input: {{fail_attempts: {{$item: ''}}, retryable: false}}}}\n"
+            "name: wide\ninputs: {{items: {{type: array, default: {items:?}}}}}\nsteps:\n  - {{name: each, operation: fail, for_each: {{$input: /items}}, max_attempts: 1, input: {{fail_attempts: {{$item: ''}}, retryable: false}}}}\n"
         ),
     );
     // Expand, run the twelve children (only `each[0]` succeeds: it fails 0 attempts).

@@ -310,7 +310,7 @@ async fn an_article_fetched_split_mapped_and_merged_gives_the_run_its_outputs(po
     let queues = Queues::new(30, 10).await;
     let stack = stack_for(&store, &queues, server.url()).await;
     let definition = json!({"name": "flow",
-    "outputs": {"words": {"$output": "merge", "pointer": "/words"},
+    "output": {"words": {"$output": "merge", "pointer": "/words"},
                 "top": {"$output": "merge", "pointer": "/top_words/0"}},
     "steps": [
         {"name": "fetch", "operation": "http.request", "input": {"url": url}},
@@ -338,5 +338,5 @@ async fn an_article_fetched_split_mapped_and_merged_gives_the_run_its_outputs(po
     assert_eq!(stats.as_array().map(Vec::len), Some(3));
     let merged = step(&run, "merge").output.as_ref().unwrap();
     assert_eq!((merged["parts"].as_u64(), merged["words"].as_u64()), (Some(3), Some(14)));
-    assert_eq!(run.outputs, Some(json!({"words": 14, "top": {"word": "the", "count": 5}})));
+    assert_eq!(run.output, Some(json!({"words": 14, "top": {"word": "the", "count": 5}})));
 }
