@@ -301,7 +301,7 @@ async fn a_map_that_tolerates_failures_succeeds_with_null_in_their_places_and_fa
     let (store, stack, _) = stack(pool).await;
     let workflow = |tolerated: u32| {
         format!(
-            "name: tolerant\ninputs: {{plan: [0, 1, 0, 1, 0]}}\nsteps:\n  - {{name: each, operation: fail, for_each: {{$input: /plan}}, max_concurrency: 2, tolerated_failures: {tolerated}, input: {{fail_attempts: {{$item: ''}}, retryable: false}}}}\n  - {{name: after, operation: noop, depends_on: [each]}}\n"
+            "name: tolerant\ninputs: {{plan: {{type: array, default: [0, 1, 0, 1, 0]}}}}\nsteps:\n  - {{name: each, operation: fail, for_each: {{$input: /plan}}, max_concurrency: 2, tolerated_failures: {tolerated}, input: {{fail_attempts: {{$item: ''}}, retryable: false}}}}\n  - {{name: after, operation: noop, depends_on: [each]}}\n"
         )
     };
     let counters = async |run_id: Uuid| -> (i32, i32) {
