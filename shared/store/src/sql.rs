@@ -149,7 +149,7 @@ pub fn catalogue() -> Vec<Statement> {
             SUBMIT_STEPS,
             &[
                 "uuid[]", "uuid", "int4[]", "text[]", "text[]", "text[]", "jsonb[]", "int4[]", "int4[]", "int4[]",
-                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]",
+                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]", "int4[]",
             ],
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),
