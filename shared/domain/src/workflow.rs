@@ -31,6 +31,10 @@
 //! `for_each: { $input: /items }`), at most `max_concurrency` at once. Its input is the
 //! template of each child's: `{"$item": "/pointer"}` is the element (or a part of it). Its
 //! output, for the steps that depend on it, is the list of the children's outputs in order.
+//!
+//! Flow control (see [`crate::flow`]): `concurrency: { key: "tenant-{input.tenant}", limit: 2 }`
+//! puts a step under a key (its template filled from the run's inputs at submit), and
+//! `priority: 10` runs it before lower ones (default 0).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -38,6 +42,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::flow::{Concurrency, ConcurrencySpec};
 use crate::references;
 use crate::retry::RetryPolicy;
 use crate::secret_material;
@@ -91,6 +96,12 @@ pub struct StepDefinition {
     /// With `for_each`: at most this many children run at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
+    /// Flow control: the step's concurrency key and limit (see [`crate::flow`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<ConcurrencySpec>,
+    /// Higher first, within the fair share between keys; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
 }
 
 /// Per-step retry settings; what is left out comes from the configuration.
@@ -161,6 +172,9 @@ pub struct PlannedStep {
     pub timeout: Duration,
     /// Set for a map step (`for_each`).
     pub map: Option<MapSpec>,
+    /// The concurrency key (template filled from the run's inputs) and limit.
+    pub concurrency: Option<Concurrency>,
+    pub priority: i32,
 }
 
 /// What makes a step a map: the list it runs over and how many children may run at once.
@@ -318,6 +332,15 @@ impl WorkflowDefinition {
                     None
                 }
             };
+            let concurrency = step.concurrency.as_ref().and_then(|c| {
+                if c.limit == Some(0) {
+                    problem(at("concurrency.limit"), "must be at least 1".into());
+                }
+                crate::flow::fill_key(&c.key, &inputs)
+                    .map_err(|message| problem(at("concurrency.key"), message))
+                    .ok()
+                    .map(|key| Concurrency { key, limit: c.limit })
+            });
             steps.push(PlannedStep {
                 name: step.name.clone(),
                 operation: step.operation.clone(),
@@ -327,6 +350,8 @@ impl WorkflowDefinition {
                 retry,
                 timeout: Duration::from_secs(timeout_seconds),
                 map,
+                concurrency,
+                priority: step.priority.unwrap_or(0),
             });
         }
 
