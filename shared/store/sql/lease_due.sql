@@ -8,7 +8,8 @@
 -- key: the keys with due steps are walked one index probe each, so a key with 100,000 due
 -- steps costs what a key with 10 does. Each round takes from every key in turn (the first
 -- due step of each key, then the second, ...; the steps without a key count as one key),
--- highest priority first within a key and across keys at the same turn.
+-- highest priority first within a key and across keys at the same turn; no key gets more
+-- than its share of the batch ($1 over the number of keys, rounded up).
 --
 -- A key takes no more than its room: the smallest of its limits less what it holds (held =
 -- leased + running, detached included, counted from the steps themselves), the limit of its
@@ -61,6 +62,18 @@ live AS (
           SELECT 1 FROM unnest(pa.keys) p(target)
           WHERE p.target = k.key OR (right(p.target, 1) = '*' AND starts_with(k.key, left(p.target, -1))))
 ),
+-- Each key's fair share of the batch (the steps without a key, if any are due, count as one
+-- more key): no more of a key's steps are read and locked than one round can give it.
+share AS (
+    SELECT ($1::bigint + l.keys - 1) / l.keys AS n
+    FROM (SELECT count(*) + (SELECT count(*) FROM (
+              SELECT 1 FROM steps s
+              WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NULL
+              ORDER BY s.priority DESC, s.next_run_at LIMIT 1) p)
+              AS keys
+          FROM live) l
+    WHERE l.keys > 0
+),
 -- The buckets taken from: each key, and each group; the room each leaves.
 buckets AS (
     SELECT b.name, b.is_group, f.epoch,
@@ -86,7 +99,7 @@ buckets AS (
     LEFT JOIN flow_limits l ON l.target = b.name
     LEFT JOIN flow_keys f ON f.name = b.name
 ),
--- Up to its room of each key's due steps, highest priority first, then oldest.
+-- Up to its room and its share of each key's due steps, highest priority first, then oldest.
 keyed AS (
     SELECT d.id, d.key, lv.grp, d.priority, d.next_run_at, d.concurrency_limit,
            coalesce((SELECT h.n FROM held h WHERE h.key = d.key), 0) AS held
@@ -101,7 +114,7 @@ keyed AS (
           AND s.next_run_at <= c.now
           AND s.run_id <> ALL (pa.runs) AND s.operation <> ALL (pa.operations)
         ORDER BY s.priority DESC, s.next_run_at
-        LIMIT greatest(least(kb.room,
+        LIMIT greatest(least(kb.room, (SELECT sh.n FROM share sh),
                              coalesce((SELECT gb.room FROM buckets gb WHERE gb.name = lv.grp AND gb.is_group), $1::bigint)),
                        0)
         FOR UPDATE SKIP LOCKED
