@@ -39,10 +39,25 @@ impl From<Status> for RunStatus {
 pub async fn run(args: List, json: bool) -> Result<(), Failure> {
     let store = super::connect(&super::config()?).await?;
     let runs = store.list_runs(args.status.map(RunStatus::from), args.limit).await?;
+    let pauses = store.pauses().await?;
+    let paused: Vec<String> = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Running)
+        .map(|r| super::pause::paused_note(r.id, &[], &pauses))
+        .filter(|note| !note.is_empty())
+        .collect();
     if json {
-        println!("{}", serde_json::to_string_pretty(&runs).context("cannot encode the runs")?);
+        let mut value = serde_json::to_value(&runs).context("cannot encode the runs")?;
+        for run in value.as_array_mut().into_iter().flatten() {
+            let id = run["id"].as_str().unwrap_or_default().to_owned();
+            run["paused"] = serde_json::Value::Bool(pauses.iter().any(|p| p.kind == "run" && p.target == id));
+        }
+        println!("{}", serde_json::to_string_pretty(&value).context("cannot encode the runs")?);
     } else {
         print!("{}", table::runs(&runs));
+        for note in paused {
+            println!("{note}");
+        }
     }
     Ok(())
 }

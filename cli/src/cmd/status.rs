@@ -14,11 +14,19 @@ pub struct Status {
 }
 
 pub async fn run(args: Status, json: bool) -> Result<(), Failure> {
-    let run = super::connect(&super::config()?).await?.run(args.run_id).await?;
+    let store = super::connect(&super::config()?).await?;
+    let run = store.run(args.run_id).await?;
+    let operations: Vec<&str> = run.steps.iter().map(|s| s.operation.as_str()).collect();
+    let paused = super::pause::paused_note(run.id, &operations, &store.pauses().await?);
     if json {
-        println!("{}", serde_json::to_string_pretty(&run).context("cannot encode the run")?);
+        let mut value = serde_json::to_value(&run).context("cannot encode the run")?;
+        value["paused"] = serde_json::Value::from((!paused.is_empty()).then_some(paused));
+        println!("{}", serde_json::to_string_pretty(&value).context("cannot encode the run")?);
     } else {
         print!("{}", table::run(&run));
+        if !paused.is_empty() {
+            println!("\n{paused} (rara resume)");
+        }
     }
     Ok(())
 }

@@ -144,7 +144,7 @@ impl HttpRequest {
         let mut response = builder.send().await.map_err(|err| transport_error(&target, err))?;
         let status = response.status();
         if status.is_client_error() || status.is_server_error() {
-            return Err(status_error(&target, status));
+            return Err(with_retry_after(status_error(&target, status), response.headers()));
         }
         tracing::debug!(target = %target, status = status.as_u16(), "http.request answered");
 
@@ -261,6 +261,19 @@ fn status_error(target: &str, status: StatusCode) -> StepError {
         StepError::permanent(HTTP_4XX, message)
     };
     error.with_details(serde_json::json!({ "status": status.as_u16(), "target": target }))
+}
+
+/// A `Retry-After` header in seconds (the HTTP-date form is not read) becomes the error detail
+/// `retry_after_seconds`, which sets the next attempt's delay exactly (rara_domain::retry).
+fn with_retry_after(mut error: StepError, headers: &reqwest::header::HeaderMap) -> StepError {
+    let seconds = headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let (Some(seconds), Some(details)) = (seconds, error.details.as_object_mut()) {
+        details.insert("retry_after_seconds".into(), seconds.into());
+    }
+    error
 }
 
 fn timed_out(target: &str, timeout: Duration) -> StepError {

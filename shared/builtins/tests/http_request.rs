@@ -37,6 +37,7 @@ async fn server() -> String {
         )
         .route("/missing", get(|| async { StatusCode::NOT_FOUND }))
         .route("/busy", get(|| async { StatusCode::TOO_MANY_REQUESTS }))
+        .route("/throttled", get(|| async { (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "12")]) }))
         .route("/unavailable", get(|| async { (StatusCode::SERVICE_UNAVAILABLE, "down: internal detail") }))
         .route(
             "/slow",
@@ -156,6 +157,15 @@ async fn a_429_is_retryable() {
     let base = server().await;
     let err = run(json!({ "url": format!("{base}/busy") })).await.unwrap_err();
     assert_eq!((err.code.as_str(), err.retryable), (HTTP_4XX, true));
+}
+
+#[tokio::test]
+async fn a_retry_after_header_becomes_retry_after_seconds() {
+    let base = server().await;
+    let err = run(json!({ "url": format!("{base}/throttled") })).await.unwrap_err();
+    assert_eq!(err.details["retry_after_seconds"], json!(12));
+    let plain = run(json!({ "url": format!("{base}/busy") })).await.unwrap_err();
+    assert!(plain.details.get("retry_after_seconds").is_none(), "{:?}", plain.details);
 }
 
 #[tokio::test]

@@ -6,6 +6,8 @@
 //! - [`step_error`]: the structured error every failure carries (code, message, retryable, details).
 //! - [`retry`]: the retry policy (exponential backoff with full jitter) and the retry decision.
 //! - [`config`]: the typed configuration read once at start, with the SQS/lease alignment checks.
+//! - [`flow`]: flow control in a definition: a step's concurrency key (a template over the
+//!   run's inputs) and limit, and rates (`50/s`).
 //! - [`human`]: durations and ratios rounded for people (`2.67 s`), in every message.
 //! - [`executor`]: the [`executor::Executor`] trait and the context an execution receives.
 //! - [`registry`]: explicit name → executor registrations, and routing of an operation.
@@ -18,6 +20,7 @@
 
 pub mod config;
 pub mod executor;
+pub mod flow;
 pub mod human;
 pub mod inputs;
 pub mod references;

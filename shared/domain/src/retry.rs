@@ -48,15 +48,30 @@ impl RetryPolicy {
         Duration::from_millis(rng.random_range(0..=ceiling))
     }
 
-    /// Decide after attempt number `attempt` (1-based) failed with `error`.
+    /// Decide after attempt number `attempt` (1-based) failed with `error`. An error whose
+    /// details carry `retry_after_seconds` (a non-negative number: an executor that knows when
+    /// to come back, e.g. `http.request` from a `Retry-After` header) sets the delay exactly,
+    /// instead of the backoff, up to [`MAX_RETRY_AFTER`].
     pub fn decide(&self, attempt: u32, error: &StepError, rng: &mut impl Rng) -> RetryDecision {
         let retryable = error.retryable && !self.non_retryable_codes.iter().any(|c| c == &error.code);
         if retryable && attempt < self.max_attempts {
+            if let Some(after) = retry_after(error) {
+                return RetryDecision::RetryAfter(after);
+            }
             RetryDecision::RetryAfter(self.delay(attempt, rng))
         } else {
             RetryDecision::Fail
         }
     }
+}
+
+/// The longest `retry_after_seconds` honoured (a day, the longest step timeout).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The error detail `retry_after_seconds`, if it is a non-negative number.
+fn retry_after(error: &StepError) -> Option<Duration> {
+    let seconds = error.details.get("retry_after_seconds")?.as_f64()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds).min(MAX_RETRY_AFTER))
 }
 
 #[cfg(test)]
@@ -107,5 +122,24 @@ mod tests {
             prop_assert!(d <= p.ceiling(attempt));
             prop_assert!(d <= p.max_delay);
         }
+    }
+
+    #[test]
+    fn retry_after_seconds_sets_the_delay_exactly() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let error =
+            StepError::retryable("HTTP_4XX", "429").with_details(serde_json::json!({"retry_after_seconds": 7.5}));
+        assert_eq!(policy().decide(1, &error, &mut rng), RetryDecision::RetryAfter(Duration::from_millis(7500)));
+        let huge = StepError::retryable("X", "x").with_details(serde_json::json!({"retry_after_seconds": 1e12}));
+        assert_eq!(policy().decide(1, &huge, &mut rng), RetryDecision::RetryAfter(MAX_RETRY_AFTER));
+        for ignored in
+            [serde_json::json!({"retry_after_seconds": -1}), serde_json::json!({"retry_after_seconds": "soon"})]
+        {
+            let error = StepError::retryable("X", "x").with_details(ignored);
+            let RetryDecision::RetryAfter(d) = policy().decide(1, &error, &mut rng) else { panic!("retries") };
+            assert!(d <= policy().ceiling(1), "the backoff applies");
+        }
+        let last = StepError::retryable("X", "x").with_details(serde_json::json!({"retry_after_seconds": 1}));
+        assert_eq!(policy().decide(5, &last, &mut rng), RetryDecision::Fail, "no attempts left");
     }
 }

@@ -34,6 +34,10 @@
 //! template of each child's: `{"$item": "/pointer"}` is the element (or a part of it). Its
 //! output, for the steps that depend on it, is the list of the children's outputs in order
 //! (`null` for a child that failed, when `tolerated_failures` lets the map succeed anyway).
+//!
+//! Flow control (see [`crate::flow`]): `concurrency: { key: "tenant-{input.tenant}", limit: 2 }`
+//! puts a step under a key (its template filled from the run's inputs at submit), and
+//! `priority: 10` runs it before lower ones (default 0).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -42,6 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::inputs::{self, RunInputs};
+use crate::flow::{Concurrency, ConcurrencySpec};
 use crate::references;
 use crate::retry::RetryPolicy;
 use crate::secret_material;
@@ -101,6 +106,12 @@ pub struct StepDefinition {
     /// with `null` in its output where a failed child's output would be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerated_failures: Option<u32>,
+    /// Flow control: the step's concurrency key and limit (see [`crate::flow`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<ConcurrencySpec>,
+    /// Higher first, within the fair share between keys; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
 }
 
 /// Per-step retry settings; what is left out comes from the configuration.
@@ -171,6 +182,9 @@ pub struct PlannedStep {
     pub timeout: Duration,
     /// Set for a map step (`for_each`).
     pub map: Option<MapSpec>,
+    /// The concurrency key (template filled from the run's inputs) and limit.
+    pub concurrency: Option<Concurrency>,
+    pub priority: i32,
 }
 
 /// What makes a step a map: the list it runs over and how many children may run at once.
@@ -344,6 +358,15 @@ impl WorkflowDefinition {
                     None
                 }
             };
+            let concurrency = step.concurrency.as_ref().and_then(|c| {
+                if c.limit == Some(0) {
+                    problem(at("concurrency.limit"), "must be at least 1".into());
+                }
+                crate::flow::fill_key(&c.key, &inputs.values)
+                    .map_err(|message| problem(at("concurrency.key"), message))
+                    .ok()
+                    .map(|key| Concurrency { key, limit: c.limit })
+            });
             steps.push(PlannedStep {
                 name: step.name.clone(),
                 operation: step.operation.clone(),
@@ -353,6 +376,8 @@ impl WorkflowDefinition {
                 retry,
                 timeout: Duration::from_secs(timeout_seconds),
                 map,
+                concurrency,
+                priority: step.priority.unwrap_or(0),
             });
         }
 

@@ -2,7 +2,8 @@
 -- (fence.rs), $4 how many children each gets; the children as $5 their map step, $6 their
 -- ids, $7 their indices, $8 their names and $9 their inputs (the map's input with `$item`
 -- substituted). A child is a step of the run like any other, with the map's operation,
--- version, attempts, timeout and retry. The map step goes back to `pending`, waiting on its
+-- version, attempts, timeout, retry, concurrency key and limit, and priority (flow control
+-- holds each child to its key). The map step goes back to `pending`, waiting on its
 -- children (one dependency each), and its second claim gathers their outputs; it keeps one
 -- attempt for that claim. Its expanding attempt closes `succeeded`. With a bound n on
 -- concurrency, child i + n waits on child i, so at most n run at once. Wakes the listening
@@ -22,7 +23,8 @@ expanded AS (
     FROM input i
     WHERE {holders} AND s.map_size IS NULL
     RETURNING s.id, s.run_id, s.attempt, s.position, s.operation, s.version, s.timeout_seconds,
-              s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier, s.map_max_concurrency, i.size
+              s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier, s.map_max_concurrency, i.size,
+              s.concurrency_key, s.concurrency_limit, s.priority
 ),
 closed AS (
     UPDATE step_attempts a SET outcome = 'succeeded', finished_at = now()
@@ -31,11 +33,11 @@ closed AS (
 children AS (
     INSERT INTO steps (id, run_id, position, name, operation, version, input, pending_deps, max_attempts,
                        timeout_seconds, retry_initial_delay_ms, retry_max_delay_ms, retry_multiplier,
-                       parent_id, map_index)
+                       parent_id, map_index, concurrency_key, concurrency_limit, priority)
     SELECT c.id, e.run_id, e.position, c.name, e.operation, e.version, c.input,
            CASE WHEN c.idx >= coalesce(e.map_max_concurrency, c.idx + 1) THEN 1 ELSE 0 END,
            b.max_attempts, e.timeout_seconds, e.retry_initial_delay_ms, e.retry_max_delay_ms, e.retry_multiplier,
-           e.id, c.idx
+           e.id, c.idx, e.concurrency_key, e.concurrency_limit, e.priority
     FROM unnest($5::uuid[], $6::uuid[], $7::int[], $8::text[], $9::jsonb[]) AS c(parent, id, idx, name, input)
     JOIN expanded e ON e.id = c.parent
     JOIN before b ON b.id = e.id

@@ -1,17 +1,184 @@
--- The scheduler's lease: up to $1 due steps, oldest first, for the holder $2. $3 (ms) is the
--- delivery timeout: how long the message may take to be claimed before the reaper leases the
--- step again (RARA_DELIVERY_TIMEOUT_SECONDS, far longer than an execution's lease).
--- Reads the partial index steps_due (`make explain`).
-WITH due AS (
-    SELECT id FROM steps
-    WHERE status = 'pending' AND pending_deps = 0 AND next_run_at <= now()
-    ORDER BY next_run_at
+-- The scheduler's lease (DESIGN.md "Flow control"): up to $1 due steps for the holder $2, in
+-- one statement. $3 (ms) is the delivery timeout: how long the message may take to be claimed
+-- before the reaper leases the step again (RARA_DELIVERY_TIMEOUT_SECONDS). $4 is the time to
+-- lease at (NULL: now(); tests pass a clock).
+--
+-- Steps without a concurrency key come from the partial index steps_due, highest priority
+-- first, then oldest (`make explain`). Steps with a key come from steps_due_key, a few per
+-- key: the keys with due steps are walked one index probe each, so a key with 100,000 due
+-- steps costs what a key with 10 does. Each round takes from every key in turn (the first
+-- due step of each key, then the second, ...; the steps without a key count as one key),
+-- highest priority first within a key and across keys at the same turn; no key gets more
+-- than its share of the batch ($1 over the number of keys, rounded up).
+--
+-- A key takes no more than its room: the smallest of its limits less what it holds (held =
+-- leased + running, detached included, counted from the steps themselves), the limit of its
+-- group (`tenant-*`, combined over the group's keys), the step's own `concurrency.limit`, and
+-- the whole tokens of its rate buckets. Every key (and group) it takes from has its row in
+-- flow_keys written with the epoch it read plus one, and only if that epoch is still there
+-- (an upsert re-checks the newest row): a scheduler that raced another one on a key, whose
+-- snapshot misses the other's leases, writes nothing and leases nothing of that key this
+-- round. Paused runs, operations and keys are not leased; a paused key is never scanned.
+WITH RECURSIVE clock AS (
+    SELECT coalesce($4::timestamptz, now()) AS now
+),
+pauses AS (
+    SELECT coalesce(array_agg(target::uuid) FILTER (WHERE kind = 'run'), '{}') AS runs,
+           coalesce(array_agg(target) FILTER (WHERE kind = 'operation'), '{}') AS operations,
+           coalesce(array_agg(target) FILTER (WHERE kind = 'key'), '{}') AS keys
+    FROM flow_pauses
+),
+-- The keys with due steps, one index probe each (a loose index scan of steps_due_key).
+keys AS (
+    (SELECT s.concurrency_key AS key FROM steps s
+     WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+     ORDER BY s.concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT s.concurrency_key FROM steps s
+            WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+              AND s.concurrency_key > k.key
+            ORDER BY s.concurrency_key LIMIT 1)
+    FROM keys k WHERE k.key IS NOT NULL
+),
+-- What each key holds now.
+held AS (
+    SELECT s.concurrency_key AS key, count(*) AS n FROM steps s
+    WHERE s.status IN ('leased', 'running') AND s.concurrency_key IS NOT NULL
+    GROUP BY s.concurrency_key
+),
+-- Each unpaused key with due steps, its own limits and its group (the longest prefix).
+live AS (
+    SELECT k.key, own.target AS own, g.target AS grp
+    FROM keys k
+    CROSS JOIN pauses pa
+    LEFT JOIN flow_limits own ON own.target = k.key
+    LEFT JOIN LATERAL (
+        SELECT l.target FROM flow_limits l
+        WHERE right(l.target, 1) = '*' AND starts_with(k.key, left(l.target, -1))
+        ORDER BY length(l.target) DESC LIMIT 1
+    ) g ON true
+    WHERE k.key IS NOT NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM unnest(pa.keys) p(target)
+          WHERE p.target = k.key OR (right(p.target, 1) = '*' AND starts_with(k.key, left(p.target, -1))))
+),
+-- Each key's fair share of the batch (the steps without a key, if any are due, count as one
+-- more key): no more of a key's steps are read and locked than one round can give it.
+share AS (
+    SELECT ($1::bigint + l.keys - 1) / l.keys AS n
+    FROM (SELECT count(*) + (SELECT count(*) FROM (
+              SELECT 1 FROM steps s
+              WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NULL
+              ORDER BY s.priority DESC, s.next_run_at LIMIT 1) p)
+              AS keys
+          FROM live) l
+    WHERE l.keys > 0
+),
+-- The buckets taken from: each key, and each group; the room each leaves.
+buckets AS (
+    SELECT b.name, b.is_group, f.epoch,
+           least(coalesce(l.max_held - b.held, $1::bigint),
+                 CASE WHEN l.rate_count IS NULL THEN $1::bigint ELSE floor(b.tokens)::bigint END) AS room,
+           b.tokens
+    FROM (
+        SELECT n.name, n.is_group,
+               coalesce(CASE WHEN n.is_group
+                        THEN (SELECT sum(h.n)::bigint FROM held h WHERE starts_with(h.key, left(n.name, -1)))
+                        ELSE (SELECT h.n FROM held h WHERE h.key = n.name) END, 0) AS held,
+               CASE WHEN r.rate_count IS NOT NULL THEN
+                   least(r.rate_burst::float8,
+                         coalesce(fk.tokens + greatest(extract(epoch FROM c.now - fk.refilled_at), 0)
+                                  * 1000.0 * r.rate_count / r.rate_period_ms, r.rate_burst))
+               END AS tokens
+        FROM (SELECT key AS name, false AS is_group FROM live
+              UNION SELECT grp, true FROM live WHERE grp IS NOT NULL) n
+        CROSS JOIN clock c
+        LEFT JOIN flow_limits r ON r.target = n.name
+        LEFT JOIN flow_keys fk ON fk.name = n.name
+    ) b
+    LEFT JOIN flow_limits l ON l.target = b.name
+    LEFT JOIN flow_keys f ON f.name = b.name
+),
+-- Up to its room and its share of each key's due steps, highest priority first, then oldest.
+keyed AS (
+    SELECT d.id, d.key, lv.grp, d.priority, d.next_run_at, d.concurrency_limit,
+           coalesce((SELECT h.n FROM held h WHERE h.key = d.key), 0) AS held
+    FROM live lv
+    JOIN buckets kb ON kb.name = lv.key AND NOT kb.is_group
+    CROSS JOIN clock c
+    CROSS JOIN pauses pa
+    CROSS JOIN LATERAL (
+        SELECT s.id, s.concurrency_key AS key, s.priority, s.next_run_at, s.concurrency_limit
+        FROM steps s
+        WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key = lv.key
+          AND s.next_run_at <= c.now
+          AND s.run_id <> ALL (pa.runs) AND s.operation <> ALL (pa.operations)
+        ORDER BY s.priority DESC, s.next_run_at
+        LIMIT greatest(least(kb.room, (SELECT sh.n FROM share sh),
+                             coalesce((SELECT gb.room FROM buckets gb WHERE gb.name = lv.grp AND gb.is_group), $1::bigint)),
+                       0)
+        FOR UPDATE SKIP LOCKED
+    ) d
+),
+-- The steps without a key: one more key, without limits.
+plain AS (
+    SELECT s.id, s.priority, s.next_run_at
+    FROM steps s, clock c, pauses pa
+    WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NULL
+      AND s.next_run_at <= c.now
+      AND s.run_id <> ALL (pa.runs) AND s.operation <> ALL (pa.operations)
+    ORDER BY s.priority DESC, s.next_run_at
     LIMIT $1::bigint
     FOR UPDATE SKIP LOCKED
+),
+-- Each key's turn for each step; a step over its own limit is left.
+turns AS (
+    SELECT k.*, row_number() OVER (PARTITION BY k.key ORDER BY k.priority DESC, k.next_run_at) AS turn
+    FROM keyed k
+),
+allowed AS (
+    SELECT t.id, t.key, t.grp, t.priority, t.next_run_at, t.turn
+    FROM turns t
+    WHERE t.held + t.turn <= coalesce(t.concurrency_limit, 2147483647)
+),
+-- A group's keys share its room, turn by turn.
+grouped AS (
+    SELECT a.*, row_number() OVER (PARTITION BY a.grp ORDER BY a.turn, a.priority DESC, a.next_run_at) AS in_group
+    FROM allowed a
+),
+chosen AS (
+    SELECT g.id, g.key, g.grp FROM (
+        SELECT g.id, g.key, g.grp, g.turn, g.priority, g.next_run_at FROM grouped g
+        LEFT JOIN buckets gb ON gb.name = g.grp AND gb.is_group
+        WHERE g.grp IS NULL OR g.in_group <= gb.room
+        UNION ALL
+        SELECT p.id, NULL, NULL, row_number() OVER (ORDER BY p.priority DESC, p.next_run_at), p.priority, p.next_run_at
+        FROM plain p
+    ) g
+    ORDER BY g.turn, g.priority DESC, g.next_run_at
+    LIMIT $1::bigint
+),
+-- The buckets written: the epoch read plus one, only if it is still the epoch read.
+taken AS (
+    SELECT b.name, coalesce(b.epoch, 0) + 1 AS epoch, coalesce(b.tokens - n.taken, 0) AS tokens
+    FROM (SELECT c.key AS name, count(*) AS taken FROM chosen c WHERE c.key IS NOT NULL GROUP BY c.key
+          UNION ALL
+          SELECT c.grp, count(*) FROM chosen c WHERE c.grp IS NOT NULL GROUP BY c.grp) n
+    JOIN buckets b ON b.name = n.name
+),
+written AS (
+    INSERT INTO flow_keys AS f (name, epoch, tokens, refilled_at)
+    SELECT t.name, t.epoch, t.tokens, c.now FROM taken t CROSS JOIN clock c
+    ON CONFLICT (name) DO UPDATE
+    SET epoch = excluded.epoch, tokens = excluded.tokens, refilled_at = excluded.refilled_at
+    WHERE f.epoch = excluded.epoch - 1
+    RETURNING f.name
 )
 UPDATE steps s
 SET status = 'leased', leased_by = $2::text, lease_token = gen_random_uuid(),
-    lease_expires_at = now() + $3::bigint * interval '1 millisecond', updated_at = now()
-FROM due
-WHERE s.id = due.id
+    lease_expires_at = c.now + $3::bigint * interval '1 millisecond', updated_at = now()
+FROM chosen ch, clock c
+WHERE s.id = ch.id
+  AND (ch.key IS NULL OR ch.key IN (SELECT w.name FROM written w))
+  AND (ch.grp IS NULL OR ch.grp IN (SELECT w.name FROM written w))
 RETURNING s.id AS step_id, s.run_id, s.lease_token AS "lease_token!"

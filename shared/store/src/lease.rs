@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use rara_domain::StepError;
 use rara_domain::step_error::codes;
 use uuid::Uuid;
@@ -36,9 +38,23 @@ impl Reaped {
 }
 
 impl Store {
-    /// Leases up to `limit` due steps for `holder`, oldest first, in one statement.
+    /// Leases up to `limit` due steps for `holder` in one statement, under flow control
+    /// (`sql/lease_due.sql`): fair share between concurrency keys, higher priority first,
+    /// then oldest; no key over its limits or rate; nothing paused.
     pub async fn lease_due(&self, holder: &str, limit: u32, lease: Duration) -> Result<Vec<Leased>, Error> {
-        Ok(sqlx::query_file_as!(Leased, "sql/lease_due.sql", i64::from(limit), holder, millis(lease))
+        self.lease_due_at(holder, limit, lease, None).await
+    }
+
+    /// [`lease_due`](Self::lease_due) as if the time were `at` (`None`: now): tests drive rate
+    /// limits and due times with it.
+    pub async fn lease_due_at(
+        &self,
+        holder: &str,
+        limit: u32,
+        lease: Duration,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<Vec<Leased>, Error> {
+        Ok(sqlx::query_file_as!(Leased, "sql/lease_due.sql", i64::from(limit), holder, millis(lease), at)
             .fetch_all(&self.pool)
             .await?)
     }

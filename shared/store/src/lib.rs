@@ -4,7 +4,10 @@
 //! # Layout
 //!
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
-//! - [`lease`]: the scheduler's side: lease due steps, release a lease, reap expired leases.
+//! - [`lease`]: the scheduler's side: lease due steps (flow control included: keys, limits,
+//!   fair share, priority, rates, pauses; one statement), release a lease, reap expired leases.
+//! - [`flow`]: flow control's operator side: limits per key or group, pauses of runs, keys
+//!   and operations, and what each key holds and has due.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
 //! - [`detach`]: long steps: park a remote attempt that outlives its invocation (fenced);
 //!   the detached attempts a cancel must reach.
@@ -48,6 +51,7 @@ pub mod dlq;
 pub mod due;
 pub mod error;
 pub mod fence;
+pub mod flow;
 pub mod interrupt;
 pub mod lease;
 pub mod map;

@@ -82,6 +82,15 @@ pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
 pub const LOST_REASON: &str = sql_file!("lost_reason");
 pub const DLQ_STEP: &str = sql_file!("dlq_step");
 
+// Flow control's operator side (flow.rs).
+pub const FLOW_LIMIT_SET: &str = sql_file!("flow_limit_set");
+pub const FLOW_LIMIT_UNSET: &str = sql_file!("flow_limit_unset");
+pub const FLOW_LIMITS_LIST: &str = sql_file!("flow_limits_list");
+pub const FLOW_PAUSE: &str = sql_file!("flow_pause");
+pub const FLOW_RESUME: &str = sql_file!("flow_resume");
+pub const FLOW_PAUSES: &str = sql_file!("flow_pauses");
+pub const FLOW_OVERRUNS: &str = sql_file!("flow_overruns");
+
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
 pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
@@ -112,7 +121,7 @@ const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
 pub fn catalogue() -> Vec<Statement> {
     let s = |name, sql, params| Statement { name, sql, params };
     let mut all = vec![
-        s("lease_due", LEASE_DUE, &["int8", "text", "int8"]),
+        s("lease_due", LEASE_DUE, &["int8", "text", "int8", "timestamptz"]),
         s("release", RELEASE, &["uuid[]", "uuid[]"]),
         s("reap_release", REAP_RELEASE, &["int8", "jsonb"]),
         s("reap_fail", REAP_FAIL.as_str(), &["int8", "jsonb", "jsonb"]),
@@ -149,7 +158,7 @@ pub fn catalogue() -> Vec<Statement> {
             SUBMIT_STEPS,
             &[
                 "uuid[]", "uuid", "int4[]", "text[]", "text[]", "text[]", "jsonb[]", "int4[]", "int4[]", "int4[]",
-                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]", "int4[]",
+                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]", "int4[]", "text[]", "int4[]", "int4[]",
             ],
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),
@@ -171,6 +180,13 @@ pub fn catalogue() -> Vec<Statement> {
         s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),
         s("history_steps", HISTORY_STEPS, &["int8", "int8", "int8"]),
         s("history_attempts", HISTORY_ATTEMPTS, &["int8", "int8"]),
+        s("flow_limit_set", FLOW_LIMIT_SET, &["text", "int4", "int4", "int8", "int4", "text"]),
+        s("flow_limit_unset", FLOW_LIMIT_UNSET, &["text", "text"]),
+        s("flow_limits_list", FLOW_LIMITS_LIST, &[]),
+        s("flow_pause", FLOW_PAUSE, &["text", "text"]),
+        s("flow_resume", FLOW_RESUME, &["text", "text", "text"]),
+        s("flow_pauses", FLOW_PAUSES, &[]),
+        s("flow_overruns", FLOW_OVERRUNS, &[]),
     ];
     all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));
     all

@@ -70,6 +70,13 @@ impl Store {
                 as &[Option<&serde_json::Value>],
             &map_column(steps, |m| m.max_concurrency) as &[Option<i32>],
             &map_column(steps, |m| m.tolerated_failures) as &[Option<i32>],
+            &steps.iter().map(|s| s.concurrency.as_ref().map(|c| c.key.as_str())).collect::<Vec<_>>()
+                as &[Option<&str>],
+            &steps
+                .iter()
+                .map(|s| s.concurrency.as_ref().and_then(|c| c.limit).map(|n| n.min(i32::MAX as u32) as i32))
+                .collect::<Vec<_>>() as &[Option<i32>],
+            &column(|s| s.priority),
         )
         .execute(&mut *tx)
         .await?;

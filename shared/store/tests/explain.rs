@@ -1,5 +1,6 @@
 //! The lease statement reads the partial index `steps_due`, however much finished history
-//! the table holds (DESIGN.md "Staying fast"); a prune batch reads only the runs it deletes.
+//! the table holds (DESIGN.md "Staying fast"), and `steps_due_key` with 100 concurrency keys
+//! (DESIGN.md "Flow control"); a prune batch reads only the runs it deletes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -33,13 +34,76 @@ async fn lease_statement_uses_the_partial_due_index(pool: PgPool) {
         .bind(10_i64)
         .bind("scheduler")
         .bind(60_000_i64)
+        .bind(None::<chrono::DateTime<chrono::Utc>>)
         .fetch_one(&pool)
         .await
         .unwrap();
     let text = plan.to_string();
     assert!(text.contains("\"Index Name\":\"steps_due\""), "the lease must scan steps_due:\n{text}");
-    assert!(!text.contains("\"Node Type\":\"Seq Scan\""), "no sequential scan of steps:\n{text}");
+    assert!(seq_scans_of_steps(&plan) == 0, "no sequential scan of steps:\n{text}");
     assert_eq!(store.lease_due("scheduler", 1000, LEASE).await.unwrap().len(), 80);
+}
+
+/// Sequential scans of `steps` anywhere in a JSON plan.
+fn seq_scans_of_steps(plan: &serde_json::Value) -> usize {
+    match plan {
+        serde_json::Value::Object(node) => {
+            let own = node.get("Node Type").and_then(|t| t.as_str()) == Some("Seq Scan")
+                && node.get("Relation Name").and_then(|t| t.as_str()) == Some("steps");
+            usize::from(own) + node.values().map(seq_scans_of_steps).sum::<usize>()
+        }
+        serde_json::Value::Array(items) => items.iter().map(seq_scans_of_steps).sum(),
+        _ => 0,
+    }
+}
+
+/// DESIGN.md "Flow control": with 100 keys of 50 due steps each (and 20,000 finished steps),
+/// the lease is still one statement; it walks the keys through `steps_due_key`, scans no
+/// `steps` sequentially, takes one step of each key in a batch of 100, and reads a bounded
+/// number of buffers per step leased (printed: `cargo test -p rara-store --test explain --
+/// --nocapture`).
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_lease_over_100_keys_is_one_statement_through_the_key_index(pool: PgPool) {
+    let store = mostly_finished(&pool, 0).await;
+    let steps: String = (0..5000)
+        .map(|i| format!("  - {{name: s{i}, operation: noop, concurrency: {{key: tenant-{}, limit: 5}}}}\n", i % 100))
+        .collect();
+    store.submit(&plan(&format!("name: keyed\nsteps:\n{steps}"))).await.unwrap();
+    sqlx::query("ANALYZE steps").execute(&pool).await.unwrap();
+
+    let mut tx = pool.begin().await.unwrap();
+    let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {LEASE_DUE}"))
+        .bind(100_i64)
+        .bind("scheduler")
+        .bind(60_000_i64)
+        .bind(None::<chrono::DateTime<chrono::Utc>>)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    let text = plan.to_string();
+    assert!(text.contains("\"Index Name\":\"steps_due_key\""), "the lease must walk steps_due_key:\n{text}");
+    assert_eq!(seq_scans_of_steps(&plan), 0, "no sequential scan of steps:\n{text}");
+    let top = &plan[0]["Plan"];
+    let (rows, buffers) = (top["Actual Rows"].as_u64().unwrap(), top["Shared Hit Blocks"].as_u64().unwrap());
+    println!(
+        "lease over 100 keys: {rows} steps, {buffers} shared buffers hit ({} per step), {:.1} ms",
+        buffers / rows.max(1),
+        plan[0]["Execution Time"].as_f64().unwrap()
+    );
+    assert_eq!(rows, 100);
+    assert!(buffers / rows < 200, "{buffers} buffers for {rows} steps");
+
+    let mut keys = std::collections::HashSet::new();
+    for leased in store.lease_due("scheduler", 100, LEASE).await.unwrap() {
+        let key: String = sqlx::query_scalar("SELECT concurrency_key FROM steps WHERE id = $1")
+            .bind(leased.step_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        keys.insert(key);
+    }
+    assert_eq!(keys.len(), 100, "one step of each key");
 }
 
 /// The generic plan (what a prepared statement runs after five executions) of every batch

@@ -2,7 +2,8 @@
 //! (`workflow_runs`, `steps`, `step_attempts`) and the counters the runners printed at exit
 //! (`rara scheduler --json`, `rara executor --json`), and names every way the history breaks
 //! DESIGN.md "Lease ownership": a step with two committed outcomes, a fence that did not
-//! grow, a step or run that never finished, a message nobody can account for.
+//! grow, a step or run that never finished, a message nobody can account for, a concurrency
+//! key that ran more attempts at once than its limit (DESIGN.md "Flow control").
 //!
 //! What the counters can and cannot prove:
 //! - an executor that was SIGKILLed prints nothing: what it claimed and acknowledged is only
@@ -130,6 +131,14 @@ struct RunRow {
     succeeded: i64,
 }
 
+/// The store's database error as sqlx's (the checker's error type).
+fn store_error(e: rara_store::Error) -> sqlx::Error {
+    match e {
+        rara_store::Error::Database(e) => e,
+        other => sqlx::Error::Protocol(other.to_string()),
+    }
+}
+
 const TERMINAL: [&str; 4] = ["succeeded", "failed", "cancelled", "skipped"];
 
 /// Reads the history of the database behind `pool` and checks it against `ledger`.
@@ -168,6 +177,12 @@ pub async fn check(pool: &PgPool, ledger: &Ledger) -> Result<Report, sqlx::Error
         check_run(run, &mut report, &mut v);
     }
     check_counters(&attempts, ledger, &mut report, &mut v);
+    for o in rara_store::Store::new(pool.clone()).limit_overruns().await.map_err(store_error)? {
+        v.push(Violation {
+            rule: "no key holds more than its limit",
+            detail: format!("{} ran {} attempts at {} (limit {})", o.name, o.running, o.at, o.limit),
+        });
+    }
     report.violations = v;
     Ok(report)
 }
