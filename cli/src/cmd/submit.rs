@@ -15,17 +15,17 @@ use crate::Failure;
 #[derive(Debug, Args)]
 pub struct Submit {
     /// The definition file; `.json` is read as JSON, anything else as YAML.
-    file: PathBuf,
+    pub(crate) file: PathBuf,
     /// Watch the run until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
-    watch: bool,
+    pub(crate) watch: bool,
     /// A run input, as a string: adds to or overrides the definition's `inputs:` (steps read it
     /// with `{"$input": "/KEY"}`). Repeatable.
     #[arg(long = "input", value_name = "KEY=VALUE", value_parser = text_input)]
-    inputs: Vec<(String, serde_json::Value)>,
+    pub(crate) inputs: Vec<(String, serde_json::Value)>,
     /// A run input as any JSON value (`--input-json 'limits={"n": 3}'`), like `--input`.
     #[arg(long = "input-json", value_name = "KEY=JSON", value_parser = json_input)]
-    json_inputs: Vec<(String, serde_json::Value)>,
+    pub(crate) json_inputs: Vec<(String, serde_json::Value)>,
 }
 
 /// `KEY=VALUE`: the value as a JSON string.
