@@ -33,10 +33,12 @@ pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure>
     };
     match command {
         Command::Submit(args) => {
-            let text = std::fs::read_to_string(&args.file)
-                .with_context(|| format!("cannot read {}", args.file.display()))?;
+            let text =
+                std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
             let inputs: serde_json::Map<String, Value> = args.inputs.into_iter().chain(args.json_inputs).collect();
-            let submitted = remote.send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs}))).await?;
+            let submitted = remote
+                .send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs})))
+                .await?;
             let id = submitted["id"].as_str().unwrap_or_default().to_owned();
             if json {
                 println!("{submitted}");
@@ -69,7 +71,10 @@ pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure>
         Command::Cancel(args) => {
             // The id names a run or a step, as over the database.
             let body = Some(json!({"reason": args.reason}));
-            let done = match remote.send(reqwest::Method::POST, &format!("/api/runs/{}/cancel", args.id), body.clone()).await {
+            let done = match remote
+                .send(reqwest::Method::POST, &format!("/api/runs/{}/cancel", args.id), body.clone())
+                .await
+            {
                 Err(failure) if failure.code == 3 => {
                     remote.send(reqwest::Method::POST, &format!("/api/steps/{}/cancel", args.id), body).await?
                 }
@@ -78,7 +83,12 @@ pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure>
             if json {
                 println!("{done}");
             } else {
-                println!("cancelled {} {} ({} steps)", done["kind"].as_str().unwrap_or("run"), args.id, done["cancelled_steps"]);
+                println!(
+                    "cancelled {} {} ({} steps)",
+                    done["kind"].as_str().unwrap_or("run"),
+                    args.id,
+                    done["cancelled_steps"]
+                );
             }
             Ok(())
         }
@@ -89,14 +99,18 @@ pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure>
             } else {
                 println!(
                     "step {} will run again ({} step(s) back to pending in run {})",
-                    args.step_id, done["revived_steps"], done["run_id"].as_str().unwrap_or_default()
+                    args.step_id,
+                    done["revived_steps"],
+                    done["run_id"].as_str().unwrap_or_default()
                 );
             }
             Ok(())
         }
         _ => Err(Failure {
             code: 2,
-            error: anyhow::anyhow!("--api works with submit, status, list, cancel and retry; this command needs DATABASE_URL"),
+            error: anyhow::anyhow!(
+                "--api works with submit, status, list, cancel and retry; this command needs DATABASE_URL"
+            ),
         }),
     }
 }

@@ -30,9 +30,8 @@ pub async fn run(args: Ui, json: bool) -> Result<(), Failure> {
     };
     let token = auth.token().unwrap_or_default().to_owned();
     let api = Api::new(store, config, auth)?;
-    let listener = tokio::net::TcpListener::bind(args.bind)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    let listener =
+        tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
     let addr = listener.local_addr().context("the listening address")?;
     let url = format!("http://{addr}");
     if json {
