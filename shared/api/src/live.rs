@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use rara_store::Store;
+use rara_store::browse::ConsoleListener;
 use tokio::sync::{OnceCell, broadcast};
 use uuid::Uuid;
 
@@ -29,13 +30,21 @@ impl Live {
         Live { store, sender: OnceCell::new() }
     }
 
-    /// A receiver of changes; the listener starts with the first one.
+    /// A receiver of changes; the listener starts with the first one, which hears every change
+    /// committed after this returns (the first listener is connected before it does).
     pub async fn subscribe(&self) -> broadcast::Receiver<Uuid> {
         let sender = self
             .sender
             .get_or_init(|| async {
                 let (sender, _) = broadcast::channel(BUFFER);
-                tokio::spawn(listen(self.store.clone(), sender.clone()));
+                let first = match self.store.listen_console().await {
+                    Ok(listener) => Some(listener),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the console cannot listen for changes; retrying");
+                        None
+                    }
+                };
+                tokio::spawn(listen(self.store.clone(), sender.clone(), first));
                 sender
             })
             .await;
@@ -45,9 +54,13 @@ impl Live {
 
 /// Relays notifications for as long as the server lives (a new subscriber should not wait for
 /// a connection), reconnecting after a failure and telling subscribers to resync.
-async fn listen(store: Store, sender: broadcast::Sender<Uuid>) {
+async fn listen(store: Store, sender: broadcast::Sender<Uuid>, mut first: Option<ConsoleListener>) {
     loop {
-        match store.listen_console().await {
+        let listener = match first.take() {
+            Some(listener) => Ok(listener),
+            None => store.listen_console().await,
+        };
+        match listener {
             Ok(mut listener) => loop {
                 match listener.recv().await {
                     Ok(run) => {
