@@ -1,7 +1,7 @@
 //! The JSON API under `/api`. Reads are open; every state-changing request needs the token
 //! ([`crate::auth`]). Bad input (malformed JSON, unknown fields, a bad cursor, a body over
 //! [`crate::MAX_BODY_BYTES`]) gets a structured 4xx and changes nothing. The console's forms
-//! call the same functions ([`cancel`], [`retry`]).
+//! call the same functions (`cancel`, `retry`, `bulk`).
 
 use axum::Json;
 use axum::body::Bytes;
