@@ -11,6 +11,8 @@ localstack_up
 
 # The Python executor's virtualenv (the remote-executor tests start the real server).
 scripts/python-env.sh >/dev/null
+# Chromium and chromedriver for the console's browser test (installed once).
+scripts/browser-env.sh
 
 echo "== Rust tests"
 cargo test --workspace --all-targets

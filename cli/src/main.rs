@@ -8,6 +8,7 @@
 //! - `watch.rs`: the live display of `rara watch` and `rara submit --watch`.
 //! - `table.rs`: the human tables (`--json` prints the same data as JSON).
 //! - `failure.rs`: errors with their exit code.
+//! - `via_api.rs`: `--api URL`, the commands over rara's HTTP API instead of the database.
 //!
 //! Benchmarks are not here: they are the `rara-bench` crate (`tools/bench`).
 //!
@@ -19,6 +20,7 @@
 mod cmd;
 mod failure;
 mod table;
+mod via_api;
 mod watch;
 
 use std::process::ExitCode;
@@ -33,6 +35,10 @@ struct Cli {
     /// Print machine-readable JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// Run submit, status, list, cancel and retry through rara's HTTP API at this URL instead of
+    /// the database (the token from RARA_API_TOKEN).
+    #[arg(long, global = true, value_name = "URL", env = "RARA_API_URL")]
+    api: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,6 +62,7 @@ enum Command {
     Scheduler(cmd::scheduler::Scheduler),
     Executor(cmd::executor::Executor),
     Dev(cmd::dev::Dev),
+    Ui(cmd::ui::Ui),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +106,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     if !cli.command.logs_like_a_lambda() {
         init_cli_logging();
     }
+    if let Some(url) = &cli.api {
+        return via_api::run(cli.command, url, json).await;
+    }
     match cli.command {
         Command::Migrate(args) => cmd::migrate::run(args, json).await,
         Command::Submit(args) => cmd::submit::run(args, json).await,
@@ -117,5 +127,6 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Scheduler(args) => cmd::scheduler::run(args, json).await,
         Command::Executor(args) => cmd::executor::run(args, json).await,
         Command::Dev(args) => cmd::dev::run(args, json).await,
+        Command::Ui(args) => cmd::ui::run(args, json).await,
     }
 }

@@ -92,6 +92,7 @@ FULL_OPTIONS = {
     "RdsProxyDbClusterIdentifier": "rara-db",
     "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:rara-alarms",
     "RemoteExecutors": "https://worker.example.com:443",
+    "EnableApi": "true",
 }
 
 

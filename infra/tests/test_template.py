@@ -84,7 +84,7 @@ def test_sam_translation_keeps_the_event_source_and_environment(template, monkey
     from samtranslator.translator.translator import Translator
 
     packaged = copy.deepcopy(template)
-    for name in (tc.SCHEDULER, tc.EXECUTOR):  # what `sam package` does with the build output
+    for name in (tc.SCHEDULER, tc.EXECUTOR, "ApiFunction"):  # what `sam package` does with the build output
         packaged["Resources"][name]["Properties"]["CodeUri"] = f"s3://bucket/{name}.zip"
     out = Translator({}, Parser()).translate(sam_template=packaged, parameter_values={})
     resources = out["Resources"]

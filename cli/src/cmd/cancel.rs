@@ -10,9 +10,9 @@ use crate::Failure;
 #[derive(Debug, Args)]
 pub struct Cancel {
     /// A run id or a step id.
-    id: Uuid,
+    pub(crate) id: Uuid,
     #[arg(long, default_value = "cancelled by an operator")]
-    reason: String,
+    pub(crate) reason: String,
 }
 
 /// Cancels a run, or else a step, by id.

@@ -11,9 +11,9 @@ use crate::{Failure, table};
 pub struct List {
     /// Only runs in this status.
     #[arg(long, value_enum)]
-    status: Option<Status>,
+    pub(crate) status: Option<Status>,
     #[arg(long, default_value_t = 20)]
-    limit: u32,
+    pub(crate) limit: u32,
 }
 
 /// A run status as written on the command line (an unknown one is a usage error).

@@ -8,7 +8,7 @@ use crate::Failure;
 /// Give a failed or cancelled step a new attempt budget; its skipped dependents come back.
 #[derive(Debug, Args)]
 pub struct Retry {
-    step_id: Uuid,
+    pub(crate) step_id: Uuid,
 }
 
 pub async fn run(args: Retry, json: bool) -> Result<(), Failure> {

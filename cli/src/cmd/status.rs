@@ -10,7 +10,7 @@ use crate::{Failure, table};
 #[derive(Debug, Args)]
 pub struct Status {
     /// The run id printed by `rara submit`.
-    run_id: Uuid,
+    pub(crate) run_id: Uuid,
 }
 
 pub async fn run(args: Status, json: bool) -> Result<(), Failure> {

@@ -19,23 +19,23 @@ use crate::Failure;
 #[derive(Debug, Args)]
 pub struct Submit {
     /// The definition file; `.json` is read as JSON, anything else as YAML.
-    file: PathBuf,
+    pub(crate) file: PathBuf,
     /// Watch the run until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
-    watch: bool,
+    pub(crate) watch: bool,
     /// A run input declared in the definition's `inputs:` (steps read it with `{"$input":
     /// "/KEY"}`): VALUE is read as JSON when it parses (`limit=10`, `tags=["a"]`), else as a
     /// string (`date=2026-12-02`); for an input declared `string` it is always the text.
     /// Repeatable.
     #[arg(long = "input", value_name = "KEY=VALUE", value_parser = split_input)]
-    inputs: Vec<(String, String)>,
+    pub(crate) inputs: Vec<(String, String)>,
     /// A run input as JSON, which must parse (`--input-json 'limits={"n": 3}'`), like `--input`.
     #[arg(long = "input-json", value_name = "KEY=JSON", value_parser = json_input)]
-    json_inputs: Vec<(String, Value)>,
+    pub(crate) json_inputs: Vec<(String, Value)>,
     /// A JSON file holding an object of run inputs (`{"date": "2026-12-02", "limit": 5}`).
     /// Repeatable; a key in two places (files or flags) is an error.
     #[arg(long = "input-file", value_name = "FILE")]
-    input_files: Vec<PathBuf>,
+    pub(crate) input_files: Vec<PathBuf>,
 }
 
 /// `KEY=JSON`: the value parsed as JSON.
@@ -58,7 +58,7 @@ fn usage(error: anyhow::Error) -> Failure {
 
 /// The inputs given on the command line, each key once; `--input`'s text is typed by the
 /// declaration of its key ([`inputs::value_of_text`]).
-fn given_inputs(args: &Submit, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
+pub(crate) fn given_inputs(args: &Submit, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
     let mut given = Map::new();
     let mut add = |key: String, value: Value, from: &str| {
         if given.contains_key(&key) {

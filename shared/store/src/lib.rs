@@ -21,6 +21,8 @@
 //! - [`references`]: data flow at claim: what a batch's input references read (one
 //!   statement), and the input each attempt ran with (one fenced statement).
 //! - [`interrupt`]: a stopping runner gives back the running steps it still holds (fenced).
+//! - [`browse`]: what the API and console read: runs by filter and cursor, the console's
+//!   live channel ([`browse::CONSOLE_CHANNEL`]).
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
 //!   skipping what another transaction holds; what a prune would delete.
@@ -45,6 +47,7 @@
 //! hundreds of index reads per step, and 64 steps/s instead of 3,000 where autovacuum was
 //! off. The proof is `tests/explain.rs`.
 
+pub mod browse;
 pub mod claim;
 pub mod detach;
 pub mod dlq;

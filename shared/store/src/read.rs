@@ -22,7 +22,7 @@ pub struct Progress {
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
     pub id: Uuid,
     pub name: String,
@@ -42,7 +42,7 @@ pub struct RunView {
     pub steps: Vec<StepView>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepView {
     pub id: Uuid,
     pub name: String,
@@ -109,7 +109,7 @@ pub struct DetachedSpan {
     pub sequence: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptView {
     #[serde(skip)]
     pub step_id: Uuid,
@@ -135,7 +135,7 @@ pub struct AttemptView {
     pub input: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArtifactView {
     #[serde(skip)]
     pub step_id: Uuid,
@@ -298,7 +298,7 @@ impl Sources for Finished<'_> {
 }
 
 /// One line of `rara list`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub id: Uuid,
     pub name: String,

@@ -1,0 +1,170 @@
+//! `--api URL`: `submit`, `status`, `list`, `cancel` and `retry` through rara's HTTP API instead
+//! of the database, for operators without database access. The token of state-changing
+//! requests comes from `RARA_API_TOKEN`. An API error exits with the `exit_code` it carries,
+//! as the same command would over the database.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use rara_domain::state::RunStatus;
+use rara_domain::workflow::{Format, WorkflowDefinition};
+use rara_store::read::{RunSummary, RunView};
+use serde_json::{Value, json};
+
+use crate::{Command, Failure, table};
+
+/// Where the token of state-changing requests comes from.
+pub const TOKEN_VAR: &str = "RARA_API_TOKEN";
+
+/// How often `submit --watch` asks the API whether the run ended.
+const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+struct Remote {
+    client: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+/// Runs `command` through the API at `url`.
+pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure> {
+    let remote = Remote {
+        client: reqwest::Client::new(),
+        base: url.trim_end_matches('/').to_owned(),
+        token: std::env::var(TOKEN_VAR).ok().filter(|t| !t.is_empty()),
+    };
+    match command {
+        Command::Submit(args) => {
+            let text =
+                std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+            // The inputs typed by the definition's declarations, as a local submit types them;
+            // the API checks them again against the same declarations.
+            let definition = WorkflowDefinition::parse(&text, Format::from_path(&args.file))
+                .with_context(|| format!("{} is not a valid workflow definition", args.file.display()))?;
+            let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
+            let submitted = remote
+                .send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs})))
+                .await?;
+            let id = submitted["id"].as_str().unwrap_or_default().to_owned();
+            if json {
+                println!("{submitted}");
+            } else {
+                println!("{id}");
+                if submitted["created"] == false {
+                    eprintln!("note: idempotency key matched an existing run; nothing new was submitted");
+                }
+            }
+            if args.watch {
+                return remote.watch(&id, json).await;
+            }
+            Ok(())
+        }
+        Command::Status(args) => remote.print_run(&args.run_id.to_string(), json).await.map(|_| ()),
+        Command::List(args) => {
+            let mut path = format!("/api/runs?limit={}", args.limit);
+            if let Some(status) = args.status {
+                path.push_str(&format!("&status={}", RunStatus::from(status).as_str()));
+            }
+            let page = remote.send(reqwest::Method::GET, &path, None).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&page["runs"]).context("cannot encode the runs")?);
+            } else {
+                let runs: Vec<RunSummary> = serde_json::from_value(page["runs"].clone()).context("the API's runs")?;
+                print!("{}", table::runs(&runs));
+            }
+            Ok(())
+        }
+        Command::Cancel(args) => {
+            // The id names a run or a step, as over the database.
+            let body = Some(json!({"reason": args.reason}));
+            let done = match remote
+                .send(reqwest::Method::POST, &format!("/api/runs/{}/cancel", args.id), body.clone())
+                .await
+            {
+                Err(failure) if failure.code == 3 => {
+                    remote.send(reqwest::Method::POST, &format!("/api/steps/{}/cancel", args.id), body).await?
+                }
+                other => other?,
+            };
+            if json {
+                println!("{done}");
+            } else {
+                println!(
+                    "cancelled {} {} ({} steps)",
+                    done["kind"].as_str().unwrap_or("run"),
+                    args.id,
+                    done["cancelled_steps"]
+                );
+            }
+            Ok(())
+        }
+        Command::Retry(args) => {
+            let done = remote.send(reqwest::Method::POST, &format!("/api/steps/{}/retry", args.step_id), None).await?;
+            if json {
+                println!("{done}");
+            } else {
+                println!(
+                    "step {} will run again ({} step(s) back to pending in run {})",
+                    args.step_id,
+                    done["revived_steps"],
+                    done["run_id"].as_str().unwrap_or_default()
+                );
+            }
+            Ok(())
+        }
+        _ => Err(Failure {
+            code: 2,
+            error: anyhow::anyhow!(
+                "--api works with submit, status, list, cancel and retry; this command needs DATABASE_URL"
+            ),
+        }),
+    }
+}
+
+impl Remote {
+    /// One request; a structured API error becomes a failure with its exit code.
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.with_context(|| format!("cannot reach the rara API at {}", self.base))?;
+        let status = response.status();
+        let body: Value = response.json().await.with_context(|| format!("the API answered {status} without JSON"))?;
+        if status.is_success() {
+            return Ok(body);
+        }
+        let code = body["exit_code"].as_u64().and_then(|c| u8::try_from(c).ok()).unwrap_or(1);
+        let message = body["message"].as_str().unwrap_or("the API refused the request");
+        Err(Failure { code, error: anyhow::anyhow!("{message} ({status})") })
+    }
+
+    async fn print_run(&self, id: &str, json: bool) -> Result<RunView, Failure> {
+        let body = self.send(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
+        let run: RunView = serde_json::from_value(body.clone()).context("the API's run")?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&body).context("cannot encode the run")?);
+        } else {
+            print!("{}", table::run(&run));
+        }
+        Ok(run)
+    }
+
+    /// Waits for the run to end, prints it, and exits as `rara watch` does.
+    async fn watch(&self, id: &str, json: bool) -> Result<(), Failure> {
+        loop {
+            let body = self.send(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
+            if body["status"] != "running" {
+                break;
+            }
+            tokio::time::sleep(WATCH_INTERVAL).await;
+        }
+        let run = self.print_run(id, json).await?;
+        match crate::watch::exit_code(run.status) {
+            0 => Ok(()),
+            code => Err(Failure::silent(code)),
+        }
+    }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Debian's Chromium and its WebDriver for the console's browser test (cli/tests/console.rs):
+# installed once, skipped when present. Prints nothing on the cached path.
+set -euo pipefail
+if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+    exit 0
+fi
+echo "== installing chromium and chromium-driver (once)"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get install -y -q chromium chromium-driver >/dev/null || {
+    $SUDO apt-get update -q >/dev/null
+    $SUDO apt-get install -y -q chromium chromium-driver >/dev/null
+}
+command -v chromium >/dev/null && command -v chromedriver >/dev/null

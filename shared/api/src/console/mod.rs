@@ -1,0 +1,313 @@
+//! The console: server-rendered HTML (maud), readable without JavaScript. A few lines of
+//! inline script subscribe to the SSE stream of a page and swap in the fragment the server
+//! renders when a run changes. Forms (cancel, retry, bulk actions with a confirmation) carry
+//! the CSRF token and need the session of `rara ui`'s URL ([`crate::auth`]).
+//!
+//! - this file: the routes and their handlers;
+//! - [`pages`]: the markup of the pages and of the live fragments;
+//! - [`dag`], [`timeline`]: the run page's two drawings.
+
+pub mod dag;
+pub mod pages;
+pub mod timeline;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::rejection::{FormRejection, PathRejection, QueryRejection};
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use futures::Stream;
+use rara_domain::state::{AttemptOutcome, RunStatus};
+use serde::Deserialize;
+use tokio::sync::broadcast;
+use uuid::Uuid;
+
+use crate::auth::SESSION_COOKIE;
+use crate::runs::{Bulk, ListQuery};
+use crate::{Api, Error, live};
+
+/// How long a page's stream gathers notifications before it renders once: a batch of steps
+/// finishing together is one update.
+const SETTLE: Duration = Duration::from_millis(100);
+
+pub(crate) fn routes() -> axum::Router<Api> {
+    axum::Router::new()
+        .route("/", get(runs_page))
+        .route("/fragments/runs", get(runs_fragment))
+        .route("/events", get(runs_events))
+        .route("/runs/{id}", get(run_page))
+        .route("/runs/{id}/fragment", get(run_fragment))
+        .route("/runs/{id}/events", get(run_events))
+        .route("/runs/{id}/cancel", post(cancel_run_form))
+        .route("/steps/{id}/cancel", post(cancel_step_form))
+        .route("/steps/{id}/retry", post(retry_step_form))
+        .route("/bulk", post(bulk_form))
+}
+
+/// HTML-escapes text for the hand-written SVG (maud escapes everything else).
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\r' => out.push_str("&#13;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The colour of a step status or an attempt outcome.
+pub fn status_colour(status: &str) -> &'static str {
+    match status {
+        "succeeded" => "#16a34a",
+        "failed" | "lease_expired" => "#dc2626",
+        "cancelled" => "#d97706",
+        "retrying" => "#f59e0b",
+        "running" => "#2563eb",
+        "leased" => "#60a5fa",
+        "skipped" => "#a8a29e",
+        _ => "#94a3b8",
+    }
+}
+
+/// An attempt outcome as the store spells it.
+pub fn outcome_name(outcome: AttemptOutcome) -> String {
+    serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// The runs list's query, as a browser sends it (an empty select is no filter).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConsoleQuery {
+    /// The token `rara ui` printed: opening `/?token=…` starts a session.
+    pub token: Option<String>,
+    pub status: Option<String>,
+    pub name: Option<String>,
+    pub cursor: Option<String>,
+}
+
+impl ConsoleQuery {
+    fn list(&self) -> Result<ListQuery, Error> {
+        let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+        let status = match nonempty(&self.status) {
+            Some(s) => Some(
+                serde_json::from_value::<RunStatus>(serde_json::Value::String(s))
+                    .map_err(|_| Error::bad_request("unknown run status").with_field("status"))?,
+            ),
+            None => None,
+        };
+        Ok(ListQuery { status, name: nonempty(&self.name), cursor: nonempty(&self.cursor), ..ListQuery::default() })
+    }
+}
+
+async fn runs_page(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    query: Result<Query<ConsoleQuery>, QueryRejection>,
+) -> Result<Response, Error> {
+    let Query(query) = query?;
+    if let Some(token) = &query.token {
+        // Start a session: the cookie holds the token; the URL loses it.
+        if api.auth().token() != Some(token.as_str()) {
+            return Err(Error::unauthorized());
+        }
+        let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
+        let mut response = Redirect::to("/").into_response();
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().insert(header::SET_COOKIE, value);
+        }
+        return Ok(response);
+    }
+    let page = query.list()?.page(&api).await?;
+    let session = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
+    Ok(Html(pages::runs(&query, &page, session.as_deref()).into_string()).into_response())
+}
+
+async fn runs_fragment(
+    State(api): State<Api>,
+    query: Result<Query<ConsoleQuery>, QueryRejection>,
+) -> Result<Html<String>, Error> {
+    let Query(query) = query?;
+    let page = query.list()?.page(&api).await?;
+    Ok(Html(pages::runs_table(&query, &page).into_string()))
+}
+
+async fn run_page(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+) -> Result<Html<String>, Error> {
+    let Path(id) = id?;
+    let session = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
+    let live = render_run(&api, id, session.as_deref()).await?;
+    let run = api.store().run_status(id).await?;
+    Ok(Html(pages::run(id, run, live, session.is_some()).into_string()))
+}
+
+async fn run_fragment(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+) -> Result<Html<String>, Error> {
+    let Path(id) = id?;
+    let session = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
+    Ok(Html(render_run(&api, id, session.as_deref()).await?))
+}
+
+/// The live part of a run page: what the SSE stream sends when the run changes.
+pub async fn render_run(api: &Api, id: Uuid, csrf: Option<&str>) -> Result<String, Error> {
+    let run = api.store().run(id).await?;
+    let inputs = api.store().step_inputs(id).await?;
+    Ok(pages::run_live(&run, &inputs, csrf, chrono::Utc::now()).into_string())
+}
+
+/// Waits for a change that concerns `wanted` (any run when `None`), then lets the burst settle.
+async fn next_change(changes: &mut broadcast::Receiver<Uuid>, wanted: Option<Uuid>) -> bool {
+    loop {
+        match changes.recv().await {
+            Ok(run) if wanted.is_none() || Some(run) == wanted || run == live::RESYNC => break,
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Lagged(_)) => break,
+            Err(broadcast::error::RecvError::Closed) => return false,
+        }
+    }
+    tokio::time::sleep(SETTLE).await;
+    // Whatever arrived meanwhile is covered by the render that follows.
+    while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = changes.try_recv() {}
+    true
+}
+
+async fn run_events(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Error> {
+    let Path(id) = id?;
+    api.store().run_status(id).await?;
+    let csrf = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
+    let changes = api.inner.live.subscribe().await;
+    let stream = futures::stream::unfold((api, changes, csrf), move |(api, mut changes, csrf)| async move {
+        loop {
+            if !next_change(&mut changes, Some(id)).await {
+                return None;
+            }
+            match render_run(&api, id, csrf.as_deref()).await {
+                Ok(html) => return Some((Ok(Event::default().event("update").data(html)), (api, changes, csrf))),
+                Err(e) => tracing::warn!(code = %e.body.code, "cannot render a run update"),
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+async fn runs_events(State(api): State<Api>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let changes = api.inner.live.subscribe().await;
+    let stream = futures::stream::unfold(changes, |mut changes| async move {
+        next_change(&mut changes, None).await.then(|| (Ok(Event::default().event("changed").data("runs")), changes))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// A console form: its CSRF token, and for a cancel the reason.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ActionForm {
+    pub csrf: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The run page to return to.
+    #[serde(default)]
+    pub back: Option<Uuid>,
+}
+
+fn back_to(run: Option<Uuid>) -> Redirect {
+    match run {
+        Some(run) => Redirect::to(&format!("/runs/{run}")),
+        None => Redirect::to("/"),
+    }
+}
+
+fn reason(form: &ActionForm) -> Option<String> {
+    form.reason.clone().filter(|r| !r.trim().is_empty())
+}
+
+async fn cancel_run_form(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+    form: Result<Form<ActionForm>, FormRejection>,
+) -> Result<Redirect, Error> {
+    let (Path(id), Form(form)) = (id?, form?);
+    api.auth().check_form(&headers, &form.csrf)?;
+    crate::runs::cancel(&api, id, false, reason(&form)).await?;
+    Ok(back_to(Some(id)))
+}
+
+async fn cancel_step_form(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+    form: Result<Form<ActionForm>, FormRejection>,
+) -> Result<Redirect, Error> {
+    let (Path(id), Form(form)) = (id?, form?);
+    api.auth().check_form(&headers, &form.csrf)?;
+    crate::runs::cancel(&api, id, true, reason(&form)).await?;
+    Ok(back_to(form.back))
+}
+
+async fn retry_step_form(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+    form: Result<Form<ActionForm>, FormRejection>,
+) -> Result<Redirect, Error> {
+    let (Path(id), Form(form)) = (id?, form?);
+    api.auth().check_form(&headers, &form.csrf)?;
+    crate::runs::retry(&api, id).await?;
+    Ok(back_to(form.back))
+}
+
+/// A bulk action from the runs list: first a confirmation page with the count, then the action.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BulkForm {
+    pub csrf: String,
+    /// `cancel` or `retry`.
+    pub action: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Set by the confirmation page.
+    #[serde(default)]
+    pub confirmed: Option<String>,
+}
+
+async fn bulk_form(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    form: Result<Form<BulkForm>, FormRejection>,
+) -> Result<Response, Error> {
+    let Form(form) = form?;
+    api.auth().check_form(&headers, &form.csrf)?;
+    let query = ConsoleQuery { status: form.status.clone(), name: form.name.clone(), ..ConsoleQuery::default() };
+    let filter = query.list()?.filter();
+    let action = match form.action.as_str() {
+        "cancel" => Bulk::Cancel,
+        "retry" => Bulk::Retry,
+        _ => return Err(Error::bad_request("the action is cancel or retry").with_field("action")),
+    };
+    let confirmed = form.confirmed.as_deref() == Some("yes");
+    let done = crate::runs::bulk(&api, action, &filter, !confirmed, None).await?;
+    if confirmed {
+        return Ok(Redirect::to("/").into_response());
+    }
+    let matched = done.matched as usize;
+    Ok((StatusCode::OK, Html(pages::confirm_bulk(&form, matched).into_string())).into_response())
+}

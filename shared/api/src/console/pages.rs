@@ -1,0 +1,277 @@
+//! The console's markup. Every page reads without JavaScript; the inline script only keeps a
+//! page live (SSE) and asks before a destructive form is sent.
+
+use chrono::{DateTime, Utc};
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use rara_domain::state::{RunStatus, StepStatus};
+use rara_store::read::{RunView, StepView};
+use uuid::Uuid;
+
+use super::{BulkForm, ConsoleQuery, dag, status_colour, timeline};
+use crate::runs::RunPage;
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#0f172a;background:#f8fafc}
+header{background:#0f172a;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
+main{padding:16px 20px}table{border-collapse:collapse;width:100%;background:#fff}
+th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e2e8f0;vertical-align:top}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px}
+.panel{background:#fff;border:1px solid #e2e8f0;border-radius:6px;padding:12px;margin:12px 0;overflow:auto}
+pre{background:#f1f5f9;padding:8px;overflow:auto;max-height:300px;margin:4px 0}
+form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
+.progress{display:inline-block;width:80px;height:6px;background:#e2e8f0;border-radius:3px;vertical-align:middle}
+.progress span{display:block;height:6px;background:#2563eb;border-radius:3px}
+"#;
+
+/// Forms that change state ask first (the page works without it: the server still checks).
+const CONFIRM: &str = r#"document.addEventListener('submit',e=>{const m=e.target.dataset.confirm;if(m&&!confirm(m))e.preventDefault();});"#;
+
+fn layout(title: &str, body: Markup, script: Option<String>) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · rara" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header { a href="/" { "rara" } " " span.muted { "console" } }
+                main { (body) }
+                script { (PreEscaped(CONFIRM)) }
+                @if let Some(script) = script { script { (PreEscaped(script)) } }
+            }
+        }
+    }
+}
+
+fn badge(status: &str) -> Markup {
+    html! { span.badge data-status=(status) style={ "background:" (status_colour(status)) } { (status) } }
+}
+
+fn time(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// The runs list, live.
+pub fn runs(query: &ConsoleQuery, page: &RunPage, csrf: Option<&str>) -> Markup {
+    let status = query.status.clone().unwrap_or_default();
+    let name = query.name.clone().unwrap_or_default();
+    let body = html! {
+        h1 { "Runs" }
+        form method="get" action="/" {
+            label { "status " select name="status" {
+                option value="" { "any" }
+                @for s in ["running", "succeeded", "failed", "cancelled"] {
+                    option value=(s) selected[status == s] { (s) }
+                }
+            } }
+            " "
+            label { "name " input name="name" value=(name); }
+            " " button type="submit" { "Filter" }
+        }
+        div #runs { (runs_table(query, page)) }
+        @if let Some(csrf) = csrf {
+            div.panel {
+                "Bulk action on every run this filter matches: "
+                @for (action, label) in [("cancel", "Cancel running runs…"), ("retry", "Retry failed steps…")] {
+                    form.inline method="post" action="/bulk" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        input type="hidden" name="action" value=(action);
+                        input type="hidden" name="status" value=(status);
+                        input type="hidden" name="name" value=(name);
+                        button type="submit" { (label) }
+                    }
+                    " "
+                }
+            }
+        } @else {
+            p.muted { "Read-only: open the URL `rara ui` printed to act on runs." }
+        }
+    };
+    let script = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
+es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
+if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
+    layout("Runs", body, Some(script.to_owned()))
+}
+
+/// The table of the runs list (what `/fragments/runs` answers when a run changes).
+pub fn runs_table(query: &ConsoleQuery, page: &RunPage) -> Markup {
+    html! {
+        table {
+            thead { tr { th { "run" } th { "name" } th { "status" } th { "steps" } th { "created" } th { "finished" } } }
+            tbody {
+                @for r in &page.runs {
+                    tr data-run=(r.id) {
+                        td { a href={ "/runs/" (r.id) } { code { (r.id) } } }
+                        td { (r.name) }
+                        td { (badge(r.status.as_str())) }
+                        td { (r.steps_finished) "/" (r.steps_total) }
+                        td { (time(r.created_at)) }
+                        td { @if let Some(f) = r.finished_at { (time(f)) } }
+                    }
+                }
+                @if page.runs.is_empty() { tr { td colspan="6" .muted { "no run" } } }
+            }
+        }
+        @if let Some(next) = &page.next_cursor {
+            p { a href={ "/?cursor=" (next) "&status=" (query.status.clone().unwrap_or_default()) "&name=" (query.name.clone().unwrap_or_default()) } { "older runs →" } }
+        }
+    }
+}
+
+/// A run page around its live part.
+pub fn run(id: Uuid, status: RunStatus, live: String, session: bool) -> Markup {
+    let body = html! {
+        @if !session { p.muted { "Read-only: open the URL `rara ui` printed to act on this run." } }
+        div #live { (PreEscaped(live)) }
+    };
+    let script = format!(
+        r#"(()=>{{if(!window.EventSource)return;const es=new EventSource('/runs/{id}/events');
+es.addEventListener('update',e=>{{const open=[...document.querySelectorAll('details[open]')].map(d=>d.id);
+document.getElementById('live').innerHTML=e.data;open.forEach(i=>{{const d=document.getElementById(i);if(d)d.open=true;}});}});}})();"#
+    );
+    layout(&format!("Run {id} ({status})"), body, Some(script))
+}
+
+/// The live part of a run page: header, actions, DAG, timeline, steps.
+pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], csrf: Option<&str>, now: DateTime<Utc>) -> Markup {
+    let finished = run.steps.iter().filter(|s| is_finished(s.status)).count();
+    html! {
+        h1 { (run.name) " " span #run-status { (badge(run.status.as_str())) } }
+        p.muted {
+            "run " code { (run.id) } " · created " (time(run.created_at))
+            @if let Some(f) = run.finished_at { " · finished " (time(f)) }
+            " · " (finished) "/" (run.steps.len()) " steps finished"
+            @if let Some(key) = &run.idempotency_key { " · key " code { (key) } }
+        }
+        @if let (Some(csrf), RunStatus::Running) = (csrf, run.status) {
+            form.inline method="post" action={ "/runs/" (run.id) "/cancel" } data-confirm="Cancel every unfinished step of this run?" {
+                input type="hidden" name="csrf" value=(csrf);
+                input name="reason" placeholder="reason (optional)";
+                " " button #cancel-run type="submit" { "Cancel run" }
+            }
+        }
+        div.panel { h2 { "Steps" } (dag::svg(&run.steps)) }
+        div.panel { h2 { "Attempts" } (timeline::svg(run, now)) }
+        @if let Some(output) = &run.output { div.panel { h2 { "Output" } pre { (pretty(output)) } } }
+        div.panel {
+            h2 { "Step details" }
+            table {
+                thead { tr { th { "step" } th { "operation" } th { "status" } th { "attempt" } th { "progress" } th { "" } } }
+                tbody { @for step in &run.steps { (step_row(run.id, step, inputs, csrf)) } }
+            }
+        }
+    }
+}
+
+fn is_finished(status: StepStatus) -> bool {
+    matches!(status, StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled | StepStatus::Skipped)
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)], csrf: Option<&str>) -> Markup {
+    let input = inputs.iter().find(|(id, _)| *id == step.id).map(|(_, v)| v);
+    let fraction = step.progress_fraction().clamp(0.0, 1.0);
+    html! {
+        tr id={ "step-" (step.name) } data-step=(step.name) data-status=(step.status.as_str()) {
+            td { (step.name) }
+            td { code { (step.operation) } @if let Some(v) = &step.version { " " span.muted { (v) } } }
+            td { (badge(step.status.as_str())) @if step.is_detached() { " " span.muted { "(detached)" } } }
+            td { (step.attempt) "/" (step.max_attempts) }
+            td {
+                span.progress { span style={ "width:" (format!("{:.0}", fraction * 100.0)) "%" } {} }
+                @if let Some(p) = &step.progress { " " span.muted { (p.message) } }
+            }
+            td {
+                @if let Some(csrf) = csrf {
+                    @if !is_finished(step.status) {
+                        form.inline method="post" action={ "/steps/" (step.id) "/cancel" } data-confirm={ "Cancel step " (step.name) "?" } {
+                            input type="hidden" name="csrf" value=(csrf);
+                            input type="hidden" name="back" value=(run_id);
+                            button.cancel-step type="submit" data-step=(step.name) { "Cancel" }
+                        }
+                    }
+                    @if matches!(step.status, StepStatus::Failed | StepStatus::Cancelled) {
+                        form.inline method="post" action={ "/steps/" (step.id) "/retry" } data-confirm={ "Retry step " (step.name) "?" } {
+                            input type="hidden" name="csrf" value=(csrf);
+                            input type="hidden" name="back" value=(run_id);
+                            button.retry-step type="submit" data-step=(step.name) { "Retry" }
+                        }
+                    }
+                }
+            }
+        }
+        tr {
+            td colspan="6" {
+                details id={ "detail-" (step.name) } {
+                    summary { "details of " (step.name) }
+                    @if let Some(input) = input { h4 { "Input (as stored: secret references, never values)" } pre { (pretty(input)) } }
+                    @if let Some(output) = &step.output { h4 { "Output" } pre { (pretty(output)) } }
+                    @if let Some(error) = &step.error {
+                        h4 { "Error" }
+                        pre { (error.0.code) ": " (error.0.message) @if error.0.retryable { " (retryable)" } }
+                    }
+                    @if !step.attempts.is_empty() {
+                        h4 { "Attempts" }
+                        table {
+                            thead { tr { th { "#" } th { "outcome" } th { "by" } th { "fence" } th { "started" } th { "finished" } th { "error" } } }
+                            tbody {
+                                @for a in &step.attempts {
+                                    tr {
+                                        td { (a.attempt) }
+                                        td { (badge(&super::outcome_name(a.outcome))) }
+                                        td { (a.leased_by) @if let Some(e) = &a.remote_endpoint { " → " (e) } }
+                                        td { (a.fence) }
+                                        td { (time(a.started_at)) }
+                                        td { @if let Some(f) = a.finished_at { (time(f)) } }
+                                        td { @if let Some(e) = &a.error { (e.0.code) ": " (e.0.message) } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    @if !step.artifacts.is_empty() {
+                        h4 { "Artifacts" }
+                        table {
+                            thead { tr { th { "name" } th { "attempt" } th { "uri" } th { "type" } th { "size" } th { "digest" } } }
+                            tbody {
+                                @for a in &step.artifacts {
+                                    tr {
+                                        td { (a.name) } td { (a.attempt) } td { code { (a.uri) } }
+                                        td { (a.media_type.clone().unwrap_or_default()) }
+                                        td { @if let Some(n) = a.size_bytes { (n) } }
+                                        td { code { (a.digest.clone().unwrap_or_default()) } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The confirmation of a bulk action: how many it matched, and the button that does it.
+pub fn confirm_bulk(form: &BulkForm, matched: usize) -> Markup {
+    let what = if form.action == "cancel" { "running runs to cancel" } else { "failed or cancelled steps to retry" };
+    let body = html! {
+        h1 { "Confirm" }
+        p #matched { (matched) " " (what) " match this filter." }
+        form method="post" action="/bulk" {
+            input type="hidden" name="csrf" value=(form.csrf);
+            input type="hidden" name="action" value=(form.action);
+            input type="hidden" name="status" value=(form.status.clone().unwrap_or_default());
+            input type="hidden" name="name" value=(form.name.clone().unwrap_or_default());
+            input type="hidden" name="confirmed" value="yes";
+            button #confirm type="submit" disabled[matched == 0] { "Yes, " (form.action) " " (matched) }
+            " " a href="/" { "No, go back" }
+        }
+    };
+    layout("Confirm", body, None)
+}

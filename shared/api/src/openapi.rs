@@ -1,0 +1,46 @@
+//! The OpenAPI document, generated from the handlers of [`crate::runs`] by utoipa, served at
+//! `/openapi.json` and committed as `docs/openapi.json` (`tests/openapi.rs` fails when the
+//! committed file drifts; `RARA_WRITE_OPENAPI=1` rewrites it).
+
+use axum::Json;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::runs;
+
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(title = "rara API", description = "Submit, list, inspect, cancel and retry rara workflow runs. \
+        State-changing requests need `Authorization: Bearer <token>` (the token `rara ui` prints); \
+        in AWS the function URL's IAM auth admits callers instead."),
+    paths(runs::submit, runs::list, runs::run, runs::cancel_run, runs::cancel_step, runs::retry_step,
+          runs::bulk_cancel, runs::bulk_retry),
+    components(schemas(crate::ErrorBody, runs::SubmitRequest, runs::SubmitResponse, runs::RunPage,
+        runs::CancelRequest, runs::CancelResponse, runs::RetryResponse, runs::BulkRequest, runs::BulkResponse)),
+    modifiers(&Token)
+)]
+pub struct ApiDoc;
+
+struct Token;
+
+impl Modify for Token {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        if let Some(components) = openapi.components.as_mut() {
+            components.add_security_scheme(
+                "token",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+        }
+    }
+}
+
+/// The document as committed: pretty JSON with a final newline.
+pub fn document() -> String {
+    let mut text = ApiDoc::openapi().to_pretty_json().unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+pub(crate) async fn serve() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

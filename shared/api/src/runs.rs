@@ -1,0 +1,399 @@
+//! The JSON API under `/api`. Reads are open; every state-changing request needs the token
+//! ([`crate::auth`]). Bad input (malformed JSON, unknown fields, a bad cursor, a body over
+//! [`crate::MAX_BODY_BYTES`]) gets a structured 4xx and changes nothing. The console's forms
+//! call the same functions (`cancel`, `retry`, `bulk`).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
+use rara_domain::state::RunStatus;
+use rara_domain::workflow::{Format, WorkflowDefinition};
+use rara_store::browse::{Cursor, RunFilter};
+use rara_store::read::{RunSummary, RunView};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::{Api, Error, ErrorBody};
+
+/// Runs per page unless `limit` says otherwise, and the most a page holds.
+pub const DEFAULT_LIMIT: u32 = 50;
+pub const MAX_LIMIT: u32 = 500;
+
+pub(crate) fn routes() -> axum::Router<Api> {
+    axum::Router::new()
+        .route("/api/runs", post(submit).get(list))
+        .route("/api/runs/{id}", get(run))
+        .route("/api/runs/{id}/cancel", post(cancel_run))
+        .route("/api/steps/{id}/cancel", post(cancel_step))
+        .route("/api/steps/{id}/retry", post(retry_step))
+        .route("/api/bulk/cancel", post(bulk_cancel))
+        .route("/api/bulk/retry", post(bulk_retry))
+}
+
+/// A workflow to run.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    /// The workflow definition: a JSON object, or its text (YAML or JSON), as `rara submit` reads a file.
+    #[schema(value_type = Object)]
+    pub definition: serde_json::Value,
+    /// The run's inputs, checked against the definition's declared `inputs` (like `rara submit
+    /// --input-json`): a declared input without a default is required.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub inputs: serde_json::Map<String, serde_json::Value>,
+    /// Overrides the definition's idempotency key: the same key returns the existing run.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// The run a submission created or found.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SubmitResponse {
+    pub id: Uuid,
+    /// `false` when the idempotency key matched an existing run (status 200, not 201).
+    pub created: bool,
+}
+
+/// Which runs to list, newest first.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only runs in this status (`running`, `succeeded`, `failed`, `cancelled`).
+    #[param(value_type = Option<String>)]
+    pub status: Option<RunStatus>,
+    /// Only runs of this workflow name.
+    pub name: Option<String>,
+    /// Only runs created at or after (RFC 3339).
+    pub created_after: Option<DateTime<Utc>>,
+    /// Only runs created before (RFC 3339).
+    pub created_before: Option<DateTime<Utc>>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Runs per page, 1 to 500 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// One page of runs.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RunPage {
+    /// Each run as `rara list --json` prints it: id, name, status, steps_total, steps_finished,
+    /// created_at, finished_at.
+    #[schema(value_type = Vec<Object>)]
+    pub runs: Vec<RunSummary>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Why a run or a step is cancelled.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    /// Recorded as the cancelled steps' error message (default "cancelled by an operator").
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CancelResponse {
+    pub id: Uuid,
+    /// `run` or `step`.
+    pub kind: String,
+    /// Steps cancelled (0: nothing was left to cancel).
+    pub cancelled_steps: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RetryResponse {
+    pub step_id: Uuid,
+    pub run_id: Uuid,
+    /// Steps back to `pending`: the step and the dependents that had been skipped.
+    pub revived_steps: u64,
+}
+
+/// A bulk action over the runs a filter matches. Send `dry_run: true` first to see the count.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkRequest {
+    #[schema(value_type = Option<String>)]
+    pub status: Option<RunStatus>,
+    pub name: Option<String>,
+    pub created_after: Option<DateTime<Utc>>,
+    pub created_before: Option<DateTime<Utc>>,
+    /// Count what would change, change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// For a cancel: the reason recorded.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BulkResponse {
+    /// Runs (cancel) or steps (retry) the filter matched.
+    pub matched: u64,
+    /// Steps changed (0 for a dry run).
+    pub changed: u64,
+    pub dry_run: bool,
+}
+
+const DEFAULT_REASON: &str = "cancelled by an operator";
+
+impl From<PathRejection> for Error {
+    fn from(rejection: PathRejection) -> Self {
+        Error::bad_request(format!("the id in the path is not a UUID: {}", rejection.body_text())).with_field("id")
+    }
+}
+
+fn json<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Error> {
+    body.map(|Json(t)| t).map_err(Error::from)
+}
+
+/// An optional JSON body: none at all reads as the default.
+fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        let error = Error::bad_request(format!("the body is not a valid request: {e}"));
+        match crate::error::serde_field(&e.to_string()) {
+            Some(field) => error.with_field(field),
+            None => error,
+        }
+    })
+}
+
+/// Submit a run.
+#[utoipa::path(post, path = "/api/runs", request_body = SubmitRequest, security(("token" = [])),
+    responses((status = 201, body = SubmitResponse, description = "created"),
+              (status = 200, body = SubmitResponse, description = "the idempotency key matched an existing run"),
+              (status = "4XX", body = ErrorBody)))]
+pub async fn submit(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    body: Result<Json<SubmitRequest>, JsonRejection>,
+) -> Result<(StatusCode, Json<SubmitResponse>), Error> {
+    api.auth().check_bearer(&headers)?;
+    let request = json(body)?;
+    let mut definition: WorkflowDefinition = match request.definition {
+        serde_json::Value::String(text) => WorkflowDefinition::parse(&text, Format::Yaml)?,
+        object @ serde_json::Value::Object(_) => {
+            serde_json::from_value(object).map_err(rara_domain::workflow::Error::from)?
+        }
+        _ => return Err(Error::bad_request("a definition is a JSON object or its text").with_field("definition")),
+    };
+    if request.idempotency_key.is_some() {
+        definition.idempotency_key = request.idempotency_key;
+    }
+    let builtins = &api.inner.builtins;
+    let plan = definition.plan_for(&api.inner.config, &request.inputs, |op, version| {
+        builtins.in_process(op, version).is_some()
+    })?;
+    let submitted = api.store().submit(&plan).await?;
+    let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(SubmitResponse { id: submitted.run_id, created: submitted.created })))
+}
+
+impl ListQuery {
+    pub(crate) fn filter(&self) -> RunFilter {
+        RunFilter {
+            status: self.status,
+            name: self.name.clone(),
+            created_after: self.created_after,
+            created_before: self.created_before,
+        }
+    }
+
+    /// The page this query asks for: its cursor decoded and its limit checked.
+    pub(crate) async fn page(&self, api: &Api) -> Result<RunPage, Error> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Error::bad_request(format!("limit must be 1 to {MAX_LIMIT}")).with_field("limit"));
+        }
+        let after = match &self.cursor {
+            Some(text) => {
+                Some(Cursor::decode(text).map_err(|e| Error::bad_request(e.to_string()).with_field("cursor"))?)
+            }
+            None => None,
+        };
+        let page = api.store().browse_runs(&self.filter(), after, limit).await?;
+        Ok(RunPage { runs: page.runs, next_cursor: page.next.map(|c| c.encode()) })
+    }
+}
+
+/// List runs, newest first.
+#[utoipa::path(get, path = "/api/runs", params(ListQuery),
+    responses((status = 200, body = RunPage), (status = "4XX", body = ErrorBody)))]
+pub async fn list(
+    State(api): State<Api>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<RunPage>, Error> {
+    let Query(query) = query?;
+    Ok(Json(query.page(&api).await?))
+}
+
+/// A run with its steps, attempts, artifacts and progress (what `rara status --json` prints).
+#[utoipa::path(get, path = "/api/runs/{id}", params(("id" = Uuid, Path, description = "the run id")),
+    responses((status = 200, body = Object, description = "the run"), (status = "4XX", body = ErrorBody)))]
+pub async fn run(State(api): State<Api>, id: Result<Path<Uuid>, PathRejection>) -> Result<Json<RunView>, Error> {
+    let Path(id) = id?;
+    Ok(Json(api.store().run(id).await?))
+}
+
+/// Cancels a run (`step == false`) or a step; detached attempts are told at once.
+pub(crate) async fn cancel(api: &Api, id: Uuid, step: bool, reason: Option<String>) -> Result<CancelResponse, Error> {
+    // The id must name what the path says before anything is cancelled.
+    if step {
+        api.store().run_of_step(id).await?;
+    } else {
+        api.store().run_status(id).await?;
+    }
+    let reason = reason.unwrap_or_else(|| DEFAULT_REASON.to_owned());
+    let done = rara_runtime::cancel::cancel(api.store(), id, &reason).await?;
+    Ok(CancelResponse { id, kind: done.kind.to_owned(), cancelled_steps: done.steps })
+}
+
+/// Gives a failed or cancelled step a new attempt budget.
+pub(crate) async fn retry(api: &Api, step_id: Uuid) -> Result<RetryResponse, Error> {
+    let revived = api.store().retry_step(step_id).await?;
+    let run_id = api.store().run_of_step(step_id).await?;
+    if revived == 0 {
+        return Err(Error::conflict(format!("step {step_id} has not failed or been cancelled; nothing to retry")));
+    }
+    Ok(RetryResponse { step_id, run_id, revived_steps: revived })
+}
+
+async fn cancel_request(
+    api: &Api,
+    headers: &HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+    step: bool,
+) -> Result<Json<CancelResponse>, Error> {
+    api.auth().check_bearer(headers)?;
+    let Path(id) = id?;
+    let request = optional_json::<CancelRequest>(&body?)?;
+    Ok(Json(cancel(api, id, step, request.reason).await?))
+}
+
+/// Cancel a run: every unfinished step.
+#[utoipa::path(post, path = "/api/runs/{id}/cancel", params(("id" = Uuid, Path, description = "the run id")),
+    request_body(content = CancelRequest, description = "optional"), security(("token" = [])),
+    responses((status = 200, body = CancelResponse), (status = "4XX", body = ErrorBody)))]
+pub async fn cancel_run(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<CancelResponse>, Error> {
+    cancel_request(&api, &headers, id, body, false).await
+}
+
+/// Cancel one step.
+#[utoipa::path(post, path = "/api/steps/{id}/cancel", params(("id" = Uuid, Path, description = "the step id")),
+    request_body(content = CancelRequest, description = "optional"), security(("token" = [])),
+    responses((status = 200, body = CancelResponse), (status = "4XX", body = ErrorBody)))]
+pub async fn cancel_step(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<CancelResponse>, Error> {
+    cancel_request(&api, &headers, id, body, true).await
+}
+
+/// Retry a failed or cancelled step; its skipped dependents come back.
+#[utoipa::path(post, path = "/api/steps/{id}/retry", params(("id" = Uuid, Path, description = "the step id")),
+    security(("token" = [])),
+    responses((status = 200, body = RetryResponse), (status = 409, body = ErrorBody, description = "nothing to retry"),
+              (status = "4XX", body = ErrorBody)))]
+pub async fn retry_step(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    id: Result<Path<Uuid>, PathRejection>,
+) -> Result<Json<RetryResponse>, Error> {
+    api.auth().check_bearer(&headers)?;
+    let Path(id) = id?;
+    Ok(Json(retry(&api, id).await?))
+}
+
+impl BulkRequest {
+    fn filter(&self) -> RunFilter {
+        RunFilter {
+            status: self.status,
+            name: self.name.clone(),
+            created_after: self.created_after,
+            created_before: self.created_before,
+        }
+    }
+}
+
+/// A bulk action over the runs a filter matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bulk {
+    /// Cancel every unfinished run.
+    Cancel,
+    /// Retry every failed or cancelled step.
+    Retry,
+}
+
+/// Counts what `action` matches and, unless `dry_run`, does it.
+pub(crate) async fn bulk(
+    api: &Api,
+    action: Bulk,
+    filter: &RunFilter,
+    dry_run: bool,
+    reason: Option<&str>,
+) -> Result<BulkResponse, Error> {
+    let targets = match action {
+        Bulk::Cancel => api.store().running_runs(filter).await?,
+        Bulk::Retry => api.store().retryable_steps(filter).await?,
+    };
+    let mut changed = 0;
+    if !dry_run {
+        for id in &targets {
+            changed += match action {
+                Bulk::Cancel => {
+                    rara_runtime::cancel::cancel(api.store(), *id, reason.unwrap_or(DEFAULT_REASON)).await?.steps
+                }
+                Bulk::Retry => api.store().retry_step(*id).await?,
+            };
+        }
+    }
+    Ok(BulkResponse { matched: targets.len() as u64, changed, dry_run })
+}
+
+/// Cancel every unfinished run a filter matches (`dry_run: true` counts them).
+#[utoipa::path(post, path = "/api/bulk/cancel", request_body = BulkRequest, security(("token" = [])),
+    responses((status = 200, body = BulkResponse), (status = "4XX", body = ErrorBody)))]
+pub async fn bulk_cancel(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    body: Result<Json<BulkRequest>, JsonRejection>,
+) -> Result<Json<BulkResponse>, Error> {
+    api.auth().check_bearer(&headers)?;
+    let request = json(body)?;
+    Ok(Json(bulk(&api, Bulk::Cancel, &request.filter(), request.dry_run, request.reason.as_deref()).await?))
+}
+
+/// Retry every failed or cancelled step of the runs a filter matches (`dry_run: true` counts them).
+#[utoipa::path(post, path = "/api/bulk/retry", request_body = BulkRequest, security(("token" = [])),
+    responses((status = 200, body = BulkResponse), (status = "4XX", body = ErrorBody)))]
+pub async fn bulk_retry(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    body: Result<Json<BulkRequest>, JsonRejection>,
+) -> Result<Json<BulkResponse>, Error> {
+    api.auth().check_bearer(&headers)?;
+    let request = json(body)?;
+    if request.reason.is_some() {
+        return Err(Error::bad_request("a retry takes no reason").with_field("reason"));
+    }
+    Ok(Json(bulk(&api, Bulk::Retry, &request.filter(), request.dry_run, None).await?))
+}

@@ -1,0 +1,84 @@
+//! The API under test: the real router over a scratch database, called in process.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use http_body_util::BodyExt;
+use rara_api::{Api, Auth};
+use rara_domain::config::Config;
+use rara_store::Store;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tower::ServiceExt;
+
+pub const TOKEN: &str = "test-token";
+
+pub fn api(pool: PgPool) -> Api {
+    let config = Config::from_lookup("test", |_| None).unwrap();
+    Api::new(Store::new(pool), config, Auth::with_token(TOKEN.to_owned())).unwrap()
+}
+
+/// Three steps in a chain, all in-process.
+pub fn demo_definition() -> Value {
+    json!({"name": "demo-api", "steps": [
+        {"name": "prepare", "operation": "noop"},
+        {"name": "work", "operation": "sleep", "input": {"seconds": 1}, "depends_on": ["prepare"]},
+        {"name": "finish", "operation": "noop", "depends_on": ["work"]},
+    ]})
+}
+
+pub async fn runs_count(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(pool).await.unwrap()
+}
+
+pub struct Client {
+    pub router: Router,
+}
+
+impl Client {
+    pub fn new(pool: PgPool) -> Self {
+        Client { router: api(pool).router() }
+    }
+
+    /// Sends a request; the answer's status and body text.
+    pub async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<(&str, Vec<u8>)>,
+    ) -> (StatusCode, String) {
+        let mut request = Request::builder().method(method).uri(uri);
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = match body {
+            Some((content_type, bytes)) => request.header(header::CONTENT_TYPE, content_type).body(Body::from(bytes)),
+            None => request.body(Body::empty()),
+        }
+        .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    pub async fn get(&self, uri: &str) -> (StatusCode, Value) {
+        let (status, text) = self.send(Method::GET, uri, None, None).await;
+        (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("{uri}: not JSON: {text}")))
+    }
+
+    /// A POST with the token; `null` sends no body.
+    pub async fn post(&self, uri: &str, body: Value) -> (StatusCode, Value) {
+        let body = (!body.is_null()).then(|| ("application/json", serde_json::to_vec(&body).unwrap()));
+        let (status, text) = self.send(Method::POST, uri, Some(TOKEN), body).await;
+        (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("{uri}: not JSON: {text}")))
+    }
+
+    pub async fn submit_demo(&self) -> String {
+        let (status, body) = self.post("/api/runs", json!({"definition": demo_definition()})).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+}

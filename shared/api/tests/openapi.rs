@@ -1,0 +1,37 @@
+//! The committed `docs/openapi.json` is the document the code generates. After changing the
+//! API: `RARA_WRITE_OPENAPI=1 cargo test -p rara-api --test openapi` rewrites it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+#[test]
+fn the_committed_openapi_document_is_what_the_code_generates() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
+    let generated = rara_api::openapi::document();
+    if std::env::var_os("RARA_WRITE_OPENAPI").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/openapi.json is stale: run `RARA_WRITE_OPENAPI=1 cargo test -p rara-api --test openapi` and commit it"
+    );
+}
+
+#[test]
+fn the_document_names_every_resource_path_and_the_token() {
+    let document: serde_json::Value = serde_json::from_str(&rara_api::openapi::document()).unwrap();
+    for path in [
+        "/api/runs",
+        "/api/runs/{id}",
+        "/api/runs/{id}/cancel",
+        "/api/steps/{id}/cancel",
+        "/api/steps/{id}/retry",
+        "/api/bulk/cancel",
+        "/api/bulk/retry",
+    ] {
+        assert!(document["paths"][path].is_object(), "{path} is missing");
+    }
+    assert_eq!(document["components"]["securitySchemes"]["token"]["scheme"], "bearer");
+    assert!(document["components"]["schemas"]["ErrorBody"]["properties"]["exit_code"].is_object());
+}

@@ -1,0 +1,197 @@
+//! What the HTTP API and the console read beyond [`read`](crate::read): runs filtered by status,
+//! name and creation time, a page at a time behind an opaque cursor; and the console's live
+//! channel ([`CONSOLE_CHANNEL`], fed by the triggers of migration `…000009_console.sql`).
+
+use chrono::{DateTime, Utc};
+use rara_domain::state::RunStatus;
+use sqlx::postgres::{PgListener, PgPoolOptions};
+use uuid::Uuid;
+
+use crate::read::RunSummary;
+use crate::{Error, Store};
+
+/// The channel the console listens on: the payload is the id of a run that changed (its status,
+/// or a step's status or progress), sent at commit.
+pub const CONSOLE_CHANNEL: &str = "rara_console";
+
+/// Which runs to list, newest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFilter {
+    pub status: Option<RunStatus>,
+    /// The workflow name, exactly.
+    pub name: Option<String>,
+    /// Created at or after.
+    pub created_after: Option<DateTime<Utc>>,
+    /// Created before.
+    pub created_before: Option<DateTime<Utc>>,
+}
+
+/// Where a page ends: the last run it showed (runs are ordered by creation time, then id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub created_at: DateTime<Utc>,
+    pub id: Uuid,
+}
+
+/// A cursor that is not one this store wrote.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a cursor of a runs page")]
+pub struct BadCursor;
+
+impl Cursor {
+    /// Opaque and URL-safe: `<microseconds since the epoch>.<run id>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at.timestamp_micros(), self.id.simple())
+    }
+
+    pub fn decode(text: &str) -> Result<Self, BadCursor> {
+        let (micros, id) = text.split_once('.').ok_or(BadCursor)?;
+        let created_at = micros.parse().ok().and_then(DateTime::from_timestamp_micros).ok_or(BadCursor)?;
+        let id = Uuid::try_parse(id).map_err(|_| BadCursor)?;
+        Ok(Cursor { created_at, id })
+    }
+}
+
+/// One page of runs, and the cursor of the next page when there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPage {
+    pub runs: Vec<RunSummary>,
+    pub next: Option<Cursor>,
+}
+
+impl Store {
+    /// Up to `limit` runs matching `filter`, newest first, after `after` (a previous page's
+    /// [`RunPage::next`]).
+    pub async fn browse_runs(&self, filter: &RunFilter, after: Option<Cursor>, limit: u32) -> Result<RunPage, Error> {
+        let mut runs = sqlx::query_as!(
+            RunSummary,
+            r#"SELECT id, name, status AS "status: RunStatus", steps_total,
+                      steps_total - steps_unfinished AS "steps_finished!", created_at, finished_at
+               FROM workflow_runs
+               WHERE ($1::rara_run_status IS NULL OR status = $1::rara_run_status)
+                 AND ($2::text IS NULL OR name = $2::text)
+                 AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)
+                 AND ($4::timestamptz IS NULL OR created_at < $4::timestamptz)
+                 AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::uuid))
+               ORDER BY created_at DESC, id DESC
+               LIMIT $7::bigint"#,
+            filter.status as Option<RunStatus>,
+            filter.name.as_deref(),
+            filter.created_after,
+            filter.created_before,
+            after.map(|c| c.created_at),
+            after.map(|c| c.id),
+            i64::from(limit) + 1,
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let next = if runs.len() > limit as usize {
+            runs.truncate(limit as usize);
+            runs.last().map(|r| Cursor { created_at: r.created_at, id: r.id })
+        } else {
+            None
+        };
+        Ok(RunPage { runs, next })
+    }
+
+    /// The ids of every unfinished run matching `filter` (what a bulk cancel would touch).
+    pub async fn running_runs(&self, filter: &RunFilter) -> Result<Vec<Uuid>, Error> {
+        Ok(sqlx::query_scalar!(
+            r#"SELECT id FROM workflow_runs
+               WHERE status = 'running'
+                 AND ($1::rara_run_status IS NULL OR status = $1::rara_run_status)
+                 AND ($2::text IS NULL OR name = $2::text)
+                 AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)
+                 AND ($4::timestamptz IS NULL OR created_at < $4::timestamptz)
+               ORDER BY created_at"#,
+            filter.status as Option<RunStatus>,
+            filter.name.as_deref(),
+            filter.created_after,
+            filter.created_before,
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The failed or cancelled steps of the runs matching `filter` (what a bulk retry would
+    /// give a new budget): steps that were skipped come back with them.
+    pub async fn retryable_steps(&self, filter: &RunFilter) -> Result<Vec<Uuid>, Error> {
+        Ok(sqlx::query_scalar!(
+            r#"SELECT s.id FROM steps s JOIN workflow_runs r ON r.id = s.run_id
+               WHERE s.status IN ('failed', 'cancelled')
+                 AND ($1::rara_run_status IS NULL OR r.status = $1::rara_run_status)
+                 AND ($2::text IS NULL OR r.name = $2::text)
+                 AND ($3::timestamptz IS NULL OR r.created_at >= $3::timestamptz)
+                 AND ($4::timestamptz IS NULL OR r.created_at < $4::timestamptz)
+               ORDER BY r.created_at, s.position"#,
+            filter.status as Option<RunStatus>,
+            filter.name.as_deref(),
+            filter.created_after,
+            filter.created_before,
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Each step's input as stored (secret references stay references), by step id.
+    pub async fn step_inputs(&self, run_id: Uuid) -> Result<Vec<(Uuid, serde_json::Value)>, Error> {
+        Ok(sqlx::query!("SELECT id, input FROM steps WHERE run_id = $1::uuid ORDER BY position", run_id)
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|r| (r.id, r.input))
+            .collect())
+    }
+
+    /// A run's status, or [`Error::RunNotFound`] (cheaper than reading the whole run).
+    pub async fn run_status(&self, run_id: Uuid) -> Result<RunStatus, Error> {
+        sqlx::query_scalar!(r#"SELECT status AS "status: RunStatus" FROM workflow_runs WHERE id = $1::uuid"#, run_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::RunNotFound(run_id))
+    }
+
+    /// Listens on [`CONSOLE_CHANNEL`] over a connection of its own (never one of the pool's).
+    pub async fn listen_console(&self) -> Result<ConsoleListener, Error> {
+        let options = self.pool.connect_options().as_ref().clone();
+        let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
+        let mut listener = PgListener::connect_with(&pool).await?;
+        listener.listen(CONSOLE_CHANNEL).await?;
+        Ok(ConsoleListener { listener })
+    }
+}
+
+/// The console's live channel: each [`recv`](Self::recv) is a run that changed.
+#[derive(Debug)]
+pub struct ConsoleListener {
+    listener: PgListener,
+}
+
+impl ConsoleListener {
+    /// The next run that changed. A payload that is not a run id is skipped. After a broken
+    /// connection it answers an error once; the next call reconnects (changes meanwhile are
+    /// lost, so a page reloads what it shows on reconnect).
+    pub async fn recv(&mut self) -> Result<Uuid, Error> {
+        loop {
+            let notification = self.listener.recv().await?;
+            if let Ok(id) = Uuid::try_parse(notification.payload()) {
+                return Ok(id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_reads_back_what_it_wrote_and_refuses_anything_else() {
+        let cursor =
+            Cursor { created_at: DateTime::from_timestamp_micros(1_764_800_000_123_456).unwrap(), id: Uuid::now_v7() };
+        assert_eq!(Cursor::decode(&cursor.encode()), Ok(cursor));
+        for bad in ["", "x", "12.notauuid", "abc.0190d6f0a0b07c3e8f3a1b2c3d4e5f60", ".", "99999999999999999999.x"] {
+            assert_eq!(Cursor::decode(bad), Err(BadCursor), "{bad:?}");
+        }
+    }
+}
