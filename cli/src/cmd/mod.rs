@@ -15,6 +15,7 @@ pub mod retry;
 pub mod scheduler;
 pub mod status;
 pub mod submit;
+pub mod trace;
 pub mod watch;
 
 use anyhow::Context;

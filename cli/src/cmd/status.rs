@@ -14,9 +14,14 @@ pub struct Status {
 }
 
 pub async fn run(args: Status, json: bool) -> Result<(), Failure> {
-    let run = super::connect(&super::config()?).await?.run(args.run_id).await?;
+    let store = super::connect(&super::config()?).await?;
+    let run = store.run(args.run_id).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&run).context("cannot encode the run")?);
+        // The run's trace id beside it (`rara trace` shows the timeline).
+        let trace_id = store.run_trace(args.run_id).await?.as_deref().and_then(rara_runtime::trace_id);
+        let mut doc = serde_json::to_value(&run).context("cannot encode the run")?;
+        doc["trace_id"] = trace_id.into();
+        println!("{}", serde_json::to_string_pretty(&doc).context("cannot encode the run")?);
     } else {
         print!("{}", table::run(&run));
     }

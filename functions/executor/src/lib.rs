@@ -1,5 +1,6 @@
 //! The executor Lambda's handler: an SQS batch in, a partial batch response out (every message the
-//! batch did not acknowledge is listed as a failure, so it comes back).
+//! batch did not acknowledge is listed as a failure, so it comes back). The invocation's spans
+//! are exported before it returns.
 
 use std::time::Duration;
 
@@ -31,6 +32,8 @@ pub async fn handle(
         .collect();
     let report = executor.process(records, deadline).await;
     println!("{}", report.counters.emf_line("executor"));
+    // A returned invocation may be frozen before the exporter's interval: export now.
+    rara_runtime::telemetry::flush().await;
     let mut response = SqsBatchResponse::default();
     for message_id in report.returned() {
         response.add_failure(message_id);
