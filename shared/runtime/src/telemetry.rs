@@ -328,7 +328,7 @@ impl SpanRecord {
             .with_kind(self.kind)
             .with_start_time(self.start)
             .with_attributes(self.attributes)
-            .with_links(self.links.into_iter().map(|c| Link::with_context(c)).collect());
+            .with_links(self.links.into_iter().map(Link::with_context).collect());
         NEXT_IDS.with(|n| n.set(self.ids));
         let mut span = builder.start_with_context(&tracer, &parent);
         NEXT_IDS.with(|n| n.set(None));

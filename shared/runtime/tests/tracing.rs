@@ -16,7 +16,6 @@ use common::*;
 use rara_domain::workflow::{Format, WorkflowDefinition};
 use rara_runtime::secrets::{SecretError, SecretResolver};
 use rara_runtime::telemetry::{self, Config, Protocol};
-use rara_store::Store;
 use rara_testkit::otlp::ReceivedSpan;
 use sqlx::PgPool;
 
