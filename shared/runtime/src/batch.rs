@@ -337,7 +337,8 @@ impl BatchExecutor {
 }
 
 /// The span of one step's execution: ids only, never its input or output. Exported as
-/// `rara.execute` under the attempt's span ([`AttemptTrace::adopt`], which fills `trace_id`).
+/// `rara.execute` under the attempt's span ([`AttemptTrace::adopt`], which fills `trace_id`
+/// and `span_id`, so every line of the step can be found in its trace).
 fn step_span(step: &ClaimedStep) -> tracing::Span {
     tracing::info_span!(
         "step",
@@ -348,6 +349,7 @@ fn step_span(step: &ClaimedStep) -> tracing::Span {
         fence = step.holder.fence,
         operation = %step.operation,
         trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
     )
 }
 

@@ -53,7 +53,7 @@ impl AttemptTrace {
     }
 
     /// Makes the attempt the parent of the step's execution span (so its log lines carry the
-    /// run's trace id and the gRPC call continues the trace).
+    /// run's trace id and, when exported, the span's id; the gRPC call continues the trace).
     pub(super) fn adopt(&self, span: &tracing::Span) {
         let parent = opentelemetry::Context::new().with_remote_span_context(self.attempt.clone());
         // Refused only when no OpenTelemetry layer is installed (telemetry off).
@@ -62,6 +62,10 @@ impl AttemptTrace {
             span.set_attribute(attribute.key.clone(), attribute.value.clone());
         }
         span.record("trace_id", tracing::field::display(self.attempt.trace_id()));
+        let own = span.context().span().span_context().span_id();
+        if own != opentelemetry::trace::SpanId::INVALID {
+            span.record("span_id", tracing::field::display(own));
+        }
     }
 
     /// The outcome write's span (`start`..`end`), and the attempt's own span, ended with it,
