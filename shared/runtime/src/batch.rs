@@ -54,6 +54,9 @@ pub struct Record {
     pub receipt_handle: String,
     pub body: String,
     pub traceparent: Option<String>,
+    /// When the message was first sent, for its first delivery only (the queue age at claim);
+    /// `None` when unknown or redelivered.
+    pub sent_at: Option<SystemTime>,
 }
 
 /// The executor's batch processor. Built once per container; cheap to clone.
@@ -198,6 +201,9 @@ impl BatchExecutor {
                         report.counters.reattached += 1;
                     }
                     let step: Arc<ClaimedStep> = Arc::from(step);
+                    if let Some(age) = record.sent_at.and_then(|sent| claim_started.duration_since(sent).ok()) {
+                        report.operations.queue_age(&step.operation, age);
+                    }
                     let trace = AttemptTrace::new(record.traceparent.as_deref(), &step, step.started_at.into());
                     if let Some(trace) = &trace {
                         trace.claim(claim_started, claim_ended);
@@ -278,7 +284,10 @@ impl BatchExecutor {
                     // recorded and its record (if any) comes back.
                     let Some(InFlight { record, step, trace }) = in_flight.remove(&id) else { continue };
                     let plan = crate::fate::plan(execution, step.attempt, &self.policy(&step), &mut rng);
-                    traces.extend(trace.map(|t| (t, trace::outcome(&plan))));
+                    let (label, metric) = trace::outcome(&plan);
+                    let ran = (chrono::Utc::now() - step.started_at).to_std().unwrap_or_default();
+                    report.operations.attempt(&step.operation, metric, ran);
+                    traces.extend(trace.map(|t| (t, label)));
                     finished.push(Finished {
                         record,
                         holder: step.holder.clone(),

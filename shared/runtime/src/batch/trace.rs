@@ -90,15 +90,16 @@ impl AttemptTrace {
 
 const PARKED: &str = "parked";
 
-/// What the attempt's outcome is called on its spans.
-pub(super) fn outcome(plan: &Plan) -> &'static str {
+/// What the attempt's outcome is called on its spans, and its metric's name
+/// ([`crate::metrics::OperationMetrics`]).
+pub(super) fn outcome(plan: &Plan) -> (&'static str, &'static str) {
     match plan {
-        Plan::Succeed(_) => "succeeded",
-        Plan::Fail(_) => "failed",
-        Plan::RetryByMessage { .. } | Plan::RetryByPostgres { .. } => "retried",
-        Plan::Nothing => "lease_lost",
-        Plan::Release => "released",
-        Plan::Park(_) => PARKED,
-        Plan::Expand(_) => "expanded",
+        Plan::Succeed(_) => ("succeeded", "Succeeded"),
+        Plan::Fail(_) => ("failed", "Failed"),
+        Plan::RetryByMessage { .. } | Plan::RetryByPostgres { .. } => ("retried", "Retried"),
+        Plan::Nothing => ("lease_lost", "LeaseLost"),
+        Plan::Release => ("released", "Released"),
+        Plan::Park(_) => (PARKED, "Parked"),
+        Plan::Expand(_) => ("expanded", "Expanded"),
     }
 }
