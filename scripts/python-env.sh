@@ -15,6 +15,9 @@ PINS=(
   grpcio-tools==1.85.1
   grpcio-health-checking==1.85.1
   protobuf==7.36.2
+  opentelemetry-sdk==1.45.2
+  opentelemetry-exporter-otlp-proto-grpc==1.45.2
+  opentelemetry-exporter-otlp-proto-http==1.45.2
   semver==3.1.1
   pytest==9.2.0
   pytest-asyncio==1.5.0

@@ -11,7 +11,7 @@ use rara_store::read::{RunSummary, RunView, StepView};
 const CHILDREN_SHOWN: usize = 10;
 
 /// Left-aligned columns, two spaces apart.
-fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -21,7 +21,7 @@ pub struct Dev {
 }
 
 pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
-    rara_runtime::wiring::init_logging();
+    rara_runtime::wiring::init_logging("rara-dev")?;
     let lookup = |k: &str| std::env::var(k).ok();
     let core = rara_domain::config::Config::from_lookup("dev", lookup)?;
     super::migrate::migrate_quietly(&core).await?;
@@ -54,5 +54,6 @@ pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
     let mut counters = scheduled?;
     counters += executed?;
     super::summary("dev", &counters, false);
+    rara_runtime::telemetry::flush().await;
     Ok(())
 }

@@ -32,7 +32,7 @@ pub struct Executor {
 }
 
 pub async fn run(args: Executor, json: bool) -> Result<(), Failure> {
-    rara_runtime::wiring::init_logging();
+    rara_runtime::wiring::init_logging("rara-executor")?;
     let until_idle = args.until_idle.then(|| Duration::from_secs(args.idle_seconds));
     let wiring = Wiring::from_env("executor").await?;
     wiring.settings.require_dlq()?;
@@ -48,5 +48,6 @@ pub async fn run(args: Executor, json: bool) -> Result<(), Failure> {
     let queue: Arc<dyn Queue> = wiring.queue.clone();
     let counters = run_executor(&executor, queue, &options, super::stop_on_signal()).await?;
     super::summary("executor", &counters, json);
+    rara_runtime::telemetry::flush().await;
     Ok(())
 }

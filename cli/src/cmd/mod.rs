@@ -17,6 +17,7 @@ pub mod retry;
 pub mod scheduler;
 pub mod status;
 pub mod submit;
+pub mod trace;
 pub mod ui;
 pub mod watch;
 

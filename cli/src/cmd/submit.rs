@@ -3,6 +3,8 @@
 //! always the text for an input declared `string`), `--input-json KEY=JSON` and
 //! `--input-file FILE.json` (an object of inputs); the plan checks them against the definition's
 //! declarations (`inputs:`) with the steps' references. A key given twice is a usage error.
+//! The run's trace starts here: in the caller's trace when `TRACEPARENT` is set (DESIGN.md
+//! "Tracing").
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -110,7 +112,23 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
         .plan_for(&config, &given, in_process)
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
     let store = super::connect(&config).await?;
-    let submitted = store.submit(&plan).await?;
+    // The run's trace: a new root span, in the caller's trace when TRACEPARENT is set.
+    rara_runtime::telemetry::install("rara-cli", &rara_runtime::telemetry::Config::from_env()?)?;
+    let caller = std::env::var("TRACEPARENT").ok().and_then(|t| rara_runtime::telemetry::parse_traceparent(&t));
+    let trace_context = rara_runtime::telemetry::new_traceparent(caller.as_ref());
+    let started = std::time::SystemTime::now();
+    let submitted = store.submit_traced(&plan, Some(&trace_context)).await?;
+    if let (true, Some(run)) = (submitted.created, rara_runtime::telemetry::parse_traceparent(&trace_context)) {
+        rara_runtime::telemetry::emit_run_span(
+            &run,
+            caller,
+            submitted.run_id,
+            &plan.name,
+            started,
+            std::time::SystemTime::now(),
+        );
+        rara_runtime::telemetry::flush().await;
+    }
     if json {
         println!("{}", serde_json::json!({ "id": submitted.run_id, "created": submitted.created }));
     } else {

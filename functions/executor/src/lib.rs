@@ -1,5 +1,6 @@
 //! The executor Lambda's handler: an SQS batch in, a partial batch response out (every message the
-//! batch did not acknowledge is listed as a failure, so it comes back).
+//! batch did not acknowledge is listed as a failure, so it comes back). The invocation's spans
+//! are exported before it returns.
 
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ pub async fn handle(
         .into_iter()
         .map(|m| Record {
             traceparent: m.message_attributes.get(wiring::TRACEPARENT).and_then(|a| a.string_value.clone()),
+            sent_at: first_sent(&m.attributes),
             message_id: m.message_id.unwrap_or_default(),
             receipt_handle: m.receipt_handle.unwrap_or_default(),
             body: m.body.unwrap_or_default(),
@@ -31,9 +33,24 @@ pub async fn handle(
         .collect();
     let report = executor.process(records, deadline).await;
     println!("{}", report.counters.emf_line("executor"));
+    for line in report.operations.emf_lines("executor") {
+        println!("{line}");
+    }
+    // A returned invocation may be frozen before the exporter's interval: export now.
+    rara_runtime::telemetry::flush().await;
     let mut response = SqsBatchResponse::default();
     for message_id in report.returned() {
         response.add_failure(message_id);
     }
     Ok(response)
+}
+
+/// When a message was sent (`SentTimestamp`, ms since the epoch), for its first delivery only
+/// (`ApproximateReceiveCount` 1): a redelivered message's age counts its retry delays.
+fn first_sent(attributes: &std::collections::HashMap<String, String>) -> Option<std::time::SystemTime> {
+    if attributes.get("ApproximateReceiveCount").map(String::as_str) != Some("1") {
+        return None;
+    }
+    let ms: u64 = attributes.get("SentTimestamp")?.parse().ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::from_millis(ms))
 }

@@ -7,7 +7,7 @@ use rara_runtime::wiring::FunctionTimeout;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    rara_runtime::wiring::init_logging();
+    rara_runtime::wiring::init_logging("rara-executor")?;
     let wiring = rara_runtime::wiring::Wiring::from_env("executor").await?;
     wiring.settings.require_dlq()?;
     let executor = wiring.batch_executor().await?;

@@ -1,6 +1,7 @@
 //! The scheduler Lambda's handler: one invocation reaps expired leases, then leases due
 //! steps and sends their messages, polling until its time budget is spent (so a newly due
-//! step waits seconds, not a minute, for the next schedule). It answers with its counters.
+//! step waits seconds, not a minute, for the next schedule). It answers with its counters,
+//! its spans exported before it returns.
 
 use std::time::Duration;
 
@@ -33,5 +34,7 @@ pub async fn handle(
         reaped = counters.reaped,
         "scheduler invocation done"
     );
+    // A returned invocation may be frozen before the exporter's interval: export now.
+    rara_runtime::telemetry::flush().await;
     Ok(counters)
 }

@@ -5,7 +5,7 @@ use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    rara_runtime::wiring::init_logging();
+    rara_runtime::wiring::init_logging("rara-scheduler")?;
     let wiring = rara_runtime::wiring::Wiring::from_env("scheduler").await?;
     let scheduler = wiring.scheduler();
     let (budget, margin) = (wiring.settings.scheduler_budget, wiring.settings.deadline_margin);

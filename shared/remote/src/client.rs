@@ -44,6 +44,7 @@ use rara_domain::step_error::codes;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
+use tracing::Instrument;
 
 use crate::pb::execute_response::Event;
 use crate::pb::executor_service_client::ExecutorServiceClient;
@@ -141,7 +142,13 @@ impl RemoteExecutor {
         &self.endpoint
     }
 
-    fn request(&self, ctx: &ExecutionContext, input: &serde_json::Value, remaining: Duration) -> pb::ExecuteRequest {
+    fn request(
+        &self,
+        ctx: &ExecutionContext,
+        input: &serde_json::Value,
+        remaining: Duration,
+        trace_context: HashMap<String, String>,
+    ) -> pb::ExecuteRequest {
         pb::ExecuteRequest {
             run_id: ctx.run_id.to_string(),
             step_id: ctx.step_id.to_string(),
@@ -154,7 +161,7 @@ impl RemoteExecutor {
             capability_version: ctx.version.clone().unwrap_or_default(),
             input_json: input.to_string(),
             deadline: Some(prost_types::Timestamp::from(SystemTime::now() + remaining)),
-            trace_context: HashMap::new(),
+            trace_context,
             detachable: self.detachable,
         }
     }
@@ -173,18 +180,20 @@ impl RemoteExecutor {
         }
         // One `Cancel` per attempt, by whichever path finds out first.
         let cancel_sent = AtomicBool::new(false);
+        let span = self.call_span(ctx);
+        let trace_context = trace_context(&span);
         let call = match &ctx.detach.resume {
             Some(resume) => Call::Attach(pb::AttachRequest {
                 step_id: ctx.step_id.to_string(),
                 attempt: ctx.attempt,
                 fence: ctx.fence,
                 after_sequence: resume.sequence,
-                trace_context: HashMap::new(),
+                trace_context,
             }),
-            None => Call::Execute(self.request(ctx, &input, remaining)),
+            None => Call::Execute(self.request(ctx, &input, remaining, trace_context)),
         };
         drop(input);
-        let stream = self.stream(ctx, call, &cancel_sent);
+        let stream = self.stream(ctx, call, &cancel_sent).instrument(span);
         tokio::pin!(stream);
         let stop = tokio::select! {
             biased;
@@ -208,6 +217,26 @@ impl RemoteExecutor {
             tracing::warn!(step_id = %ctx.step_id, endpoint = %self.endpoint, "no cancelled event after Cancel");
         }
         Err(self.stopped(stop))
+    }
+
+    /// The client span of the attempt's call (RPC conventions; ids only), under the step's
+    /// span: its context travels in the request's `trace_context`.
+    fn call_span(&self, ctx: &ExecutionContext) -> tracing::Span {
+        let method = if ctx.detach.resume.is_some() { "Attach" } else { "Execute" };
+        tracing::info_span!(
+            "grpc",
+            otel.name = format!("rara.v1.Executor/{method}"),
+            otel.kind = "client",
+            rpc.system = "grpc",
+            rpc.service = "rara.v1.Executor",
+            rpc.method = method,
+            server.address = %self.endpoint,
+            rara.run_id = %ctx.run_id,
+            rara.step_id = %ctx.step_id,
+            rara.operation = %self.operation,
+            rara.attempt = %ctx.attempt,
+            rara.fence = %ctx.fence,
+        )
     }
 
     /// Opens the call: `Execute` for a new attempt, `Attach` to resume a detached one.
@@ -561,6 +590,15 @@ fn artifact_of(artifact: pb::Artifact) -> Artifact {
         size_bytes: i64::try_from(artifact.size_bytes).ok(),
         digest: Some(artifact.digest).filter(|d| !d.is_empty()),
     }
+}
+
+/// The W3C trace context of `span` (`traceparent`, `tracestate`) for a request's
+/// `trace_context`: empty when telemetry is off.
+fn trace_context(span: &tracing::Span) -> HashMap<String, String> {
+    let mut carrier = HashMap::new();
+    let context = tracing_opentelemetry::OpenTelemetrySpanExt::context(span);
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&context, &mut carrier));
+    carrier
 }
 
 #[cfg(test)]

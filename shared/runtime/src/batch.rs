@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use rara_domain::StepError;
 use rara_domain::retry::RetryPolicy;
@@ -43,7 +43,9 @@ pub use crate::fate::BatchReport;
 mod map;
 mod record;
 mod references;
+mod trace;
 use record::Finished;
+use trace::AttemptTrace;
 
 /// One delivered message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +54,9 @@ pub struct Record {
     pub receipt_handle: String,
     pub body: String,
     pub traceparent: Option<String>,
+    /// When the message was first sent, for its first delivery only (the queue age at claim);
+    /// `None` when unknown or redelivered.
+    pub sent_at: Option<SystemTime>,
 }
 
 /// The executor's batch processor. Built once per container; cheap to clone.
@@ -73,10 +78,12 @@ impl std::fmt::Debug for BatchExecutor {
     }
 }
 
-/// A claimed step while it runs: its record, and the step (shared with its task).
+/// A claimed step while it runs: its record, the step (shared with its task), and its place
+/// in its run's trace.
 struct InFlight {
     record: Record,
     step: Arc<ClaimedStep>,
+    trace: Option<AttemptTrace>,
 }
 
 impl BatchExecutor {
@@ -174,7 +181,10 @@ impl BatchExecutor {
     ) {
         let requests: Vec<ClaimRequest> =
             valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
-        let mut outcomes = match self.env.store.claim(&self.worker, &requests, self.env.lease).await {
+        let claim_started = SystemTime::now();
+        let claimed = self.env.store.claim(&self.worker, &requests, self.env.lease).await;
+        let claim_ended = SystemTime::now();
+        let mut outcomes = match claimed {
             Ok(outcomes) => outcomes,
             Err(e) => {
                 tracing::error!(error = %e, "claim failed; every message of the batch comes back");
@@ -191,11 +201,18 @@ impl BatchExecutor {
                         report.counters.reattached += 1;
                     }
                     let step: Arc<ClaimedStep> = Arc::from(step);
+                    if let Some(age) = record.sent_at.and_then(|sent| claim_started.duration_since(sent).ok()) {
+                        report.operations.queue_age(&step.operation, age);
+                    }
+                    let trace = AttemptTrace::new(record.traceparent.as_deref(), &step, step.started_at.into());
+                    if let Some(trace) = &trace {
+                        trace.claim(claim_started, claim_ended);
+                    }
                     let id = match ended.remove(&step.holder.step_id) {
                         Some(execution) => references::spawn_ended(running, &step, execution),
-                        None => self.spawn(running, &record, step.clone(), deadline),
+                        None => self.spawn(running, &record, step.clone(), trace.as_ref(), deadline),
                     };
-                    in_flight.insert(id, InFlight { record, step });
+                    in_flight.insert(id, InFlight { record, step, trace });
                 }
                 ClaimOutcome::Stale(reason) => {
                     report.counters.stale += 1;
@@ -221,11 +238,15 @@ impl BatchExecutor {
         running: &mut JoinSet<Execution>,
         record: &Record,
         step: Arc<ClaimedStep>,
+        trace: Option<&AttemptTrace>,
         deadline: Instant,
     ) -> tokio::task::Id {
         let env = self.env.clone();
         let receipt_handle = record.receipt_handle.clone();
-        let span = step_span(&step, record.traceparent.as_deref());
+        let span = step_span(&step);
+        if let Some(trace) = trace {
+            trace.adopt(&span);
+        }
         let task = async move {
             tracing::info!(took_over = step.took_over, reattach = step.resume.is_some(), "claimed");
             execution::execute(&env, &step, &receipt_handle, deadline).await
@@ -247,6 +268,7 @@ impl BatchExecutor {
                 joined.push(more);
             }
             let mut finished = Vec::with_capacity(joined.len());
+            let mut traces = Vec::new();
             {
                 // The thread-local RNG is not Send: keep it out of the awaits below.
                 let mut rng = rand::rng();
@@ -260,8 +282,12 @@ impl BatchExecutor {
                     };
                     // Every task was registered when spawned; a missing one cannot be
                     // recorded and its record (if any) comes back.
-                    let Some(InFlight { record, step }) = in_flight.remove(&id) else { continue };
+                    let Some(InFlight { record, step, trace }) = in_flight.remove(&id) else { continue };
                     let plan = crate::fate::plan(execution, step.attempt, &self.policy(&step), &mut rng);
+                    let (label, metric) = trace::outcome(&plan);
+                    let ran = (chrono::Utc::now() - step.started_at).to_std().unwrap_or_default();
+                    report.operations.attempt(&step.operation, metric, ran);
+                    traces.extend(trace.map(|t| (t, label)));
                     finished.push(Finished {
                         record,
                         holder: step.holder.clone(),
@@ -270,7 +296,12 @@ impl BatchExecutor {
                     });
                 }
             }
+            let started = SystemTime::now();
             self.record(finished, report).await;
+            let ended = SystemTime::now();
+            for (trace, outcome) in traces {
+                trace.finish(outcome, started, ended);
+            }
         }
     }
 
@@ -314,16 +345,20 @@ impl BatchExecutor {
     }
 }
 
-/// The span of one step's execution: ids only, never its input or output.
-fn step_span(step: &ClaimedStep, traceparent: Option<&str>) -> tracing::Span {
+/// The span of one step's execution: ids only, never its input or output. Exported as
+/// `rara.execute` under the attempt's span ([`AttemptTrace::adopt`], which fills `trace_id`
+/// and `span_id`, so every line of the step can be found in its trace).
+fn step_span(step: &ClaimedStep) -> tracing::Span {
     tracing::info_span!(
         "step",
+        otel.name = "rara.execute",
         run_id = %step.run_id,
         step_id = %step.holder.step_id,
         attempt = step.attempt,
         fence = step.holder.fence,
         operation = %step.operation,
-        trace_id = traceparent.and_then(crate::trace_id).unwrap_or(""),
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
     )
 }
 

@@ -26,6 +26,7 @@ use rara_store::{Holder, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
+use tracing::Instrument;
 
 use crate::reporter::StoreReporter;
 use crate::secrets::{self, RedactingReporter, SecretResolver};
@@ -120,7 +121,11 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         env.heartbeat_interval,
         Loss { lost: lost.clone(), reason: stop_reason.clone() },
     )));
-    let mut task = AbortOnDropHandle::new(tokio::spawn(async move { executor.execute(ctx, input).await }));
+    // In the step's span: the executor's lines carry its ids, its spans (the gRPC call) are
+    // children of the execution.
+    let mut task = AbortOnDropHandle::new(tokio::spawn(
+        async move { executor.execute(ctx, input).await }.instrument(tracing::Span::current()),
+    ));
     let park_time = async {
         match park_at {
             Some(at) => tokio::time::sleep_until(at).await,

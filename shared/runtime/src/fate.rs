@@ -54,18 +54,20 @@ pub struct Acknowledged {
 }
 
 /// What a batch did. Records not in [`acknowledged`](Self::acknowledged) come back.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct BatchReport {
     received: Vec<String>,
     pub acknowledged: Vec<Acknowledged>,
     pub counters: Counters,
+    /// Outcomes, attempt durations and queue ages per operation (EMF, `metrics.rs`).
+    pub operations: crate::metrics::OperationMetrics,
 }
 
 impl BatchReport {
     /// A report for a batch of these message ids, none acknowledged yet.
     pub fn new(message_ids: Vec<String>) -> Self {
         let counters = Counters { received: message_ids.len() as u64, ..Default::default() };
-        BatchReport { received: message_ids, acknowledged: Vec::new(), counters }
+        BatchReport { received: message_ids, acknowledged: Vec::new(), counters, operations: Default::default() }
     }
 
     /// Marks a record as settled: its message may be deleted.

@@ -18,6 +18,8 @@
 //! - [`secrets`]: `{"$secret": "name"}` references resolved just before a step runs
 //!   (environment, files or Secrets Manager), and the redaction of what the step returns.
 //! - [`reporter`]: progress and artifacts written to Postgres, fenced and throttled.
+//! - [`telemetry`]: OpenTelemetry (one trace per run, OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT`
+//!   is set, off otherwise) and the JSON log lines, flushed before each invocation returns.
 //! - [`metrics`]: counters printed as CloudWatch embedded-metric log lines.
 //! - [`runner`]: the local SQS poller that drives the executor batch as Lambda's event
 //!   source does.
@@ -37,19 +39,11 @@ pub mod runner;
 pub mod scheduler;
 pub mod secrets;
 pub mod settings;
+pub mod telemetry;
 pub mod timeouts;
 pub mod wiring;
 
-/// A W3C `traceparent` for a new trace (version 00, sampled).
-pub fn new_traceparent() -> String {
-    let trace: u128 = rand::random::<u128>().max(1);
-    let span: u64 = rand::random::<u64>().max(1);
-    format!("00-{trace:032x}-{span:016x}-01")
-}
-
-/// The trace id of a `traceparent`, for log lines.
-pub fn trace_id(traceparent: &str) -> Option<&str> {
-    let mut parts = traceparent.split('-');
-    let (_version, trace) = (parts.next()?, parts.next()?);
-    (trace.len() == 32 && trace.chars().all(|c| c.is_ascii_hexdigit())).then_some(trace)
+/// The trace id of a `traceparent` (32 hex digits), for log lines.
+pub fn trace_id(traceparent: &str) -> Option<String> {
+    telemetry::parse_traceparent(traceparent).map(|c| c.trace_id().to_string())
 }

@@ -1,7 +1,16 @@
 //! Counters of one invocation, printed as one CloudWatch embedded-metric-format log line
-//! (CloudWatch turns it into metrics; locally it is just a JSON line on stdout).
+//! (CloudWatch turns it into metrics; locally it is just a JSON line on stdout), and the
+//! executor's figures per operation ([`OperationMetrics`]: outcomes, attempt duration, queue
+//! age), one line per operation, dimensions `Function` and `Operation` (bounded: never a step
+//! or run id).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+/// The most values one EMF metric may carry in one line (CloudWatch's limit).
+pub const EMF_MAX_VALUES: usize = 100;
 
 /// What one scheduler or executor invocation did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +131,77 @@ impl Counters {
     }
 }
 
+/// The executor's figures of one invocation, per operation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OperationMetrics {
+    operations: BTreeMap<String, OperationFigures>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct OperationFigures {
+    /// Attempts by outcome metric name (`Succeeded`, `Failed`, `Retried`, `LeaseLost`, …).
+    outcomes: BTreeMap<&'static str, u64>,
+    /// Attempt durations (ms): from the attempt's start to its outcome.
+    attempt_ms: Vec<f64>,
+    /// Queue ages (ms): from a message's first send to its claim.
+    queue_age_ms: Vec<f64>,
+}
+
+impl OperationMetrics {
+    /// An attempt of `operation` ended with `outcome` (a metric name) after `duration`.
+    pub fn attempt(&mut self, operation: &str, outcome: &'static str, duration: Duration) {
+        let figures = self.operations.entry(operation.to_owned()).or_default();
+        *figures.outcomes.entry(outcome).or_default() += 1;
+        figures.attempt_ms.push(duration.as_secs_f64() * 1000.0);
+    }
+
+    /// A message of `operation` was claimed `age` after it was first sent.
+    pub fn queue_age(&mut self, operation: &str, age: Duration) {
+        self.operations.entry(operation.to_owned()).or_default().queue_age_ms.push(age.as_secs_f64() * 1000.0);
+    }
+
+    /// The embedded-metric lines of `function`: one per operation (more when an operation has
+    /// more than [`EMF_MAX_VALUES`] values), none when nothing ran.
+    pub fn emf_lines(&self, function: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        let timestamp = chrono::Utc::now().timestamp_millis();
+        for (operation, figures) in &self.operations {
+            let chunks = figures.attempt_ms.len().max(figures.queue_age_ms.len()).div_ceil(EMF_MAX_VALUES).max(1);
+            for chunk in 0..chunks {
+                let mut doc = serde_json::json!({"Function": function, "Operation": operation});
+                let mut metrics = Vec::new();
+                let window = |values: &[f64]| -> Vec<f64> {
+                    values.iter().skip(chunk * EMF_MAX_VALUES).take(EMF_MAX_VALUES).copied().collect()
+                };
+                for (name, values) in
+                    [("AttemptDuration", window(&figures.attempt_ms)), ("QueueAge", window(&figures.queue_age_ms))]
+                {
+                    if !values.is_empty() {
+                        metrics.push(serde_json::json!({"Name": name, "Unit": "Milliseconds"}));
+                        doc[name] = values.into();
+                    }
+                }
+                if chunk == 0 {
+                    for (name, count) in &figures.outcomes {
+                        metrics.push(serde_json::json!({"Name": name, "Unit": "Count"}));
+                        doc[*name] = (*count).into();
+                    }
+                }
+                doc["_aws"] = serde_json::json!({
+                    "Timestamp": timestamp,
+                    "CloudWatchMetrics": [{
+                        "Namespace": "rara",
+                        "Dimensions": [["Function", "Operation"]],
+                        "Metrics": metrics,
+                    }],
+                });
+                lines.push(doc.to_string());
+            }
+        }
+        lines
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -176,5 +256,31 @@ mod tests {
         for (i, field) in fields.iter().enumerate() {
             assert_eq!(sum[field], 2 * (i as u64 + 1), "{field} is not summed");
         }
+    }
+
+    #[test]
+    fn operation_lines_carry_outcomes_durations_and_queue_ages_per_operation() {
+        let mut metrics = OperationMetrics::default();
+        assert!(metrics.emf_lines("executor").is_empty(), "nothing ran, nothing printed");
+        metrics.attempt("noop", "Succeeded", Duration::from_millis(3));
+        metrics.attempt("noop", "Retried", Duration::from_millis(5));
+        metrics.queue_age("noop", Duration::from_millis(40));
+        for _ in 0..150 {
+            metrics.attempt("text.stats", "Succeeded", Duration::from_millis(7));
+        }
+        let lines: Vec<serde_json::Value> =
+            metrics.emf_lines("executor").iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 3, "noop in one line, text.stats in two (150 values > 100)");
+        let noop = &lines[0];
+        assert_eq!((noop["Function"].as_str(), noop["Operation"].as_str()), (Some("executor"), Some("noop")));
+        assert_eq!(noop["AttemptDuration"], serde_json::json!([3.0, 5.0]));
+        assert_eq!(noop["QueueAge"], serde_json::json!([40.0]));
+        assert_eq!((noop["Succeeded"].as_u64(), noop["Retried"].as_u64()), (Some(1), Some(1)));
+        let declared = &noop["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(declared["Dimensions"], serde_json::json!([["Function", "Operation"]]));
+        assert_eq!(declared["Metrics"].as_array().unwrap().len(), 4);
+        let values = |line: &serde_json::Value| line["AttemptDuration"].as_array().unwrap().len();
+        assert_eq!((values(&lines[1]), values(&lines[2])), (100, 50));
+        assert_eq!((lines[1]["Succeeded"].as_u64(), lines[2]["Succeeded"].as_u64()), (Some(150), None), "counted once");
     }
 }

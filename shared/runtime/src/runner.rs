@@ -97,6 +97,7 @@ pub async fn run_executor(
                 receipt_handle: m.receipt_handle,
                 body: m.body,
                 traceparent: m.traceparent,
+                sent_at: None,
             })
             .collect();
         let deadline = Instant::now() + options.batch_timeout.saturating_sub(options.margin);

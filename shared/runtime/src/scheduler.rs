@@ -7,7 +7,7 @@
 //! or the poll interval, whichever comes first.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use rara_queue::{Outgoing, Queue, StepMessage};
 use rara_store::{DueListener, Store};
@@ -18,6 +18,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::metrics::Counters;
 use crate::settings::Settings;
+
+mod trace;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -266,20 +268,24 @@ impl Scheduler {
         let core = &self.settings.core;
         // The lease lasts until the message can be claimed (a backlog included), not for an
         // execution: a message waiting in the queue is never sent twice.
+        let lease_started = SystemTime::now();
         let leased =
             self.store.lease_due(&core.worker_id, self.settings.lease_batch, self.settings.delivery_timeout).await?;
+        let lease_ended = SystemTime::now();
         if leased.is_empty() {
             return Ok(Counters { lease_rounds: 1, ..Counters::default() });
         }
+        let traces = trace::RoundTrace::read(&self.store, &leased).await;
         let messages: Vec<Outgoing> = leased
             .iter()
             .enumerate()
             .map(|(i, l)| Outgoing {
                 id: i.to_string(),
                 body: StepMessage::new(l.step_id, l.lease_token).to_body(),
-                traceparent: Some(crate::new_traceparent()),
+                traceparent: Some(traces.traceparent(l.step_id)),
             })
             .collect();
+        let send_started = SystemTime::now();
         let sent = tokio::select! {
             sent = self.queue.send(&messages) => Some(sent),
             _ = cut.cancelled() => None,
@@ -302,6 +308,10 @@ impl Scheduler {
             .filter_map(|id| id.parse::<usize>().ok().and_then(|i| leased.get(i)))
             .map(|l| (l.step_id, l.lease_token))
             .collect();
+        let send_ended = SystemTime::now();
+        let unsent_ids: std::collections::HashSet<uuid::Uuid> = unsent.iter().map(|(id, _)| *id).collect();
+        let sent_ids = leased.iter().map(|l| l.step_id).filter(|id| !unsent_ids.contains(id));
+        traces.emit(sent_ids, messages.len(), (lease_started, lease_ended), (send_started, send_ended));
         let released = if unsent.is_empty() { 0 } else { self.store.release(&unsent).await? };
         for l in &leased {
             tracing::debug!(run_id = %l.run_id, step_id = %l.step_id, "leased");

@@ -38,21 +38,12 @@ pub enum Error {
     Remote(#[from] rara_remote::router::Error),
 }
 
-/// JSON logs on stderr, filtered by `RARA_LOG` (default `info`). Step inputs and outputs
-/// are never logged; a step's lines carry run id, step id, attempt, fence and operation.
-pub fn init_logging() {
-    let filter = std::env::var("RARA_LOG")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .and_then(|s| tracing_subscriber::EnvFilter::try_new(s).ok())
-        .unwrap_or_else(|| "info".into());
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_current_span(true)
-        .with_span_list(false)
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// JSON logs on stderr (level from `AWS_LAMBDA_LOG_LEVEL`, else `RARA_LOG`, else `info`) and,
+/// when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, spans exported over OTLP as `service`
+/// ([`crate::telemetry`]). Step inputs and outputs are never logged; a step's lines carry run
+/// id, step id, attempt, fence, operation and the run's trace id. Call it inside the runtime.
+pub fn init_logging(service: &str) -> Result<(), crate::telemetry::Error> {
+    crate::telemetry::init(service, &crate::telemetry::Config::from_env()?)
 }
 
 /// The runtime API's header that carries an invocation's deadline (milliseconds since the epoch).

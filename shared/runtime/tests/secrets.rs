@@ -1,7 +1,8 @@
 //! A secret referenced by a step reaches the system the step calls, and nothing else: no
 //! log line, no SQS message (sent, dead-lettered or left on a queue), no database row, no
-//! trace context. Postgres + LocalStack's SQS, through the local scheduler and executor
-//! runners; the step is an `http.request` to a local server that echoes the secret back.
+//! trace context, no exported span (at a real OTLP receiver). Postgres + LocalStack's SQS,
+//! through the local scheduler and executor runners; the step is an `http.request` to a local
+//! server that echoes the secret back.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -19,6 +20,7 @@ use rara_runtime::batch::BatchExecutor;
 use rara_runtime::runner::{RunnerOptions, run_executor};
 use rara_runtime::scheduler::Scheduler;
 use rara_runtime::secrets::{SecretError, SecretResolver};
+use rara_runtime::telemetry;
 use rara_store::Store;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
@@ -26,8 +28,11 @@ use tokio_util::sync::CancellationToken;
 const SECRET: &str = "s3cr3t-value-7f9a";
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Every log line of this test binary (JSON, with span fields), from every thread.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+/// Every log line of this test binary (JSON, with span fields), from every thread; the spans
+/// also go to `provider` (OpenTelemetry), as in the functions.
+fn captured_logs(provider: opentelemetry_sdk::trace::SdkTracerProvider) -> Arc<Mutex<Vec<u8>>> {
+    use opentelemetry::trace::TracerProvider;
+    use tracing_subscriber::layer::SubscriberExt;
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
     LOGS.get_or_init(|| {
         let logs = Arc::new(Mutex::new(Vec::new()));
@@ -38,7 +43,8 @@ fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
             .with_span_list(true)
             .with_max_level(tracing::Level::DEBUG)
             .with_writer(move || Sink(sink.clone()))
-            .finish();
+            .finish()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer(telemetry::SCOPE)));
         tracing::subscriber::set_global_default(subscriber).unwrap();
         logs
     })
@@ -157,7 +163,9 @@ async fn leftovers(queues: &Queues, url: &str) -> Vec<String> {
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
-    let logs = captured_logs();
+    let receiver = OtlpReceiver::start().await;
+    let config = telemetry::Config::to(receiver.http_traces_url(), telemetry::Protocol::HttpProtobuf);
+    let logs = captured_logs(telemetry::install("rara-secrets-test", &config).unwrap().unwrap());
     let received = Arc::new(Mutex::new(Vec::new()));
     let addr = echo_server(received.clone()).await;
 
@@ -257,6 +265,21 @@ async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
     let step_lines: Vec<&str> = logs.lines().filter(|l| l.contains(&call.id.to_string())).collect();
     assert!(step_lines.iter().any(|l| l.contains("secret references resolved")), "{logs}");
     assert!(!logs.contains(SECRET), "the secret is in the logs:\n{logs}");
+    // The lines in the step's span carry its run's trace id and the execution's span id.
+    let trace_id = rara_runtime::trace_id(&store.run_trace(run_id).await.unwrap().unwrap()).unwrap();
+    let in_span: Vec<&&str> = step_lines.iter().filter(|l| l.contains("\"span\":")).collect();
+    assert!(
+        !in_span.is_empty() && in_span.iter().all(|l| l.contains(&trace_id) && l.contains("\"span_id\"")),
+        "{in_span:#?}"
+    );
+
+    // No exported span (the step's spans were exported: the export works).
+    telemetry::flush().await;
+    let spans = receiver.spans();
+    assert!(spans.iter().any(|s| s.attribute("rara.step_id") == Some(&*call.id.to_string())), "{spans:#?}");
+    for span in &spans {
+        assert!(!format!("{span:?}").contains(SECRET), "the secret is in a span: {span:#?}");
+    }
 }
 
 #[tokio::test]

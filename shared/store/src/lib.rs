@@ -26,6 +26,8 @@
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
 //!   skipping what another transaction holds; what a prune would delete.
+//! - [`trace`]: a run's trace context, and the attempts a lease round leased in their runs'
+//!   traces (DESIGN.md "Tracing").
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
 //! - [`error`]: the store's [`Error`], with the typed [`Error::LeaseLost`].
 //! - [`sql`]: the catalogue of every statement (the files of `sql/`, composed where they
@@ -68,6 +70,7 @@ pub mod statistics;
 pub mod submit;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod trace;
 
 use std::time::Duration;
 

@@ -38,6 +38,7 @@ pub struct Statement {
 // The scheduler (lease.rs).
 pub const LEASE_DUE: &str = sql_file!("lease_due");
 pub const RELEASE: &str = sql_file!("release");
+pub const LEASE_TRACES: &str = sql_file!("lease_traces");
 pub const REAP_RELEASE: &str = sql_file!("reap_release");
 pub static REAP_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("reap_fail_targets"), 3));
 
@@ -81,6 +82,7 @@ pub const LIST_RUNS: &str = sql_file!("list_runs");
 pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
 pub const LOST_REASON: &str = sql_file!("lost_reason");
 pub const DLQ_STEP: &str = sql_file!("dlq_step");
+pub const RUN_TRACE: &str = sql_file!("run_trace");
 
 // Flow control's operator side (flow.rs).
 pub const FLOW_LIMIT_SET: &str = sql_file!("flow_limit_set");
@@ -123,6 +125,7 @@ pub fn catalogue() -> Vec<Statement> {
     let mut all = vec![
         s("lease_due", LEASE_DUE, &["int8", "text", "int8", "timestamptz"]),
         s("release", RELEASE, &["uuid[]", "uuid[]"]),
+        s("lease_traces", LEASE_TRACES, &["uuid[]"]),
         s("reap_release", REAP_RELEASE, &["int8", "jsonb"]),
         s("reap_fail", REAP_FAIL.as_str(), &["int8", "jsonb", "jsonb"]),
         s("claim", CLAIM, &["uuid[]", "uuid[]", "text", "int8", "jsonb"]),
@@ -151,7 +154,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb"]),
+        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text"]),
         s("run_by_key", RUN_BY_KEY, &["text", "jsonb"]),
         s(
             "submit_steps",
@@ -163,6 +166,7 @@ pub fn catalogue() -> Vec<Statement> {
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),
         s("read_run", READ_RUN, &["uuid"]),
+        s("run_trace", RUN_TRACE, &["uuid"]),
         s("read_steps", READ_STEPS, &["uuid"]),
         s("read_dependencies", READ_DEPENDENCIES, &["uuid"]),
         s("read_attempts", READ_ATTEMPTS, &["uuid"]),

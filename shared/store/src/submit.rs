@@ -19,6 +19,12 @@ impl Store {
     /// Stores a validated plan. Steps without dependencies are due at once; listening
     /// schedulers are notified on [`DUE_CHANNEL`] when it commits.
     pub async fn submit(&self, plan: &Plan) -> Result<Submitted, Error> {
+        self.submit_traced(plan, None).await
+    }
+
+    /// [`Store::submit`], the run's trace context being `trace_context` (a W3C `traceparent`:
+    /// the run's root span) instead of a fresh one.
+    pub async fn submit_traced(&self, plan: &Plan, trace_context: Option<&str>) -> Result<Submitted, Error> {
         let mut tx = self.pool.begin().await?;
         let run_id = Uuid::now_v7();
         let total = plan.steps.len() as i32;
@@ -30,7 +36,8 @@ impl Store {
             plan.idempotency_key.as_deref(),
             total,
             &plan.inputs,
-            plan.output.as_ref().unwrap_or(&no_output)
+            plan.output.as_ref().unwrap_or(&no_output),
+            trace_context
         )
         .fetch_optional(&mut *tx)
         .await?;

@@ -77,8 +77,14 @@ impl PythonServer {
 
     /// A server on `port` of 127.0.0.1 (0: a free one).
     pub fn start_on(port: u16) -> PythonServer {
+        Self::start_with_env(port, &[])
+    }
+
+    /// A server on `port` (0: a free one) with the environment variables `env` added (an
+    /// `OTEL_EXPORTER_OTLP_*` endpoint, say).
+    pub fn start_with_env(port: u16, env: &[(&str, &str)]) -> PythonServer {
         let mut command = Command::new(python());
-        command.args(["-m", "rara_worker"]).stdin(Stdio::null());
+        command.args(["-m", "rara_worker"]).stdin(Stdio::null()).envs(env.iter().copied());
         Process::spawn(command, port).listening()
     }
 

@@ -13,6 +13,7 @@ from rara_worker.attempts import DEFAULT_RETENTION_SECONDS, DetachConfig
 from rara_worker.examples import build_registry
 from rara_worker.log import DEFAULT_MAX_KEPT_EVENTS
 from rara_worker.server import DEFAULT_GRACE_SECONDS, serve
+from rara_worker.telemetry import configure as configure_telemetry
 
 log = logging.getLogger("rara_worker")
 
@@ -58,10 +59,15 @@ def main(argv: list[str] | None = None) -> None:
     args.data_dir.mkdir(parents=True, exist_ok=True)
     registry = build_registry(args.data_dir)
     log.info("example capabilities read path inputs only below %s", args.data_dir.resolve())
-    asyncio.run(
-        serve(registry, host=args.host, port=args.port, artifacts_dir=args.artifacts_dir,
-              grace=args.grace, detach=detach)
-    )
+    provider = configure_telemetry()  # None (no cost) unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+    try:
+        asyncio.run(
+            serve(registry, host=args.host, port=args.port, artifacts_dir=args.artifacts_dir,
+                  grace=args.grace, detach=detach)
+        )
+    finally:
+        if provider is not None:
+            provider.shutdown()  # exports what is still batched
 
 
 if __name__ == "__main__":

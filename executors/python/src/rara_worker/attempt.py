@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import cast
 
 from rara.v1 import executor_pb2 as pb
-from rara_worker import errors
+from rara_worker import errors, telemetry
 from rara_worker.capability import AsyncHandler, Capability, CapabilityRegistry, SyncHandler
 from rara_worker.context import Context
 from rara_worker.events import EventStream
@@ -129,7 +129,8 @@ class Attempt:
     async def run(self) -> None:
         """Run to the end, emitting every event of the stream."""
         try:
-            await self._run()
+            with telemetry.attempt_span(self._request):
+                await self._run()
         except Exception as exc:  # a bug here must still end the stream
             self._fail(errors.make_error(errors.INTERNAL, "executor error", False), exc)
         finally:
@@ -160,7 +161,7 @@ class Attempt:
             artifacts_root=self._artifacts_root, events=self._stream,
         )
         self._stream.running(capability.version)
-        handler = asyncio.create_task(_invoke(capability, ctx, input_obj))
+        handler = asyncio.create_task(_invoke(capability, ctx, input_obj, req))
         stop = asyncio.create_task(self._stop_requested.wait())
         try:
             done, _ = await asyncio.wait(
@@ -246,10 +247,13 @@ class Attempt:
         self._stream.failed(error)
 
 
-async def _invoke(capability: Capability, ctx: Context, input_obj: dict[str, object]) -> object:
-    if capability.is_async:
-        return await cast(AsyncHandler, capability.handler)(ctx, input_obj)
-    return await asyncio.to_thread(cast(SyncHandler, capability.handler), ctx, input_obj)
+async def _invoke(
+    capability: Capability, ctx: Context, input_obj: dict[str, object], request: pb.ExecuteRequest
+) -> object:
+    with telemetry.handler_span(request):
+        if capability.is_async:
+            return await cast(AsyncHandler, capability.handler)(ctx, input_obj)
+        return await asyncio.to_thread(cast(SyncHandler, capability.handler), ctx, input_obj)
 
 
 def _deadline_exceeded() -> pb.Error:

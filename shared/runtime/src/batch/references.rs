@@ -161,7 +161,7 @@ pub(super) fn spawn_ended(
     step: &ClaimedStep,
     execution: Execution,
 ) -> tokio::task::Id {
-    running.spawn(async move { execution }.instrument(super::step_span(step, None))).id()
+    running.spawn(async move { execution }.instrument(super::step_span(step))).id()
 }
 
 #[cfg(test)]
