@@ -192,9 +192,8 @@ pub async fn submit(
         definition.idempotency_key = request.idempotency_key;
     }
     let builtins = &api.inner.builtins;
-    let plan = definition.plan_for(&api.inner.config, &request.inputs, |op, version| {
-        builtins.in_process(op, version).is_some()
-    })?;
+    let plan = definition
+        .plan_for(&api.inner.config, &request.inputs, |op, version| builtins.in_process(op, version).is_some())?;
     let submitted = api.store().submit(&plan).await?;
     let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(SubmitResponse { id: submitted.run_id, created: submitted.created })))

@@ -45,8 +45,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::inputs::{self, RunInputs};
 use crate::flow::{Concurrency, ConcurrencySpec};
+use crate::inputs::{self, RunInputs};
 use crate::references;
 use crate::retry::RetryPolicy;
 use crate::secret_material;
