@@ -92,7 +92,7 @@ impl Config {
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
 /// Installs logging and, when `config` has an endpoint, the OTLP exporter ([`install`]): JSON
-/// log lines as Lambda's JSON log format wants them (see [`log_filter`]), with the
+/// log lines as Lambda's JSON log format wants them (see `log_filter`), with the
 /// OpenTelemetry layer beside them so a step's lines and spans share its trace. Must run
 /// inside the Tokio runtime (the gRPC exporter needs it). A second call changes nothing.
 pub fn init(service: &str, config: &Config) -> Result<(), Error> {
