@@ -163,7 +163,7 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     }
 
     // Without the token, a state-changing request is refused and stores nothing.
-    let demo = std::fs::read_to_string(rara_testkit::repo_root().join("tests/fixtures/console-demo.yaml")).unwrap();
+    let demo = std::fs::read_to_string(rara_testkit::repo_root().join("tests/fixtures/demo-four-steps.yaml")).unwrap();
     let refused = http.post(format!("{base}/api/runs")).json(&json!({"definition": demo})).send().await.unwrap();
     assert_eq!(refused.status(), 401);
     let listed: Value = http.get(format!("{base}/api/runs")).send().await.unwrap().json().await.unwrap();

@@ -48,7 +48,7 @@ fn commands_run_through_the_api_with_the_cli_exit_codes() {
         assert!(Instant::now() < deadline, "rara ui did not start");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let demo = rara_testkit::repo_root().join("tests/fixtures/console-demo.yaml");
+    let demo = rara_testkit::repo_root().join("tests/fixtures/demo-four-steps.yaml");
     let demo = demo.to_str().unwrap();
 
     let refused = rara(&url, None, &["submit", demo]);

@@ -60,7 +60,7 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
 
     // The demo, plus a step that reads a secret; submitted as `rara submit` does, continuing
     // the caller's trace.
-    let mut yaml = std::fs::read_to_string(repo_root().join("examples/demo.yaml")).unwrap();
+    let mut yaml = std::fs::read_to_string(repo_root().join("tests/fixtures/demo-four-steps.yaml")).unwrap();
     yaml.push_str("  - name: secretive\n    operation: noop\n    input: { token: { $secret: trace_token } }\n");
     let plan = WorkflowDefinition::parse(&yaml, Format::Yaml).unwrap().plan(&stack.settings.core).unwrap();
     let caller = telemetry::parse_traceparent(&telemetry::new_traceparent(None)).unwrap();
