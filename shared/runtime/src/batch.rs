@@ -47,6 +47,34 @@ mod trace;
 use record::Finished;
 use trace::AttemptTrace;
 
+/// A fresh claim of the step `name` running `operation` with `input`, for the unit tests of
+/// the batch's passes.
+#[cfg(test)]
+fn test_claim(name: &str, operation: &str, input: serde_json::Value) -> ClaimedStep {
+    let now = chrono::Utc::now();
+    ClaimedStep {
+        holder: rara_store::Holder { step_id: uuid::Uuid::new_v4(), worker: "w".into(), fence: 1 },
+        run_id: uuid::Uuid::new_v4(),
+        name: name.into(),
+        operation: operation.into(),
+        version: None,
+        input,
+        attempt: 1,
+        max_attempts: 1,
+        timeout: Duration::from_secs(1),
+        retry_initial_delay: Duration::ZERO,
+        retry_max_delay: Duration::ZERO,
+        retry_multiplier: 1.0,
+        lease_expires_at: now,
+        took_over: false,
+        attached_at: now,
+        resume: None,
+        started_at: now,
+        map: None,
+        map_index: None,
+    }
+}
+
 /// One delivered message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {

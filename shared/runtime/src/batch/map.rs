@@ -128,11 +128,8 @@ fn kind(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
-    use rara_store::Holder;
     use serde_json::json;
-    use uuid::Uuid;
 
     use super::*;
 
@@ -154,27 +151,7 @@ mod tests {
     }
 
     fn map_step(input: Value, map: MapPhase) -> ClaimedStep {
-        ClaimedStep {
-            holder: Holder { step_id: Uuid::new_v4(), worker: "w".into(), fence: 7 },
-            run_id: Uuid::new_v4(),
-            name: "each".into(),
-            operation: "text.stats".into(),
-            version: None,
-            input,
-            attempt: 1,
-            max_attempts: 1,
-            timeout: Duration::from_secs(1),
-            retry_initial_delay: Duration::ZERO,
-            retry_max_delay: Duration::ZERO,
-            retry_multiplier: 1.0,
-            lease_expires_at: chrono::Utc::now(),
-            took_over: false,
-            attached_at: chrono::Utc::now(),
-            resume: None,
-            started_at: chrono::Utc::now(),
-            map: Some(map),
-            map_index: None,
-        }
+        ClaimedStep { map: Some(map), ..super::super::test_claim("each", "text.stats", input) }
     }
 
     fn ended(step: &ClaimedStep, sources: &Values) -> Execution {

@@ -171,8 +171,8 @@ mod tests {
 
     use rara_domain::registry::Registry;
     use rara_queue::memory::MemoryQueue;
+    use rara_store::Store;
     use rara_store::claim::StaleReason;
-    use rara_store::{Holder, Store};
     use serde_json::json;
 
     use super::*;
@@ -190,27 +190,7 @@ mod tests {
     }
 
     fn claimed(input: serde_json::Value) -> ClaimOutcome {
-        ClaimOutcome::Claimed(Box::new(ClaimedStep {
-            holder: Holder { step_id: Uuid::new_v4(), worker: "w".into(), fence: 1 },
-            run_id: Uuid::new_v4(),
-            name: "s".into(),
-            operation: "noop".into(),
-            version: None,
-            input,
-            attempt: 1,
-            max_attempts: 1,
-            timeout: Duration::from_secs(1),
-            retry_initial_delay: Duration::ZERO,
-            retry_max_delay: Duration::ZERO,
-            retry_multiplier: 1.0,
-            lease_expires_at: chrono::Utc::now(),
-            took_over: false,
-            attached_at: chrono::Utc::now(),
-            resume: None,
-            started_at: chrono::Utc::now(),
-            map: None,
-            map_index: None,
-        }))
+        ClaimOutcome::Claimed(Box::new(super::super::test_claim("s", "noop", input)))
     }
 
     #[tokio::test]
