@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
@@ -15,7 +15,6 @@ use rara_domain::StepError;
 use rara_domain::executor::{Artifact, ExecutionContext, Executor};
 use rara_domain::step_error::codes;
 use rara_runtime::batch::BatchExecutor;
-use rara_runtime::secrets::{SecretError, SecretResolver};
 use rara_store::Store;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -42,30 +41,6 @@ impl Executor for Fetch {
     }
 }
 
-/// `test.echo`: keeps the input it was called with (secrets resolved) and returns it.
-#[derive(Clone, Default)]
-struct Echo(Arc<Mutex<Vec<Value>>>);
-
-#[async_trait::async_trait]
-impl Executor for Echo {
-    async fn execute(&self, _ctx: ExecutionContext, input: Value) -> Result<Value, StepError> {
-        self.0.lock().unwrap().push(input.clone());
-        Ok(input)
-    }
-}
-
-struct Vault;
-
-#[async_trait::async_trait]
-impl SecretResolver for Vault {
-    async fn resolve(&self, name: &str) -> Result<String, SecretError> {
-        match name {
-            "api" => Ok(SECRET.to_owned()),
-            _ => Err(SecretError::NotFound { name: name.to_owned() }),
-        }
-    }
-}
-
 /// A stack whose registry also has `test.fetch` and `test.echo`, and whose secrets come from
 /// [`Vault`].
 async fn stack(pool: PgPool, extra: &[(&str, &str)]) -> (Store, Stack, Echo) {
@@ -76,8 +51,8 @@ async fn stack(pool: PgPool, extra: &[(&str, &str)]) -> (Store, Stack, Echo) {
     let mut registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
     registry.register("test.fetch", Fetch).unwrap().register("test.echo", echo.clone()).unwrap();
     let queue = queues.queue();
-    let executor =
-        BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings).with_secrets(Arc::new(Vault));
+    let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings)
+        .with_secrets(Arc::new(Vault(SECRET)));
     (store.clone(), Stack { store, queue, settings, executor }, echo)
 }
 

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -16,7 +16,6 @@ use rara_domain::StepError;
 use rara_domain::executor::{ExecutionContext, Executor};
 use rara_domain::step_error::codes;
 use rara_runtime::batch::BatchExecutor;
-use rara_runtime::secrets::{SecretError, SecretResolver};
 use rara_store::Store;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -25,18 +24,6 @@ use uuid::Uuid;
 const LIMIT: Duration = Duration::from_secs(120);
 const SECRET: &str = "s3cr3t-f4n-0ut";
 
-/// `test.echo`: keeps the input it was called with (secrets resolved) and returns it.
-#[derive(Clone, Default)]
-struct Echo(Arc<Mutex<Vec<Value>>>);
-
-#[async_trait::async_trait]
-impl Executor for Echo {
-    async fn execute(&self, _ctx: ExecutionContext, input: Value) -> Result<Value, StepError> {
-        self.0.lock().unwrap().push(input.clone());
-        Ok(input)
-    }
-}
-
 /// `test.index`: returns its input's `n`, its map index and its run id from the context.
 struct Index;
 
@@ -44,18 +31,6 @@ struct Index;
 impl Executor for Index {
     async fn execute(&self, ctx: ExecutionContext, input: Value) -> Result<Value, StepError> {
         Ok(json!({"n": input["n"], "index": ctx.map_index, "run": ctx.run_id}))
-    }
-}
-
-struct Vault;
-
-#[async_trait::async_trait]
-impl SecretResolver for Vault {
-    async fn resolve(&self, name: &str) -> Result<String, SecretError> {
-        match name {
-            "api" => Ok(SECRET.to_owned()),
-            _ => Err(SecretError::NotFound { name: name.to_owned() }),
-        }
     }
 }
 
@@ -68,8 +43,8 @@ async fn stack(pool: PgPool) -> (Store, Stack, Echo) {
     let mut registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
     registry.register("test.echo", echo.clone()).unwrap().register("test.index", Index).unwrap();
     let queue = queues.queue();
-    let executor =
-        BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings).with_secrets(Arc::new(Vault));
+    let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings)
+        .with_secrets(Arc::new(Vault(SECRET)));
     (store.clone(), Stack { store, queue, settings, executor }, echo)
 }
 

@@ -103,3 +103,32 @@ pub async fn step_status(store: &Store, run_id: Uuid, name: &str) -> String {
         .await
         .unwrap()
 }
+
+/// `test.echo`: keeps the input it was called with (secrets resolved) and returns it.
+#[derive(Clone, Default)]
+pub struct Echo(pub std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>);
+
+#[async_trait::async_trait]
+impl rara_domain::executor::Executor for Echo {
+    async fn execute(
+        &self,
+        _ctx: rara_domain::executor::ExecutionContext,
+        input: serde_json::Value,
+    ) -> Result<serde_json::Value, rara_domain::StepError> {
+        self.0.lock().unwrap().push(input.clone());
+        Ok(input)
+    }
+}
+
+/// The tests' secrets: `api` is the value it holds; any other name is not found.
+pub struct Vault(pub &'static str);
+
+#[async_trait::async_trait]
+impl rara_runtime::secrets::SecretResolver for Vault {
+    async fn resolve(&self, name: &str) -> Result<String, rara_runtime::secrets::SecretError> {
+        match name {
+            "api" => Ok(self.0.to_owned()),
+            _ => Err(rara_runtime::secrets::SecretError::NotFound { name: name.to_owned() }),
+        }
+    }
+}
