@@ -402,6 +402,12 @@ impl Suite {
             stream.read_to_end(STREAM_BOUND).await;
             self.check_stream(&stream);
             self.findings.record(rule, expect_failed(&stream, code, retryable));
+            // Nothing ran: no version to record on the attempt.
+            let outcome = match stream.running_version() {
+                Some(v) if !v.is_empty() => Err(format!("{what}: refused, yet running names version {v:?}")),
+                _ => Ok(()),
+            };
+            self.findings.record(Rule::RunningVersion, outcome);
         }
     }
 

@@ -17,7 +17,7 @@ pub enum Rule {
     /// the end of the stream; on every stream, including refusals.
     Order,
     /// `running` names the version that runs: the newest offered when the request pins none,
-    /// the pinned one otherwise.
+    /// the pinned one otherwise; empty on a refusal (nothing ran).
     RunningVersion,
     /// Progress fractions lie within 0.0..=1.0.
     ProgressRange,

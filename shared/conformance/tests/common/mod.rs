@@ -174,7 +174,9 @@ async fn attempt(request: pb::ExecuteRequest, mut events: Events, stop: Stop, fl
         events.send(Event::Succeeded(pb::Succeeded { output_json, artifacts: vec![] })).await;
         return;
     }
-    if !events.send(Event::Running(pb::Running { capability_version: VERSION.into() })).await {
+    // The version that runs; none for a refusal (nothing runs).
+    let capability_version = if refusal.is_none() { VERSION.into() } else { String::new() };
+    if !events.send(Event::Running(pb::Running { capability_version })).await {
         return;
     }
     if let Some((code, message, retryable)) = refusal {
