@@ -139,3 +139,17 @@ async def test_a_bound_below_one_event_is_refused_at_start(tmp_path: Path) -> No
     _, err = await asyncio.wait_for(proc.communicate(), timeout=20)
     assert proc.returncode == 2
     assert b"max kept events must be at least 1" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "env"), [(("--conformance",), {}), ((), {"RARA_WORKER_CONFORMANCE": "1"})]
+)
+async def test_the_conformance_capabilities_are_served_on_request(
+    tmp_path: Path, extra: tuple[str, ...], env: dict[str, str]
+) -> None:
+    w = await spawn(tmp_path, *extra, env=env)
+    lines = await stderr_until(w, "serving 9 capabilities")
+    await stop(w)
+    served = lines[-1].rstrip()
+    for name in ("echo", "sleep", "fail", "chatty"):
+        assert f"conformance.{name} 1.0.0" in served, served

@@ -122,6 +122,7 @@ impl BatchExecutor {
         settings: &Settings,
     ) -> Self {
         let core = &settings.core;
+        let cancels = crate::cancel::CancelWatch::new(store.clone());
         BatchExecutor {
             env: Environment {
                 store,
@@ -133,6 +134,7 @@ impl BatchExecutor {
                 progress_interval: settings.progress_interval,
                 secrets: Arc::new(EnvSecretResolver::from_env()),
                 interrupt: CancellationToken::new(),
+                cancels,
             },
             worker: core.worker_id.as_str().into(),
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),

@@ -64,6 +64,8 @@ pub struct Environment {
     /// Fired when a stopping runner's grace is over: executions still running stop and
     /// their steps are given back.
     pub interrupt: CancellationToken,
+    /// The steps operators cancel: a heartbeat checks its lease at once when its step is one.
+    pub cancels: crate::cancel::CancelWatch,
 }
 
 impl std::fmt::Debug for Environment {
@@ -120,6 +122,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         env.lease,
         env.heartbeat_interval,
         Loss { lost: lost.clone(), reason: stop_reason.clone() },
+        env.cancels.subscribe(),
     )));
     // In the step's span: the executor's lines carry its ids, its spans (the gRPC call) are
     // children of the execution.
@@ -306,8 +309,10 @@ impl Loss {
     }
 }
 
-/// Extends the lease and the message's visibility together every `interval`. A heartbeat
-/// that finds the lease gone fires `lost`, which stops the execution.
+/// Extends the lease and the message's visibility together every `interval`, and at once when
+/// `cancels` names the step (an operator cancelled it). A heartbeat that finds the lease gone
+/// fires `lost`, which stops the execution (a remote one sends `Cancel` with the reason).
+#[allow(clippy::too_many_arguments)]
 async fn heartbeat(
     store: Store,
     queue: Arc<dyn Queue>,
@@ -316,12 +321,27 @@ async fn heartbeat(
     lease: Duration,
     interval: Duration,
     loss: Loss,
+    mut cancels: crate::cancel::Subscription,
 ) {
+    use tokio::sync::broadcast::error::RecvError;
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
+    let mut listening = true;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
             _ = loss.lost.cancelled() => return,
+            cancelled = cancels.recv(), if listening => match cancelled {
+                Ok(step_id) if step_id == holder.step_id => {
+                    tracing::info!("the step was cancelled; checking the lease now");
+                }
+                Ok(_) => continue,
+                // Some ids were missed: this step may be one of them.
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => {
+                    listening = false;
+                    continue;
+                }
+            },
         }
         match store.heartbeat(&holder, lease).await {
             Ok(_) => {

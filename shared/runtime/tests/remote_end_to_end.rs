@@ -188,6 +188,59 @@ async fn cancelling_a_running_remote_step_stops_it_on_the_python_side_within_a_h
     assert!(!server.log().contains(&format!("succeeded step={step_id}")), "{}", server.log());
 }
 
+/// An operator's cancel reaches a remote attempt that records no progress at once, through the
+/// cancel `NOTIFY` its holder listens for, not at the next heartbeat: heartbeats here come every
+/// 20 s and progress is recorded at most once a minute (only `sleep`'s first report is), so
+/// nothing else would find the lost lease for 20 s.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_operators_cancel_reaches_a_quiet_remote_step_before_the_next_heartbeat(pool: PgPool) {
+    const HEARTBEAT: Duration = Duration::from_secs(20);
+    let server = PythonServer::start();
+    let store = Store::new(pool);
+    let queues = Queues::new(60, 10).await;
+    let extra = [
+        ("RARA_REMOTE_EXECUTORS", server.url()),
+        ("RARA_HEARTBEAT_SECONDS", "20"),
+        ("RARA_LEASE_SECONDS", "60"),
+        ("RARA_VISIBILITY_TIMEOUT_SECONDS", "60"),
+        ("RARA_FUNCTION_TIMEOUT_SECONDS", "60"),
+        ("RARA_PROGRESS_INTERVAL_MS", "60000"),
+    ];
+    let stack = Stack::new(store.clone(), &queues, settings(&queues, &extra)).await;
+    let run_id = submit(
+        &store,
+        &stack.settings,
+        "name: quiet\nsteps:\n  - {name: quiet, operation: sleep, version: \"1.0.0\", timeout_seconds: 50, input: {seconds: 40}}\n",
+    )
+    .await;
+    let step_id = store.run(run_id).await.unwrap().steps[0].id;
+    let told =
+        format!("cancel step={step_id} attempt=1 found=True reason='the step was cancelled: an operator cancelled it'");
+
+    let started = Instant::now();
+    let cancel = async {
+        // Claimed and running: its first (and only recorded) progress is in.
+        wait_until("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        assert!(store.cancel_step(step_id, "an operator cancelled it").await.unwrap());
+        let cancelled_at = Instant::now();
+        let heard = async {
+            while !server.log().contains(&told) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Instant::now()
+        };
+        (cancelled_at, tokio::time::timeout(HEARTBEAT, heard).await.ok())
+    };
+    let ((status, counters), (cancelled_at, heard_at)) = tokio::join!(stack.run_until_finished(run_id, LIMIT), cancel);
+    let heard_at = heard_at.unwrap_or_else(|| panic!("no {told:?} in the log:\n{}", server.log()));
+    eprintln!("operator cancel to the executor's Cancel: {:?}", heard_at - cancelled_at);
+    // Before the first heartbeat could have found it: that comes 20 s after the claim, which
+    // came after `started`.
+    assert!(heard_at < started + HEARTBEAT, "Cancel came {:?} after the cancel", heard_at - cancelled_at);
+    assert_eq!(status, "cancelled");
+    assert_eq!((counters.lease_lost, counters.succeeded, counters.failed), (1, 0, 0), "{counters:?}");
+}
+
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_python_server_killed_mid_step_gives_a_retry_that_succeeds_on_a_restarted_server(pool: PgPool) {
     let mut server = PythonServer::start();

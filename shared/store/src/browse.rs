@@ -4,7 +4,6 @@
 
 use chrono::{DateTime, Utc};
 use rara_domain::state::RunStatus;
-use sqlx::postgres::{PgListener, PgPoolOptions};
 use uuid::Uuid;
 
 use crate::read::RunSummary;
@@ -152,34 +151,15 @@ impl Store {
     }
 
     /// Listens on [`CONSOLE_CHANNEL`] over a connection of its own (never one of the pool's).
+    /// Each [`recv`](ConsoleListener::recv) is a run that changed; after a broken connection a
+    /// page reloads what it shows (changes meanwhile are lost).
     pub async fn listen_console(&self) -> Result<ConsoleListener, Error> {
-        let options = self.pool.connect_options().as_ref().clone();
-        let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
-        let mut listener = PgListener::connect_with(&pool).await?;
-        listener.listen(CONSOLE_CHANNEL).await?;
-        Ok(ConsoleListener { listener })
+        self.listen_ids(CONSOLE_CHANNEL).await
     }
 }
 
-/// The console's live channel: each [`recv`](Self::recv) is a run that changed.
-#[derive(Debug)]
-pub struct ConsoleListener {
-    listener: PgListener,
-}
-
-impl ConsoleListener {
-    /// The next run that changed. A payload that is not a run id is skipped. After a broken
-    /// connection it answers an error once; the next call reconnects (changes meanwhile are
-    /// lost, so a page reloads what it shows on reconnect).
-    pub async fn recv(&mut self) -> Result<Uuid, Error> {
-        loop {
-            let notification = self.listener.recv().await?;
-            if let Ok(id) = Uuid::try_parse(notification.payload()) {
-                return Ok(id);
-            }
-        }
-    }
-}
+/// The console's live channel: each `recv` is a run that changed.
+pub type ConsoleListener = crate::listen::IdListener;
 
 #[cfg(test)]
 mod tests {

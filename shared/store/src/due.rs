@@ -3,7 +3,7 @@
 //! milliseconds instead of at its next poll.
 
 use sqlx::PgPool;
-use sqlx::postgres::{PgListener, PgPoolOptions};
+use sqlx::postgres::PgListener;
 
 use crate::{Error, Store};
 
@@ -44,10 +44,7 @@ impl Store {
     /// Listens on [`DUE_CHANNEL`] on a connection of its own, opened with the store's
     /// connection options: the listener never takes one of the pool's connections.
     pub async fn listen_due(&self) -> Result<DueListener, Error> {
-        let options = self.pool.connect_options().as_ref().clone();
-        let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
-        let mut listener = PgListener::connect_with(&pool).await?;
-        listener.listen(DUE_CHANNEL).await?;
+        let (listener, pool) = self.listen_on(DUE_CHANNEL).await?;
         Ok(DueListener { listener, pool })
     }
 }

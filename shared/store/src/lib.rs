@@ -13,6 +13,8 @@
 //!   the detached attempts a cancel must reach.
 //! - [`dlq`]: what the steps of dead-lettered messages are now (`rara dlq`).
 //! - [`due`]: the due channel: `NOTIFY` when steps become due, a scheduler's listener.
+//! - [`listen`]: listening on a channel over a connection of its own, and the operator-cancel
+//!   channel ([`listen::CANCEL_CHANNEL`]) a step's holder hears at once.
 //! - [`fence`]: the fence rule, written once: the [`Holder`], the predicate every fenced
 //!   write composes (one holder, a batch), and zero rows as [`Error::LeaseLost`].
 //! - [`running`]: fenced writes while a step runs: heartbeat, progress, artifacts.
@@ -59,6 +61,7 @@ pub mod fence;
 pub mod flow;
 pub mod interrupt;
 pub mod lease;
+pub mod listen;
 pub mod map;
 pub mod outcome;
 pub mod read;

@@ -564,6 +564,41 @@ async fn steps_that_become_due_notify_listening_schedulers(pool: PgPool) {
     listener.close().await;
 }
 
+/// The next step id on the cancel channel, or `None` within `wait`.
+async fn cancel_notification(listener: &mut rara_store::listen::IdListener, wait: Duration) -> Option<Uuid> {
+    tokio::time::timeout(wait, listener.recv()).await.ok().map(|n| n.unwrap())
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn cancelling_a_held_step_notifies_its_holder_and_nothing_else_does(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let mut listener = store.listen_cancels().await.unwrap();
+    let quiet = Duration::from_millis(300);
+
+    // Lease, claim, progress, heartbeat and success: silence.
+    let run = store.submit(&plan(CHAIN)).await.unwrap();
+    let a = lease_named(&store, &pool, run.run_id, "a").await;
+    let a = claim_one(&store, "w", &a).await;
+    store.progress(&a.holder, 0.5, "half").await.unwrap();
+    store.heartbeat(&a.holder, LEASE).await.unwrap();
+    store.succeed(&[(a.holder, json!({}))]).await.unwrap().remove(0).unwrap();
+    assert_eq!(cancel_notification(&mut listener, quiet).await, None, "only a cancel notifies");
+
+    // b running, cancelled by an operator: its id, at commit.
+    let b = lease_named(&store, &pool, run.run_id, "b").await;
+    let b = claim_one(&store, "w", &b).await;
+    assert!(store.cancel_step(b.holder.step_id, "operator asked").await.unwrap());
+    assert_eq!(cancel_notification(&mut listener, Duration::from_secs(5)).await, Some(b.holder.step_id));
+
+    // A run cancelled: its leased step is named; its pending one has no holder to tell.
+    let run = store.submit(&plan(CHAIN)).await.unwrap();
+    let leased = lease_named(&store, &pool, run.run_id, "a").await;
+    assert_eq!(store.cancel_run(run.run_id, "not needed").await.unwrap(), 3);
+    assert_eq!(cancel_notification(&mut listener, Duration::from_secs(5)).await, Some(leased.step_id));
+    assert_eq!(cancel_notification(&mut listener, quiet).await, None, "pending steps are not named");
+    listener.close().await;
+}
+
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn dlq_steps_reads_a_page_of_steps_and_leaves_unknown_ids_out(pool: PgPool) {
     let store = Store::new(pool.clone());

@@ -13,6 +13,7 @@
 - ``attach``: the rules of ``Attach`` (ids, fence, sequence) and their gRPC statuses.
 - ``server``: the gRPC ``ExecutorService`` and ``serve()`` (health, signals, shutdown).
 - ``examples``: built-in capabilities (``text.stats``, ``dataset.split``, ``sleep``).
+- ``conformance``: the capabilities rara's conformance suite drives (``--conformance``).
 - ``__main__``: ``python -m rara_worker --port PORT``.
 """
 

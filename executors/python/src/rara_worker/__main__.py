@@ -9,6 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from rara_worker import conformance
 from rara_worker.attempts import DEFAULT_RETENTION_SECONDS, DetachConfig
 from rara_worker.examples import build_registry
 from rara_worker.log import DEFAULT_MAX_KEPT_EVENTS
@@ -50,6 +51,12 @@ def main(argv: list[str] | None = None) -> None:
         help="events a detached attempt keeps until an Attach acknowledges them; at the "
         f"bound its progress events stop (default {DEFAULT_MAX_KEPT_EVENTS})",
     )
+    parser.add_argument(
+        "--conformance", action="store_true",
+        default=os.environ.get("RARA_WORKER_CONFORMANCE", "") in ("1", "true"),
+        help="also serve the conformance capabilities rara's conformance suite drives "
+        "(conformance.echo, .sleep, .fail, .chatty; default: $RARA_WORKER_CONFORMANCE=1)",
+    )
     args = parser.parse_args(argv)
     try:
         detach = DetachConfig(args.retention, args.max_kept_events)
@@ -58,6 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args.data_dir.mkdir(parents=True, exist_ok=True)
     registry = build_registry(args.data_dir)
+    if args.conformance:
+        conformance.register(registry)
     log.info("example capabilities read path inputs only below %s", args.data_dir.resolve())
     provider = configure_telemetry()  # None (no cost) unless OTEL_EXPORTER_OTLP_ENDPOINT is set
     try:

@@ -27,7 +27,22 @@ if _version_not_supported:
 
 class ExecutorServiceStub:
     """A remote executor: runs workflow steps for the operations it advertises.
-    Servers also expose the standard `grpc.health.v1.Health` service.
+    Servers also expose the standard `grpc.health.v1.Health` service: SERVING for
+    `rara.v1.ExecutorService` while it takes attempts, NOT_SERVING while it drains (rara then
+    routes no new attempt to it).
+
+    Conformance: `cargo run -p rara-conformance -- http://HOST:PORT` (crate shared/conformance)
+    checks an executor against every rule written here. The executor under test registers
+    four conformance capabilities, each at a SemVer version (1.0.0):
+    - `conformance.echo`: reports progress 0.5, then one artifact named `echo.json`, then
+    succeeds with `{"echo": <input>}`;
+    - `conformance.sleep`: input `{"seconds": N}`; reports progress at once and at least every
+    250 ms, succeeds after N seconds unless stopped; may advertise `detachable` (the `Attach`
+    rules are checked only when it does);
+    - `conformance.fail`: input `{"code", "message", "retryable", "details"}` (details: string
+    values); fails with exactly that error;
+    - `conformance.chatty`: reports progress every 10 ms or more often until stopped.
+    The Python executor registers them with `--conformance`.
     """
 
     def __init__(self, channel):
@@ -60,26 +75,60 @@ class ExecutorServiceStub:
 
 class ExecutorServiceServicer:
     """A remote executor: runs workflow steps for the operations it advertises.
-    Servers also expose the standard `grpc.health.v1.Health` service.
+    Servers also expose the standard `grpc.health.v1.Health` service: SERVING for
+    `rara.v1.ExecutorService` while it takes attempts, NOT_SERVING while it drains (rara then
+    routes no new attempt to it).
+
+    Conformance: `cargo run -p rara-conformance -- http://HOST:PORT` (crate shared/conformance)
+    checks an executor against every rule written here. The executor under test registers
+    four conformance capabilities, each at a SemVer version (1.0.0):
+    - `conformance.echo`: reports progress 0.5, then one artifact named `echo.json`, then
+    succeeds with `{"echo": <input>}`;
+    - `conformance.sleep`: input `{"seconds": N}`; reports progress at once and at least every
+    250 ms, succeeds after N seconds unless stopped; may advertise `detachable` (the `Attach`
+    rules are checked only when it does);
+    - `conformance.fail`: input `{"code", "message", "retryable", "details"}` (details: string
+    values); fails with exactly that error;
+    - `conformance.chatty`: reports progress every 10 ms or more often until stopped.
+    The Python executor registers them with `--conformance`.
     """
 
     def GetCapabilities(self, request, context):
         """Lists the operations (capabilities) this executor can run.
+
+        rara asks every endpoint when a function starts and caches the answer (with the health
+        status) for 60 s. An operation, or a pinned version, not in the cache makes rara ask every
+        endpoint again before it decides, at most once a second (concurrent misses share one
+        ask), so a capability deployed seconds ago is found. An endpoint that does not answer
+        keeps what it offered before.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Execute(self, request, context):
-        """Runs one attempt of one step and streams its events. The executor must stop the work
-        when the call is cancelled (the client went away), unless the attempt is detachable
-        (`ExecuteRequest.detachable`), and when `deadline` passes. Order on every stream:
-        `accepted`, `running`, then any number of `progress` and `artifact`, then
+        """Runs one attempt of one step and streams its events. The executor must watch for the
+        call's cancellation (the client went away: the stream is reset) and then stop the work
+        promptly (within a second), unless the attempt is detachable
+        (`ExecuteRequest.detachable`); and it must stop it when `deadline` passes. Order on every
+        stream: `accepted`, `running`, then any number of `progress` and `artifact`, then
         exactly one of `succeeded`, `failed`, `cancelled`, then the stream ends.
-        Requests the executor cannot run (unknown operation, invalid input, deadline
-        already past) follow the same order and end with `failed`. Any other order is
-        a protocol error; a stream that breaks before its terminal event is a
-        retryable failure. `Attach` streams the same events (ExecuteResponse).
+
+        Requests the executor cannot run follow the same order (`running` then carries an
+        empty `capability_version`) and end with `failed`:
+        - an operation, or a pinned `capability_version`, it does not offer: UNKNOWN_OPERATION,
+        retryable false (rara routes only to executors that advertised the pair; its router
+        answers a pinned version offered nowhere right now with a retryable
+        VERSION_UNAVAILABLE before any call);
+        - malformed ids or attempt 0: INVALID_REQUEST, retryable false;
+        - `input_json` that is not a JSON object: INVALID_INPUT, retryable false;
+        - `deadline` already past: DEADLINE_EXCEEDED, retryable true;
+        - anything that may pass later (shutting down, the same attempt already running):
+        the executor's own code, retryable true.
+        In short: retryable false only when running the same request again cannot succeed.
+        Any other order is a protocol error (rara: PROTOCOL_VIOLATION, permanent); a stream that
+        breaks before its terminal event is a retryable failure (EXECUTOR_UNAVAILABLE).
+        `Attach` streams the same events (ExecuteResponse).
         buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -87,9 +136,13 @@ class ExecutorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Cancel(self, request, context):
-        """Asks the executor to cancel a running attempt, attached or detached. Its stream
-        (if one is open) then ends with `cancelled`; a detached attempt keeps its
-        `cancelled` event for the next `Attach`.
+        """Asks the executor to cancel a running attempt, attached or detached. It answers at once
+        (found=true when the attempt runs there, false when it is unknown or already ended) and
+        stops the work; the attempt's stream (if one is open) then ends with `cancelled`
+        carrying `CancelRequest.reason`, also while the work keeps sending progress. A detached
+        attempt keeps its `cancelled` event for the next `Attach`. rara sends `Cancel` before it
+        lets go of the call, with the real reason (the operator's, the run cancelled, the lease
+        lost, the deadline), then waits (bounded) for the `cancelled` event.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -156,7 +209,22 @@ def add_ExecutorServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ExecutorService:
     """A remote executor: runs workflow steps for the operations it advertises.
-    Servers also expose the standard `grpc.health.v1.Health` service.
+    Servers also expose the standard `grpc.health.v1.Health` service: SERVING for
+    `rara.v1.ExecutorService` while it takes attempts, NOT_SERVING while it drains (rara then
+    routes no new attempt to it).
+
+    Conformance: `cargo run -p rara-conformance -- http://HOST:PORT` (crate shared/conformance)
+    checks an executor against every rule written here. The executor under test registers
+    four conformance capabilities, each at a SemVer version (1.0.0):
+    - `conformance.echo`: reports progress 0.5, then one artifact named `echo.json`, then
+    succeeds with `{"echo": <input>}`;
+    - `conformance.sleep`: input `{"seconds": N}`; reports progress at once and at least every
+    250 ms, succeeds after N seconds unless stopped; may advertise `detachable` (the `Attach`
+    rules are checked only when it does);
+    - `conformance.fail`: input `{"code", "message", "retryable", "details"}` (details: string
+    values); fails with exactly that error;
+    - `conformance.chatty`: reports progress every 10 ms or more often until stopped.
+    The Python executor registers them with `--conformance`.
     """
 
     @staticmethod

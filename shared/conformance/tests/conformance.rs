@@ -1,0 +1,73 @@
+//! The conformance suite against two executors written apart: the real Python executor
+//! (`executors/python`, with its conformance capabilities) and a minimal Rust executor written
+//! from the proto alone (`tests/common`). Both must conform; each deliberately broken variant
+//! of the Rust one must fail the suite on exactly the rule it breaks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::Flaw;
+use rara_conformance::{Rule, Verdict};
+use rara_testkit::python::PythonServer;
+
+#[tokio::test]
+async fn the_python_executor_conforms() {
+    let server = PythonServer::start_with_env(0, &[("RARA_WORKER_CONFORMANCE", "1")]);
+    let report = rara_conformance::run(server.url()).await.unwrap();
+    assert!(report.conforms(), "{report}\nserver log:\n{}", server.log());
+    // It advertises detachable capabilities, so the attach rules ran too.
+    for rule in Rule::ALL {
+        assert_eq!(report.verdict(rule), Some(&Verdict::Passed), "{rule}: {report}");
+    }
+}
+
+#[tokio::test]
+async fn the_minimal_rust_executor_conforms() {
+    let report = rara_conformance::run(&common::start(None).await).await.unwrap();
+    assert!(report.conforms(), "{report}");
+    // Nothing there is detachable: the attach rules are skipped, every other one passed.
+    for rule in Rule::ALL {
+        let expected = match rule {
+            Rule::Detach | Rule::AttachRefusals => "skip",
+            _ => "pass",
+        };
+        let verdict = match report.verdict(rule) {
+            Some(Verdict::Passed) => "pass",
+            Some(Verdict::Skipped(_)) => "skip",
+            _ => "fail",
+        };
+        assert_eq!(verdict, expected, "{rule}: {report}");
+    }
+}
+
+/// Runs the suite against the minimal executor broken by `flaw`.
+async fn broken(flaw: Flaw) -> rara_conformance::Report {
+    let report = rara_conformance::run(&common::start(Some(flaw)).await).await.unwrap();
+    assert!(!report.conforms(), "{flaw:?} must fail the suite: {report}");
+    report
+}
+
+#[tokio::test]
+async fn succeeded_before_running_is_reported_as_an_order_violation() {
+    let report = broken(Flaw::SucceedsBeforeRunning).await;
+    let what = report.violation(Rule::Order).unwrap_or_else(|| panic!("{report}"));
+    assert!(what.contains("event #2 was succeeded; expected running"), "{what}");
+}
+
+#[tokio::test]
+async fn cancel_answering_not_found_is_reported_for_running_attempts_only() {
+    let report = broken(Flaw::CancelNotFound).await;
+    let what = report.violation(Rule::CancelRunning).unwrap_or_else(|| panic!("{report}"));
+    assert!(what.contains("Cancel of the running attempt answered found=false"), "{what}");
+    assert!(report.violation(Rule::CancelChatty).is_some(), "{report}");
+    assert_eq!(report.verdict(Rule::Order), Some(&Verdict::Passed), "{report}");
+}
+
+#[tokio::test]
+async fn an_attempt_that_outlives_its_call_is_reported() {
+    let report = broken(Flaw::IgnoresCallCancellation).await;
+    let what = report.violation(Rule::CallCancellation).unwrap_or_else(|| panic!("{report}"));
+    assert!(what.contains("still ran"), "{what}");
+    assert_eq!(report.violations().count(), 1, "{report}");
+}
