@@ -2,7 +2,7 @@
 # Graphile Worker 0.18, side by side with rara-bench (issue 24; BENCHMARKS.md, "Side by side
 # with Graphile Worker 0.18"): JOBS noop jobs drained by one worker with its batching on.
 #
-# Installs tools/graphile-bench (graphile-worker, exact version and lockfile) with `npm ci`
+# Installs tools/bench/graphile (graphile-worker, exact version and lockfile) with `npm ci`
 # into $HOME/.cache/rara/graphile-bench, creates a scratch database on the server of
 # DATABASE_URL, runs Graphile Worker's migrations and adds the jobs (before the clock), then
 # times a worker from its start until no job is left (completed jobs are deleted), with the
@@ -25,11 +25,11 @@ jobs=${GRAPHILE_JOBS:-20000}
 
 command -v node >/dev/null || die "node is missing (Node 20 or later)"
 install=$HOME/.cache/rara/graphile-bench
-key=$(cat tools/graphile-bench/package.json tools/graphile-bench/package-lock.json | sha256sum | cut -d' ' -f1)
+key=$(cat tools/bench/graphile/package.json tools/bench/graphile/package-lock.json | sha256sum | cut -d' ' -f1)
 if ! stamp_matches "$install/.rara-stamp" "$key"; then
     log "npm ci into $install"
     mkdir -p "$install"
-    cp tools/graphile-bench/package.json tools/graphile-bench/package-lock.json "$install/"
+    cp tools/bench/graphile/package.json tools/bench/graphile/package-lock.json "$install/"
     (cd "$install" && npm ci --no-audit --no-fund --loglevel=error >&2)
     stamp_write "$install/.rara-stamp" "$key"
 fi
@@ -38,9 +38,9 @@ export NODE_PATH="$install/node_modules"
 work=$(mktemp -d)
 on_exit rm -rf "$work"
 bench_scratch_db rara_graphile
-DATABASE_URL=$BENCH_DB_URL node tools/graphile-bench/bench.cjs prepare "$jobs"
+DATABASE_URL=$BENCH_DB_URL node tools/bench/graphile/bench.cjs prepare "$jobs"
 DATABASE_URL=$BENCH_DB_URL bench_measure "$work/postgres.json" --url "$BENCH_DB_URL" --units "$jobs" \
-    --table _private_jobs -- node tools/graphile-bench/bench.cjs run "$jobs" > "$work/run.json"
+    --table _private_jobs -- node tools/bench/graphile/bench.cjs run "$jobs" > "$work/run.json"
 
 report=$(jq -c --slurpfile pg "$work/postgres.json" '. + {steps_per_s: .jobs_per_s, postgres: $pg[0], load_average_1m: $pg[0].load_average_1m}' "$work/run.json")
 if $json; then
