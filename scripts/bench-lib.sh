@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# What the benchmark scripts share (source it after scripts/lib.sh):
+# What the benchmark scripts share. Source it instead of scripts/lib.sh (it sources that,
+# which moves to the repository root):
 #
 #   bench_scratch_db PREFIX   create the database PREFIX_<random> on the server of DATABASE_URL
 #                             (default postgres://postgres@127.0.0.1:5432/postgres), dropped on
@@ -8,6 +9,9 @@
 #   bench_measure OUT [ARG]... scripts/pg-figures.py --out OUT ARG...: the Postgres work of a
 #                             command per unit (CPU, WAL bytes, commits, tuples written)
 #   bench_load                the 1-minute load average
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 bench_scratch_db() {
   local url=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}

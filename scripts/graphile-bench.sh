@@ -14,10 +14,8 @@
 #   GRAPHILE_COMPLETE_BATCH_DELAY (0, also failJobBatchDelay), GRAPHILE_MAX_POOL (10).
 # Needs Node 20 or later and npm (the npm registry, the first time).
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-source "$(dirname "$0")/lib.sh"
 # shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 
 json=false
 [[ "${1:-}" == "--json" ]] && json=true

@@ -15,10 +15,8 @@
 #   PGBENCH_ROWS (default 1000000), PGBENCH_CLIENTS (16), PGBENCH_THREADS (2), PGBENCH_SECONDS (30).
 # Needs pgbench (Debian: postgresql-client; `apt-get update && apt-get install -y postgresql-client`).
 set -euo pipefail
-# shellcheck source=scripts/lib.sh
-source "$(dirname "$0")/lib.sh"
 # shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 
 json=false
 [[ "${1:-}" == "--json" ]] && json=true
