@@ -188,13 +188,13 @@ pub async fn statements_reset(admin: &PgPool, database: &str) -> Result<bool, sq
 }
 
 /// One statement of `pg_stat_statements`: its text (comments dropped, whitespace folded, cut
-/// at 100 characters), calls and total execution time in milliseconds.
+/// at 140 characters), calls and total execution time in milliseconds.
 pub type Statement = (String, i64, f64);
 
 /// The statements of `database` that took the most execution time, the largest first.
 pub async fn top_statements(admin: &PgPool, database: &str, limit: i64) -> Result<Vec<Statement>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT left(btrim(regexp_replace(regexp_replace(query, '--[^\\n]*', '', 'g'), '\\s+', ' ', 'g')), 100),
+        "SELECT left(btrim(regexp_replace(regexp_replace(query, '--[^\\n]*', '', 'g'), '\\s+', ' ', 'g')), 140),
                 calls, total_exec_time
          FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
          ORDER BY total_exec_time DESC LIMIT $2",
