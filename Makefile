@@ -73,8 +73,12 @@ deploy-localstack: ## Deploy queues, DLQ and roles into LocalStack and check the
 	@scripts/deploy-localstack.sh
 
 .PHONY: bench
-bench: ## Benchmark: pgbench lease+complete baseline vs rara-bench flat (release), twice, with the ratio
+bench: ## Benchmark: pgbench baseline, Graphile Worker 0.18, rara-bench flat batch 10/100 (release), twice: steps/s, ratios, Postgres work per step (BENCH_PG=own|both: own cluster)
 	@scripts/bench.sh
+
+.PHONY: bench-postgres
+bench-postgres: ## Start the benchmark's own Postgres on 127.0.0.1:55432 (scripts/bench-postgres.sh start|stop|env)
+	@scripts/bench-postgres.sh start
 
 BENCH_DB ?= postgres://postgres@127.0.0.1:5432/postgres
 # The benchmark binary (tools/bench), built in release wherever cargo puts its target dir.

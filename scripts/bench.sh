@@ -1,46 +1,70 @@
 #!/usr/bin/env bash
-# `make bench`: build rara-bench in release, then in the same session run the pgbench baseline
-# (a naive lease-one-row-then-complete-it queue, 16 clients) and `rara-bench flat` on the
-# Postgres path at each executor batch size of BENCH_BATCHES, and print the ratio of their
-# throughputs. See BENCHMARKS.md.
+# `make bench`: build rara-bench in release, then, back to back in one run on the same Postgres:
+# the pgbench baseline (a naive lease-one-row-then-complete-it queue, 16 clients), Graphile
+# Worker 0.18 with its batching on (scripts/graphile-bench.sh) and `rara-bench flat` on the
+# Postgres path at each executor batch size of BENCH_BATCHES; then a table of their
+# throughputs, the ratios, and the Postgres work per step of each (CPU, WAL bytes, commits,
+# tuples written), with the load average. See BENCHMARKS.md.
 #
-# Environment: DATABASE_URL (the server to use; scratch databases are created and dropped),
-#   BENCH_STEPS (40000), BENCH_BATCHES ("10 100": the event source's BatchSize; above 10
-#   gathered within a 20 ms batching window), BENCH_EXECUTORS (2), BENCH_RUNS (2),
-#   and the PGBENCH_* variables of scripts/pgbench-lease-complete.sh.
+# Environment:
+#   BENCH_PG          machine (default: the server of DATABASE_URL, the machine's on 5432),
+#                     own (a throw-away cluster of scripts/bench-postgres.sh on 55432, with
+#                     autovacuum on; started and removed here unless it was running) or both
+#   DATABASE_URL      the machine's server (scratch databases are created and dropped)
+#   BENCH_STEPS (20000; also Graphile's jobs), BENCH_BATCHES ("10 100": the event source's
+#   BatchSize; above 10 gathered within a 20 ms batching window), BENCH_EXECUTORS (2),
+#   BENCH_RUNS (2), BENCH_GRAPHILE (1; 0 skips it), and the PGBENCH_* variables of
+#   scripts/pgbench-lease-complete.sh and GRAPHILE_* of scripts/graphile-bench.sh.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-steps=${BENCH_STEPS:-40000}
+steps=${BENCH_STEPS:-20000}
 batches=${BENCH_BATCHES:-10 100}
 executors=${BENCH_EXECUTORS:-2}
 runs=${BENCH_RUNS:-2}
-export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+graphile=${BENCH_GRAPHILE:-1}
+machine_url=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+case ${BENCH_PG:-machine} in
+machine) servers=(machine) ;;
+own) servers=(own) ;;
+both) servers=(machine own) ;;
+*) die "BENCH_PG is machine, own or both" ;;
+esac
 
-scripts/ensure-postgres.sh
 cargo build --release -p rara-bench
 bench="$(target_dir)/release/rara-bench"
+work=$(mktemp -d)
+on_exit rm -rf "$work"
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(psql -Atq "$DATABASE_URL" -c 'SHOW server_version'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-for i in $(seq 1 "$runs"); do
-    echo "--- run $i/$runs"
-    baseline=$(scripts/pgbench-lease-complete.sh --json)
-    echo "pgbench: $baseline"
-    for batch in $batches; do
-        report=$("$bench" flat --steps "$steps" --batch "$batch" --executors "$executors" --json)
-        echo "rara (batch $batch): $report"
-        python3 - "$baseline" "$report" <<'PY'
-import json, sys
-base, rara = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-ratio = rara["steps_per_s"] / base["steps_per_s"]
-lat = rara["latency_ms"]
-print(f"batch {rara['batch']}: rara {rara['steps_per_s']:.0f} steps/s vs pgbench {base['steps_per_s']:.0f} steps/s: "
-      f"{ratio:.2f}x (target >= 3x); commits/step {rara['commits_per_step']:.3f} vs 2 (target <= 0.35 at batch 10); "
-      f"due->claimed p50/p95/p99 {lat['p50']:.0f}/{lat['p95']:.0f}/{lat['p99']:.0f} ms (backlog); "
-      f"CPU/1000 steps rara {rara['cpu']['process_per_1000_steps_s']:.3f} s + Postgres "
-      f"{rara['cpu']['postgres_per_1000_steps_s'] or float('nan'):.3f} s; peak RSS {rara['peak_rss_mb']:.0f} MiB; "
-      f"AWS ${rara['aws_estimate']['total_usd_per_million_steps']:.3f} per million steps")
-PY
+own_up() {
+    if ! scripts/bench-postgres.sh status >/dev/null 2>&1; then
+        scripts/bench-postgres.sh start >/dev/null
+        on_exit scripts/bench-postgres.sh stop
+    fi
+    eval "$(scripts/bench-postgres.sh env)"
+}
+
+for server in "${servers[@]}"; do
+    if [[ $server == own ]]; then own_up; else export DATABASE_URL=$machine_url; scripts/ensure-postgres.sh; fi
+    settings=$(psql -AtqX "$DATABASE_URL" -c "SELECT 'Postgres ' || current_setting('server_version') || ', autovacuum ' || current_setting('autovacuum') || ', shared_buffers ' || current_setting('shared_buffers') || ', synchronous_commit ' || current_setting('synchronous_commit') || ', pg_stat_statements ' || (current_setting('shared_preload_libraries') ~ 'pg_stat_statements')")
+    echo "=== server: $server ($DATABASE_URL): $settings"
+    echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    for i in $(seq 1 "$runs"); do
+        echo "--- run $i/$runs ($server)"
+        scripts/pgbench-lease-complete.sh --json > "$work/pgbench.json"
+        echo "pgbench: $(cat "$work/pgbench.json")"
+        reports=("$work/pgbench.json")
+        if [[ $graphile != 0 ]]; then
+            GRAPHILE_JOBS=$steps scripts/graphile-bench.sh --json > "$work/graphile.json"
+            echo "graphile: $(cat "$work/graphile.json")"
+            reports+=("$work/graphile.json")
+        fi
+        for batch in $batches; do
+            "$bench" flat --steps "$steps" --batch "$batch" --executors "$executors" --json > "$work/rara-$batch.json"
+            echo "rara (batch $batch): $(cat "$work/rara-$batch.json")"
+            reports+=("$work/rara-$batch.json")
+        done
+        python3 scripts/bench-table.py "${reports[@]}"
     done
 done

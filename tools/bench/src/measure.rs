@@ -6,7 +6,9 @@
 //! flushed. Due-to-claimed: `step_attempts.started_at` of attempt 1 minus the moment the step
 //! became due (the start of the measurement for steps without dependencies, the last
 //! dependency's `finished_at` otherwise). CPU: this process and the scratch database's
-//! backends. Queue requests: counted by [`Counted`](crate::counted::Counted).
+//! backends, the cluster's background processes and the whole cluster. WAL bytes: the
+//! `pg_current_wal_lsn()` delta (cluster-wide). Queue requests: counted by
+//! [`Counted`](crate::counted::Counted).
 
 use std::sync::atomic::Ordering;
 
@@ -18,8 +20,10 @@ use sqlx::PgPool;
 use tokio::time::Instant;
 
 use crate::counted::{Instants, QueueStats};
-use crate::report::{Cpu, Latency, MinuteLatency, QueueRequests, Report, Tuples, percentiles};
-use crate::system::{self, BackendCpu, DbStats};
+use crate::report::{
+    Cpu, Latency, MinuteLatency, PostgresCpuMs, PostgresWork, QueueRequests, Report, TopStatement, Tuples, percentiles,
+};
+use crate::system::{self, BackendCpu, ClusterCpu, DbStats, Statement};
 use crate::throughput::Finished;
 use crate::{Mode, Options};
 
@@ -29,7 +33,11 @@ pub struct Before {
     load: f64,
     db: DbStats,
     backends: BackendCpu,
+    cluster: Option<ClusterCpu>,
+    wal: f64,
     cpu: f64,
+    /// Whether pg_stat_statements is loaded (its statistics of the scratch database reset).
+    pub statements: bool,
     /// The start, by the database's clock and by ours.
     t0_db: DateTime<Utc>,
     pub t0: Instant,
@@ -40,20 +48,27 @@ impl Before {
         let load = system::load_average();
         let db = system::db_stats(admin, database).await?;
         let backends = system::backend_cpu(admin, database).await?;
+        let statements = system::statements_reset(admin, database).await?;
+        let cluster = system::cluster_cpu(admin).await?;
+        let wal = system::wal_bytes(admin).await?;
         let cpu = system::cpu_seconds("self").unwrap_or(0.0);
         let t0_db = sqlx::query_scalar("SELECT clock_timestamp()").fetch_one(admin).await?;
-        Ok(Before { load, db, backends, cpu, t0_db, t0: Instant::now() })
+        Ok(Before { load, db, backends, cluster, wal, cpu, statements, t0_db, t0: Instant::now() })
     }
 }
 
-/// Read when the loops finish; `db` once their connections are closed.
+/// Read when the loops finish; `db` and `statements` once their connections are closed.
 #[derive(Debug)]
 pub struct After {
     finished: Finished,
     load: f64,
     backends: BackendCpu,
+    cluster: Option<ClusterCpu>,
+    wal: f64,
     cpu: f64,
     pub db: DbStats,
+    /// The top statements of pg_stat_statements (empty when it is not loaded).
+    pub statements: Vec<Statement>,
 }
 
 impl After {
@@ -61,7 +76,9 @@ impl After {
         let cpu = system::cpu_seconds("self").unwrap_or(0.0);
         let load = system::load_average();
         let backends = system::backend_cpu(admin, database).await?;
-        Ok(After { finished, load, backends, cpu, db: DbStats::default() })
+        let cluster = system::cluster_cpu(admin).await?;
+        let wal = system::wal_bytes(admin).await?;
+        Ok(After { finished, load, backends, cluster, wal, cpu, db: DbStats::default(), statements: Vec::new() })
     }
 }
 
@@ -236,6 +253,8 @@ fn assemble(
         tuples_per_step: tuples(&before.db, &after.db, steps),
         reads_per_step: read.reads_per_step,
         steps_hot_update_ratio: read.steps_hot_update_ratio,
+        postgres: postgres_work(before, after, steps, read.steps_hot_update_ratio),
+        top_statements: top_statements(&after.statements, steps),
         rate: options.mode.rate(),
         latency_ms: read.latency,
         due_to_enqueued_ms: read.due_to_enqueued,
@@ -258,6 +277,41 @@ fn tuples(before: &DbStats, after: &DbStats, steps: u64) -> Tuples {
         returned: per_step(after.tup_returned - before.tup_returned),
         fetched: per_step(after.tup_fetched - before.tup_fetched),
     }
+}
+
+/// The Postgres work per step, in the shape `scripts/pg-figures.py` gives the peers'.
+fn postgres_work(before: &Before, after: &After, steps: u64, hot_update_share: f64) -> PostgresWork {
+    let per_step = |n: f64| n / steps.max(1) as f64;
+    let ms = |s: Option<f64>| s.map(|s| per_step(s * 1000.0));
+    let (cluster, background) = system::cluster_cpu_used(&before.cluster, &after.cluster);
+    let (b, a) = (&before.db, &after.db);
+    let written = (a.tup_inserted - b.tup_inserted) + (a.tup_updated - b.tup_updated) + (a.tup_deleted - b.tup_deleted);
+    PostgresWork {
+        units: steps,
+        cpu_ms_per_unit: PostgresCpuMs {
+            backends: ms(system::backend_cpu_used(&before.backends, &after.backends)),
+            background: ms(background),
+            cluster: ms(cluster),
+        },
+        wal_bytes_per_unit: per_step(after.wal - before.wal),
+        commits_per_unit: per_step((a.xact_commit - b.xact_commit) as f64),
+        tuples_written_per_unit: per_step(written as f64),
+        hot_update_share,
+        table: "steps",
+        load_average_1m: [before.load, after.load],
+    }
+}
+
+fn top_statements(statements: &[Statement], steps: u64) -> Vec<TopStatement> {
+    let per_step = |n: f64| n / steps.max(1) as f64;
+    statements
+        .iter()
+        .map(|(query, calls, ms)| TopStatement {
+            query: query.clone(),
+            calls_per_step: per_step(*calls as f64),
+            exec_ms_per_step: per_step(*ms),
+        })
+        .collect()
 }
 
 fn cpu(before: &Before, after: &After, steps: u64) -> Cpu {

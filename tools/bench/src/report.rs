@@ -32,6 +32,12 @@ pub struct Report {
     pub reads_per_step: Vec<(String, f64)>,
     /// Share of `steps` updates that were HOT (no new index entries).
     pub steps_hot_update_ratio: f64,
+    /// Postgres work per step, the same keys as the peers' (`scripts/pg-figures.py`).
+    pub postgres: PostgresWork,
+    /// pg_stat_statements, when the server loads it: the statements of the timed part that
+    /// took the most execution time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top_statements: Vec<TopStatement>,
     /// `--rate`: the submission rate (steps/s); its submissions count in the commits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<u32>,
@@ -70,6 +76,40 @@ pub struct Tuples {
     pub deleted: f64,
     pub returned: f64,
     pub fetched: f64,
+}
+
+/// What Postgres did per unit of work (here a step; a job for the peers).
+#[derive(Debug, Serialize)]
+pub struct PostgresWork {
+    pub units: u64,
+    pub cpu_ms_per_unit: PostgresCpuMs,
+    /// `pg_current_wal_lsn()` delta: cluster-wide (other databases' writes count too).
+    pub wal_bytes_per_unit: f64,
+    pub commits_per_unit: f64,
+    /// Inserted + updated + deleted (`pg_stat_database` of the scratch database).
+    pub tuples_written_per_unit: f64,
+    /// HOT share of the updates of `table`.
+    pub hot_update_share: f64,
+    pub table: &'static str,
+    pub load_average_1m: [f64; 2],
+}
+
+/// Postgres CPU per unit, ms; `None` when the server's processes cannot be read.
+#[derive(Debug, Serialize)]
+pub struct PostgresCpuMs {
+    /// The scratch database's backends.
+    pub backends: Option<f64>,
+    /// walwriter, checkpointer, background writer, autovacuum (live at both readings).
+    pub background: Option<f64>,
+    /// The postmaster and all its children, reaped ones included: every database.
+    pub cluster: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TopStatement {
+    pub query: String,
+    pub calls_per_step: f64,
+    pub exec_ms_per_step: f64,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -150,6 +190,18 @@ pub fn print(r: &Report) {
         r.cpu.process_per_1000_steps_s,
         opt(r.cpu.postgres_per_1000_steps_s)
     );
+    let p = &r.postgres;
+    println!(
+        "  Postgres per step   CPU {} ms backends, {} ms background, {} ms cluster; WAL {:.0} bytes (cluster-wide); tuples written {:.2}",
+        opt(p.cpu_ms_per_unit.backends),
+        opt(p.cpu_ms_per_unit.background),
+        opt(p.cpu_ms_per_unit.cluster),
+        p.wal_bytes_per_unit,
+        p.tuples_written_per_unit
+    );
+    for s in &r.top_statements {
+        println!("  statement per step  {:.3} ms, {:.3} calls: {}", s.exec_ms_per_step, s.calls_per_step, s.query);
+    }
     println!("  peak RSS            {:.1} MiB", r.peak_rss_mb);
     let q = &r.queue_requests_per_step;
     println!(

@@ -79,6 +79,9 @@ async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &Q
     // Exiting backends flush their statistics; give the last ones a moment.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     after.db = system::db_stats(admin, &scratch.name).await?;
+    if before.statements {
+        after.statements = system::top_statements(admin, &scratch.name, 6).await?;
+    }
 
     if let Some(memory) = &setup.memory
         && !memory.dead_letters().is_empty()
