@@ -212,6 +212,7 @@ async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_with
         connect_timeout: Duration::from_secs(1),
         keepalive_interval: Duration::from_millis(500),
         keepalive_timeout: Duration::from_millis(500),
+        ..rara_remote::Transport::default()
     };
     let remote = rara_remote::RemoteExecutors::with_transport([peer.url()], transport).unwrap();
     remote.refresh().await;

@@ -127,6 +127,11 @@ pub enum Step {
     Fail(Status),
     /// Sends numbered progress events every 50 ms until the client goes away.
     ProgressForever(u64),
+    /// A `heartbeat` event (sequence 0).
+    Heartbeat,
+    /// Sends nothing more, the call and its connection kept open, until the client goes
+    /// away: a hung executor that still answers keep-alive pings.
+    Quiet,
 }
 
 pub fn accepted(seq: u64) -> Step {
@@ -238,6 +243,17 @@ impl ExecutorService for Scripted {
                     }
                     Step::Fail(status) => {
                         let _ = tx.send(Err(status)).await;
+                        return;
+                    }
+                    Step::Heartbeat => {
+                        let event = Event::Heartbeat(pb::Heartbeat {});
+                        let response = pb::ExecuteResponse { sequence: 0, timestamp: None, event: Some(event) };
+                        if tx.send(Ok(response)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Step::Quiet => {
+                        tx.closed().await;
                         return;
                     }
                     Step::ProgressForever(mut sequence) => loop {
