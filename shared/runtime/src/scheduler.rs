@@ -275,8 +275,9 @@ impl Scheduler {
                     _ = stop.cancelled() => break,
                 }
             }
+            // Closing waits for its connection: a silent Postgres gets the last-call bound.
             if let Some(listener) = listener {
-                listener.close().await;
+                let _ = tokio::time::timeout(crate::batch::LAST_CALL_BOUND, listener.close()).await;
             }
         })
     }

@@ -184,9 +184,21 @@ impl Wiring {
             ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
             ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
         ]);
+        // A call given up client-side (`timeouts::db_call`) leaves its connection waiting for
+        // an answer that may never come, and sqlx's own check of a released connection would
+        // wait for it forever, holding a pool slot. Check first, bounded: a connection that
+        // does not answer within the connect timeout is closed, its slot freed.
+        let release_check = timeouts.db_connect;
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(POOL_CONNECTIONS)
             .acquire_timeout(timeouts.db_connect)
+            .after_release(move |connection, _| {
+                Box::pin(async move {
+                    use sqlx::Connection;
+                    let answered = tokio::time::timeout(release_check, connection.ping()).await;
+                    Ok(answered.is_ok_and(|pinged| pinged.is_ok()))
+                })
+            })
             .connect_with(options)
             .await
             .map_err(rara_store::Error::from)?;
