@@ -2,7 +2,7 @@
 //! scenario runs `rara scheduler` and `rara executor` as child processes against a scratch
 //! database and LocalStack's SQS, injects one kind of fault (SIGKILL, SIGSTOP past the lease,
 //! duplicate and stale messages, killed Postgres connections, poison messages, a long
-//! transaction), lets the run finish, stops the runners (they print their counters as JSON)
+//! transaction, a silent peer in front of SQS, Postgres or the Python executor), lets the run finish, stops the runners (they print their counters as JSON)
 //! and hands the history to `rara_testkit::history`, which must find no violation.
 //!
 //! Every scenario prints its seed (`RARA_FAULT_SEED=<seed>` replays the workflow shapes and
