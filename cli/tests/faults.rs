@@ -2,8 +2,9 @@
 //! scenario runs `rara scheduler` and `rara executor` as child processes against a scratch
 //! database and LocalStack's SQS, injects one kind of fault (SIGKILL, SIGSTOP past the lease,
 //! duplicate and stale messages, killed Postgres connections, poison messages, a long
-//! transaction, a silent peer in front of SQS, Postgres or the Python executor), lets the run finish, stops the runners (they print their counters as JSON)
-//! and hands the history to `rara_testkit::history`, which must find no violation.
+//! transaction, a silent peer in front of SQS, Postgres or the Python executor), lets the run
+//! finish, stops the runners (they print their counters as JSON) and hands the history to
+//! `rara_testkit::history`, which must find no violation.
 //!
 //! Every scenario prints its seed (`RARA_FAULT_SEED=<seed>` replays the workflow shapes and
 //! the fault timings) and a summary line, also appended to `target/fault-summary.txt`.
