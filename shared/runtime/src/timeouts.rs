@@ -193,6 +193,9 @@ mod tests {
         assert_eq!(from(&[]).unwrap(), Timeouts::default());
         let t = from(&[("RARA_SQS_ATTEMPT_TIMEOUT_MS", "700"), ("RARA_SHUTDOWN_GRACE_SECONDS", "0")]).unwrap();
         assert_eq!((t.aws_attempt, t.shutdown_grace), (Duration::from_millis(700), Duration::ZERO));
+        assert_eq!(Timeouts::default().grpc.idle_timeout(), Some(Duration::from_secs(15)), "3 heartbeats");
+        let off = from(&[("RARA_GRPC_HEARTBEAT_INTERVAL_MS", "0")]).unwrap();
+        assert_eq!(off.grpc.idle_timeout(), None, "0 turns heartbeats and the idle timeout off");
     }
 
     #[test]
