@@ -11,7 +11,7 @@
 //! | `cancelled` event, `ctx.cancel` fired, or the reporter lost the lease | `CANCELLED` | no |
 //! | `ctx.deadline` passed | `DEADLINE_EXCEEDED` | yes |
 //! | connection refused or broken, stream ended before its terminal event | `EXECUTOR_UNAVAILABLE` | yes |
-//! | the stream sent nothing, heartbeats included, for its idle timeout ([`IDLE_HEARTBEATS`] heartbeat intervals; `Cancel` sent) | `EXECUTOR_UNAVAILABLE` | yes |
+//! | the call did not start, or its stream sent nothing (heartbeats included), for its idle timeout ([`IDLE_HEARTBEATS`] heartbeat intervals; `Cancel` sent on a stream) | `EXECUTOR_UNAVAILABLE` | yes |
 //! | the server does not implement `rara.v1` (`UNIMPLEMENTED`) | `EXECUTOR_UNAVAILABLE` | no |
 //! | events out of order, bad sequence numbers, output that is not JSON | `PROTOCOL_VIOLATION` | no |
 //!
@@ -26,7 +26,7 @@
 //! |---|---|---|
 //! | `NOT_FOUND`: the executor lost the attempt (restart, retention) | `ATTEMPT_NOT_FOUND` | yes (a new attempt) |
 //! | `FAILED_PRECONDITION`: an older fence, or a sequence beyond the attempt's | `ATTACH_REFUSED` | yes |
-//! | the endpoint cannot be reached | parks again (the step's deadline still holds) | — |
+//! | the endpoint cannot be reached, or `Attach` does not start within the idle timeout | parks again (the step's deadline still holds) | — |
 //!
 //! On cancellation, lease loss and deadline the client sends `Cancel` (best effort, bounded
 //! by a short timeout) with the real reason (`ctx.stop_reason`: the operator's, the run
@@ -199,26 +199,37 @@ impl RemoteExecutor {
         seen: u64,
         cancel_sent: &AtomicBool,
     ) -> Result<Result<Option<pb::ExecuteResponse>, Status>, Interrupted> {
-        if self.heartbeat_interval.is_zero() {
-            return Ok(events.message().await);
-        }
-        let idle = self.heartbeat_interval * IDLE_HEARTBEATS;
-        if let Ok(next) = tokio::time::timeout(idle, events.message()).await {
-            return Ok(next);
-        }
-        let message = format!(
-            "remote executor {} for {}: the stream sent nothing for {} ms ({IDLE_HEARTBEATS} heartbeat intervals) after {seen} event(s)",
-            self.endpoint,
-            self.operation,
-            idle.as_millis(),
-        );
+        let idle = match self.within_idle(events.message()).await {
+            Ok(next) => return Ok(next),
+            Err(idle) => idle,
+        };
         tracing::warn!(step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint, idle_ms = idle.as_millis() as u64, "remote stream idle; giving it up");
         if !cancel_sent.swap(true, Ordering::SeqCst) {
             self.send_cancel(ctx, "the stream sent nothing for longer than its idle timeout").await;
         }
-        Err(Interrupted::Failed(StepError::retryable(codes::EXECUTOR_UNAVAILABLE, message).with_details(
+        Err(Interrupted::Failed(self.idle(idle, &format!("after {seen} event(s)"))))
+    }
+
+    /// Runs `call` for at most the idle timeout (`Err`: the timeout, which passed).
+    async fn within_idle<F: Future>(&self, call: F) -> Result<F::Output, Duration> {
+        if self.heartbeat_interval.is_zero() {
+            return Ok(call.await);
+        }
+        let idle = self.heartbeat_interval * IDLE_HEARTBEATS;
+        tokio::time::timeout(idle, call).await.map_err(|_| idle)
+    }
+
+    /// The retryable `EXECUTOR_UNAVAILABLE` of a call silent for its idle timeout.
+    fn idle(&self, idle: Duration, when: &str) -> StepError {
+        let message = format!(
+            "remote executor {} for {}: the stream sent nothing for {} ms ({IDLE_HEARTBEATS} heartbeat intervals) {when}",
+            self.endpoint,
+            self.operation,
+            idle.as_millis(),
+        );
+        StepError::retryable(codes::EXECUTOR_UNAVAILABLE, message).with_details(
             serde_json::json!({ "endpoint": &*self.endpoint, "idle_timeout_ms": idle.as_millis() as u64 }),
-        )))
+        )
     }
 
     async fn execute_attempt(
@@ -305,18 +316,27 @@ impl RemoteExecutor {
         let mut client = self.client.clone();
         let timeout = deadline.saturating_duration_since(Instant::now()) + DEADLINE_GRACE;
         match call {
+            // A call that does not even start (no response headers) is as silent as a stream.
             Call::Execute(request) => {
-                let events = client
-                    .execute(with_timeout(request, timeout))
+                let events = self
+                    .within_idle(client.execute(with_timeout(request, timeout)))
                     .await
+                    .map_err(|idle| Interrupted::Failed(self.idle(idle, "before the call started")))?
                     .map_err(|status| Interrupted::Failed(self.unavailable(&status, "the call could not start")))?;
                 Ok((events.into_inner(), EventOrder::new()))
             }
             Call::Attach(request) => {
                 let after = request.after_sequence;
-                match client.attach(with_timeout(request, timeout)).await {
-                    Ok(events) => Ok((events.into_inner(), EventOrder::resume(after))),
-                    Err(status) => Err(self.attach_refused(&status)),
+                match self.within_idle(client.attach(with_timeout(request, timeout))).await {
+                    Ok(Ok(events)) => Ok((events.into_inner(), EventOrder::resume(after))),
+                    Ok(Err(status)) => Err(self.attach_refused(&status)),
+                    Err(idle) => {
+                        tracing::warn!(
+                            endpoint = %self.endpoint, idle_ms = idle.as_millis() as u64,
+                            "re-attaching did not start within the idle timeout; the attempt stays detached and is tried again later"
+                        );
+                        Err(Interrupted::Parked)
+                    }
                 }
             }
         }

@@ -308,6 +308,19 @@ async fn a_stream_silent_past_its_idle_timeout_is_a_retryable_executor_unavailab
     assert_eq!(seen.cancels().len(), 1, "Cancel sent to the silent executor");
 }
 
+/// A call that never starts (the executor takes it and sends no response headers) is as
+/// silent as a stream: the idle timeout ends it as a retryable EXECUTOR_UNAVAILABLE.
+#[tokio::test]
+async fn a_call_that_never_starts_ends_at_its_idle_timeout() {
+    let (executor, _seen) = executor("never_starts").await;
+    let executor = executor.with_heartbeat_interval(Duration::from_millis(100));
+    let ctx = context("never_starts", Duration::from_secs(30), RecordingReporter::new());
+    let started = Instant::now();
+    let err = assert_error(executor.execute(ctx, json!({})).await, codes::EXECUTOR_UNAVAILABLE, true);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}: {err:?}", started.elapsed());
+    assert!(err.message.contains("before the call started"), "{err:?}");
+}
+
 /// Heartbeats (sequence 0) anywhere before the terminal event break no order and are not
 /// recorded as progress.
 #[tokio::test]

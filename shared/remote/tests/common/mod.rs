@@ -219,6 +219,10 @@ impl ExecutorService for Scripted {
         let timeout = request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).map(str::to_owned);
         self.seen.execute_timeouts.lock().unwrap().push(timeout);
         let request = request.into_inner();
+        if request.operation == "never_starts" {
+            // Accepts the call and never sends its response headers.
+            std::future::pending::<()>().await;
+        }
         let script = self
             .scripts
             .get(&request.operation)
