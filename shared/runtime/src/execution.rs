@@ -247,6 +247,7 @@ fn context(
             step.holder.clone(),
             env.progress_interval,
             Loss { lost: lost.clone(), reason: stop_reason.clone() },
+            env.lease,
         )),
     });
     let ctx = ExecutionContext {

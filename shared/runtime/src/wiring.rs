@@ -186,8 +186,9 @@ impl Wiring {
         ]);
         // A call given up client-side (`timeouts::db_call`) leaves its connection waiting for
         // an answer that may never come, and sqlx's own check of a released connection would
-        // wait for it forever, holding a pool slot. Check first, bounded: a connection that
-        // does not answer within the connect timeout is closed, its slot freed.
+        // wait for it forever, holding a pool slot (sqlx issue #4349). Check first, bounded: a
+        // connection that does not answer within the connect timeout is an error here, so
+        // sqlx drops it without the graceful close (which could wait on it too).
         let release_check = timeouts.db_connect;
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(POOL_CONNECTIONS)
@@ -195,8 +196,10 @@ impl Wiring {
             .after_release(move |connection, _| {
                 Box::pin(async move {
                     use sqlx::Connection;
-                    let answered = tokio::time::timeout(release_check, connection.ping()).await;
-                    Ok(answered.is_ok_and(|pinged| pinged.is_ok()))
+                    match tokio::time::timeout(release_check, connection.ping()).await {
+                        Ok(pinged) => pinged.map(|()| true),
+                        Err(_) => Err(sqlx::Error::PoolTimedOut),
+                    }
                 })
             })
             .connect_with(options)
