@@ -47,4 +47,8 @@ pub trait Queue: Send + Sync {
     async fn delete(&self, receipt_handles: &[String]) -> Result<Vec<String>, Error>;
     /// Puts a body that cannot be processed on the dead-letter queue with its reason.
     async fn dead_letter(&self, body: &str, reason_code: &str, reason: &str) -> Result<(), Error>;
+    /// Names the queue in logs (its URL for SQS; never credentials).
+    fn peer(&self) -> String {
+        "the queue".to_owned()
+    }
 }

@@ -161,6 +161,10 @@ impl SqsQueue {
 
 #[async_trait::async_trait]
 impl Queue for SqsQueue {
+    fn peer(&self) -> String {
+        self.queue_url.clone()
+    }
+
     async fn send(&self, messages: &[Outgoing]) -> Result<Vec<String>, Error> {
         let mut failed = Vec::new();
         for chunk in messages.chunks(10) {

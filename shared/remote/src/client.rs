@@ -11,6 +11,7 @@
 //! | `cancelled` event, `ctx.cancel` fired, or the reporter lost the lease | `CANCELLED` | no |
 //! | `ctx.deadline` passed | `DEADLINE_EXCEEDED` | yes |
 //! | connection refused or broken, stream ended before its terminal event | `EXECUTOR_UNAVAILABLE` | yes |
+//! | the call did not start, or its stream sent nothing (heartbeats included), for its idle timeout ([`IDLE_HEARTBEATS`] heartbeat intervals; `Cancel` sent on a stream) | `EXECUTOR_UNAVAILABLE` | yes |
 //! | the server does not implement `rara.v1` (`UNIMPLEMENTED`) | `EXECUTOR_UNAVAILABLE` | no |
 //! | events out of order, bad sequence numbers, output that is not JSON | `PROTOCOL_VIOLATION` | no |
 //!
@@ -25,13 +26,17 @@
 //! |---|---|---|
 //! | `NOT_FOUND`: the executor lost the attempt (restart, retention) | `ATTEMPT_NOT_FOUND` | yes (a new attempt) |
 //! | `FAILED_PRECONDITION`: an older fence, or a sequence beyond the attempt's | `ATTACH_REFUSED` | yes |
-//! | the endpoint cannot be reached | parks again (the step's deadline still holds) | — |
+//! | the endpoint cannot be reached, or `Attach` does not start within the idle timeout | parks again (the step's deadline still holds) | — |
 //!
 //! On cancellation, lease loss and deadline the client sends `Cancel` (best effort, bounded
 //! by a short timeout) with the real reason (`ctx.stop_reason`: the operator's, the run
 //! cancelled, the lease lost, the deadline) *while the call is still open*, then reads the
 //! stream (bounded) so the executor can answer `cancelled`, and only then lets go. Inputs and outputs are never logged: only
 //! operation, step id, attempt, fence and endpoint.
+//!
+//! Heartbeats: every request asks for one per heartbeat interval of quiet
+//! ([`RemoteExecutor::with_heartbeat_interval`]); a `heartbeat` event only restarts the idle
+//! timer. It stands outside the event order (sequence 0) and is never recorded.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -50,6 +55,7 @@ use crate::pb::execute_response::Event;
 use crate::pb::executor_service_client::ExecutorServiceClient;
 use crate::pb::{self};
 use crate::protocol::EventOrder;
+use crate::transport::{HEARTBEAT_INTERVAL, IDLE_HEARTBEATS};
 
 /// How long a best-effort `Cancel` may take before the client gives up on it.
 pub const DEFAULT_CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
@@ -74,6 +80,8 @@ pub struct RemoteExecutor {
     cancel_timeout: Duration,
     /// The capability advertises `detachable`: its attempts may outlive the call.
     detachable: bool,
+    /// Asked of the executor in every request; zero: no heartbeats and no idle timeout.
+    heartbeat_interval: Duration,
 }
 
 /// Why a call stopped before its stream gave an outcome.
@@ -119,7 +127,17 @@ impl RemoteExecutor {
             version: version.into(),
             cancel_timeout: DEFAULT_CANCEL_TIMEOUT,
             detachable: false,
+            heartbeat_interval: HEARTBEAT_INTERVAL,
         }
+    }
+
+    /// The heartbeat interval asked of the executor (default [`HEARTBEAT_INTERVAL`]): a
+    /// stream that sends nothing, heartbeats included, for [`IDLE_HEARTBEATS`] of them is
+    /// given up as a retryable `EXECUTOR_UNAVAILABLE`. Zero turns both off (an executor
+    /// that predates heartbeats).
+    pub fn with_heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = interval;
+        self
     }
 
     /// Whether the capability advertises `detachable` (its attempts may outlive the call).
@@ -163,7 +181,55 @@ impl RemoteExecutor {
             deadline: Some(prost_types::Timestamp::from(SystemTime::now() + remaining)),
             trace_context,
             detachable: self.detachable,
+            heartbeat_interval_ms: self.heartbeat_interval_ms(),
         }
+    }
+
+    fn heartbeat_interval_ms(&self) -> u32 {
+        u32::try_from(self.heartbeat_interval.as_millis()).unwrap_or(u32::MAX)
+    }
+
+    /// Waits for the stream's next message for at most the idle timeout; past it the
+    /// stream is broken: `Cancel` (best effort, unless sent already) and a retryable
+    /// `EXECUTOR_UNAVAILABLE`.
+    async fn next_or_idle(
+        &self,
+        ctx: &ExecutionContext,
+        events: &mut tonic::Streaming<pb::ExecuteResponse>,
+        seen: u64,
+        cancel_sent: &AtomicBool,
+    ) -> Result<Result<Option<pb::ExecuteResponse>, Status>, Interrupted> {
+        let idle = match self.within_idle(events.message()).await {
+            Ok(next) => return Ok(next),
+            Err(idle) => idle,
+        };
+        tracing::warn!(step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint, idle_ms = idle.as_millis() as u64, "remote stream idle; giving it up");
+        if !cancel_sent.swap(true, Ordering::SeqCst) {
+            self.send_cancel(ctx, "the stream sent nothing for longer than its idle timeout").await;
+        }
+        Err(Interrupted::Failed(self.idle(idle, &format!("after {seen} event(s)"))))
+    }
+
+    /// Runs `call` for at most the idle timeout (`Err`: the timeout, which passed).
+    async fn within_idle<F: Future>(&self, call: F) -> Result<F::Output, Duration> {
+        if self.heartbeat_interval.is_zero() {
+            return Ok(call.await);
+        }
+        let idle = self.heartbeat_interval * IDLE_HEARTBEATS;
+        tokio::time::timeout(idle, call).await.map_err(|_| idle)
+    }
+
+    /// The retryable `EXECUTOR_UNAVAILABLE` of a call silent for its idle timeout.
+    fn idle(&self, idle: Duration, when: &str) -> StepError {
+        let message = format!(
+            "remote executor {} for {}: the stream sent nothing for {} ms ({IDLE_HEARTBEATS} heartbeat intervals) {when}",
+            self.endpoint,
+            self.operation,
+            idle.as_millis(),
+        );
+        StepError::retryable(codes::EXECUTOR_UNAVAILABLE, message).with_details(
+            serde_json::json!({ "endpoint": &*self.endpoint, "idle_timeout_ms": idle.as_millis() as u64 }),
+        )
     }
 
     async fn execute_attempt(
@@ -188,6 +254,7 @@ impl RemoteExecutor {
                 attempt: ctx.attempt,
                 fence: ctx.fence,
                 after_sequence: resume.sequence,
+                heartbeat_interval_ms: self.heartbeat_interval_ms(),
                 trace_context,
             }),
             None => Call::Execute(self.request(ctx, &input, remaining, trace_context)),
@@ -249,18 +316,27 @@ impl RemoteExecutor {
         let mut client = self.client.clone();
         let timeout = deadline.saturating_duration_since(Instant::now()) + DEADLINE_GRACE;
         match call {
+            // A call that does not even start (no response headers) is as silent as a stream.
             Call::Execute(request) => {
-                let events = client
-                    .execute(with_timeout(request, timeout))
+                let events = self
+                    .within_idle(client.execute(with_timeout(request, timeout)))
                     .await
+                    .map_err(|idle| Interrupted::Failed(self.idle(idle, "before the call started")))?
                     .map_err(|status| Interrupted::Failed(self.unavailable(&status, "the call could not start")))?;
                 Ok((events.into_inner(), EventOrder::new()))
             }
             Call::Attach(request) => {
                 let after = request.after_sequence;
-                match client.attach(with_timeout(request, timeout)).await {
-                    Ok(events) => Ok((events.into_inner(), EventOrder::resume(after))),
-                    Err(status) => Err(self.attach_refused(&status)),
+                match self.within_idle(client.attach(with_timeout(request, timeout))).await {
+                    Ok(Ok(events)) => Ok((events.into_inner(), EventOrder::resume(after))),
+                    Ok(Err(status)) => Err(self.attach_refused(&status)),
+                    Err(idle) => {
+                        tracing::warn!(
+                            endpoint = %self.endpoint, idle_ms = idle.as_millis() as u64,
+                            "re-attaching did not start within the idle timeout; the attempt stays detached and is tried again later"
+                        );
+                        Err(Interrupted::Parked)
+                    }
                 }
             }
         }
@@ -350,11 +426,11 @@ impl RemoteExecutor {
                 }
             } else if self.detachable {
                 tokio::select! {
-                    next = events.message() => next,
+                    next = self.next_or_idle(ctx, &mut events, order.seen(), cancel_sent) => next?,
                     () = ctx.detach.park.cancelled() => return Err(Interrupted::Parked),
                 }
             } else {
-                events.message().await
+                self.next_or_idle(ctx, &mut events, order.seen(), cancel_sent).await?
             };
             let event = match next {
                 Ok(Some(event)) => event,
@@ -371,6 +447,10 @@ impl RemoteExecutor {
                     return Err(Interrupted::Failed(self.unavailable(&status, &when)));
                 }
             };
+            if matches!(event.event, Some(Event::Heartbeat(_))) {
+                // Outside the order: it only restarted the idle timer.
+                continue;
+            }
             order.check(&event).map_err(|err| Interrupted::Failed(self.located(err)))?;
             let sequence = event.sequence;
             match event.event {
@@ -380,7 +460,7 @@ impl RemoteExecutor {
                         return Err(lost);
                     }
                 }
-                Some(Event::Accepted(_) | Event::Running(_)) | None => {}
+                Some(Event::Accepted(_) | Event::Running(_) | Event::Heartbeat(_)) | None => {}
                 Some(Event::Progress(progress)) => {
                     let reported = ctx.reporter.progress(fraction(progress.fraction), &progress.message).await;
                     if let Err(lost) = report(reported) {

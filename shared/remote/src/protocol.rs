@@ -22,9 +22,11 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind of `event`, or `None` when the event carries none of the oneof's cases.
+    /// The kind of `event`, or `None` when the event carries none of the oneof's cases or
+    /// is a `heartbeat` (outside the order: the client skips heartbeats before checking).
     pub fn of(event: &ExecuteResponse) -> Option<Self> {
         Some(match event.event.as_ref()? {
+            Event::Heartbeat(_) => return None,
             Event::Accepted(_) => Self::Accepted,
             Event::Running(_) => Self::Running,
             Event::Progress(_) => Self::Progress,

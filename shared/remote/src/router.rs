@@ -108,6 +108,8 @@ pub struct RemoteExecutors {
 struct Remote {
     url: Arc<str>,
     channel: Channel,
+    /// The heartbeat interval asked on its streams ([`Transport::heartbeat_interval`]).
+    heartbeat_interval: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -202,7 +204,7 @@ impl RemoteExecutors {
                 return Err(Error::Duplicate { url });
             }
             let channel = connect_lazy(&url, &transport)?;
-            remotes.push(Remote { url: url.into(), channel });
+            remotes.push(Remote { url: url.into(), channel, heartbeat_interval: transport.heartbeat_interval });
         }
         if remotes.is_empty() {
             return Err(Error::NoEndpoints);
@@ -454,7 +456,8 @@ impl RemoteExecutors {
             }
             let executor =
                 RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version)
-                    .with_detachable(capability.detachable);
+                    .with_detachable(capability.detachable)
+                    .with_heartbeat_interval(remote.heartbeat_interval);
             offers.push(Offer {
                 capability: RemoteCapability {
                     endpoint: remote.url.to_string(),
@@ -498,8 +501,9 @@ impl RemoteRouter for RemoteExecutors {
         let remote = self.endpoints.iter().find(|r| &*r.url == endpoint)?;
         // Only a detachable attempt is ever parked, so the attempt is detachable; its version
         // was chosen when it started.
-        let executor =
-            RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), operation, "").with_detachable(true);
+        let executor = RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), operation, "")
+            .with_detachable(true)
+            .with_heartbeat_interval(remote.heartbeat_interval);
         Some(Arc::new(executor))
     }
 }

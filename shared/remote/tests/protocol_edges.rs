@@ -47,6 +47,11 @@ fn scripts() -> Vec<(&'static str, Vec<Step>)> {
         ("ends_early", vec![accepted(1), running(2), progress(3, 0.3, "a third")]),
         ("breaks", vec![accepted(1), running(2), progress(3, 0.3, "a third"), Step::Fail(Status::internal("boom"))]),
         ("slow", vec![accepted(1), running(2), Step::ProgressForever(3)]),
+        ("quiet", vec![accepted(1), running(2), Step::Quiet]),
+        (
+            "heartbeats",
+            vec![accepted(1), Step::Heartbeat, running(2), Step::Heartbeat, Step::Heartbeat, succeeded(3, "{}")],
+        ),
         ("fails", vec![accepted(1), running(2), failed(3, "BOOM", true)]),
         (
             "cancelled_remotely",
@@ -284,4 +289,43 @@ async fn an_already_expired_deadline_fails_without_calling_the_executor() {
     let ctx = context("well_behaved", Duration::ZERO, RecordingReporter::new());
     assert_error(executor.execute(ctx, json!({})).await, codes::DEADLINE_EXCEEDED, true);
     assert!(seen.executes.lock().unwrap().is_empty());
+}
+
+/// An executor that keeps the call (and the connection: pings are answered) open but sends
+/// nothing after `running`: the idle timeout (3 heartbeat intervals) ends the attempt as a
+/// retryable EXECUTOR_UNAVAILABLE long before its deadline, and `Cancel` is sent.
+#[tokio::test]
+async fn a_stream_silent_past_its_idle_timeout_is_a_retryable_executor_unavailable() {
+    let (executor, seen) = executor("quiet").await;
+    let executor = executor.with_heartbeat_interval(Duration::from_millis(100));
+    let ctx = context("quiet", Duration::from_secs(30), RecordingReporter::new());
+    let started = Instant::now();
+    let err = assert_error(executor.execute(ctx, json!({})).await, codes::EXECUTOR_UNAVAILABLE, true);
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}: {err:?}");
+    assert!(err.message.contains("sent nothing for 300 ms"), "{err:?}");
+    assert_eq!(seen.executes.lock().unwrap()[0].heartbeat_interval_ms, 100, "the request asks for heartbeats");
+    assert_eq!(seen.cancels().len(), 1, "Cancel sent to the silent executor");
+}
+
+/// A call that never starts (the executor takes it and sends no response headers) is as
+/// silent as a stream: the idle timeout ends it as a retryable EXECUTOR_UNAVAILABLE.
+#[tokio::test]
+async fn a_call_that_never_starts_ends_at_its_idle_timeout() {
+    let (executor, _seen) = executor("never_starts").await;
+    let executor = executor.with_heartbeat_interval(Duration::from_millis(100));
+    let ctx = context("never_starts", Duration::from_secs(30), RecordingReporter::new());
+    let started = Instant::now();
+    let err = assert_error(executor.execute(ctx, json!({})).await, codes::EXECUTOR_UNAVAILABLE, true);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}: {err:?}", started.elapsed());
+    assert!(err.message.contains("before the call started"), "{err:?}");
+}
+
+/// Heartbeats (sequence 0) anywhere before the terminal event break no order and are not
+/// recorded as progress.
+#[tokio::test]
+async fn heartbeats_stand_outside_the_event_order() {
+    let (outcome, reporter) = run("heartbeats").await;
+    assert_eq!(outcome.unwrap(), json!({}));
+    assert!(reporter.progress().is_empty());
 }

@@ -242,3 +242,18 @@ async fn a_step_past_its_deadline_is_retryable() {
     assert_eq!((err.code.as_str(), err.retryable), (codes::DEADLINE_EXCEEDED, true), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 }
+
+/// A step quiet for longer than the idle timeout (`sleep` reports progress once a second;
+/// the idle timeout here is 300 ms) still succeeds: the Python executor's heartbeats keep
+/// its stream alive. Without them the attempt would end as EXECUTOR_UNAVAILABLE.
+#[tokio::test]
+async fn heartbeats_keep_a_quiet_step_alive_past_the_idle_timeout() {
+    let server = PythonServer::start();
+    let executor = (*server.executor("sleep").await).clone().with_heartbeat_interval(Duration::from_millis(100));
+    let reporter = RecordingReporter::new();
+    let ctx = context("sleep", Duration::from_secs(30), reporter.clone());
+    let output = executor.execute(ctx, json!({"seconds": 2})).await.expect("the quiet step succeeds");
+    assert!(output.is_object(), "{output}");
+    let reports = reporter.progress();
+    assert!(reports.len() >= 2, "progress came at most once a second: {reports:?}");
+}

@@ -103,6 +103,8 @@ pub struct BatchExecutor {
     reattach_interval: Duration,
     /// `RARA_MAX_INPUT_BYTES`: the largest input a step runs with, references substituted.
     max_input_bytes: usize,
+    /// How long one Postgres call may take ([`Timeouts::db_call`](crate::timeouts::Timeouts::db_call)).
+    db_call: Duration,
 }
 
 impl std::fmt::Debug for BatchExecutor {
@@ -147,6 +149,7 @@ impl BatchExecutor {
             delivery_timeout: settings.delivery_timeout,
             reattach_interval: settings.reattach_interval,
             max_input_bytes: core.max_input_bytes,
+            db_call: settings.timeouts.db_call(),
         }
     }
 
@@ -217,7 +220,7 @@ impl BatchExecutor {
         let requests: Vec<ClaimRequest> =
             valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
         let claim_started = SystemTime::now();
-        let claimed = self.env.store.claim(&self.worker, &requests, self.env.lease).await;
+        let claimed = self.db(self.env.store.claim(&self.worker, &requests, self.env.lease)).await;
         let claim_ended = SystemTime::now();
         let mut outcomes = match claimed {
             Ok(outcomes) => outcomes,
@@ -351,6 +354,12 @@ impl BatchExecutor {
                 trace.finish(outcome, started, ended);
             }
         }
+    }
+
+    /// One Postgres call, bounded client-side: facing a silent Postgres it fails (the
+    /// records it concerns come back) and the runner goes on.
+    async fn db<T>(&self, call: impl Future<Output = Result<T, rara_store::Error>>) -> Result<T, rara_store::Error> {
+        crate::timeouts::db_call(self.db_call, call).await
     }
 
     /// Sets the message's visibility so that it comes back after `wait` (if that fails it

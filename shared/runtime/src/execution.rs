@@ -250,6 +250,7 @@ fn context(
             step.holder.clone(),
             env.progress_interval,
             Loss { lost: lost.clone(), reason: stop_reason.clone() },
+            env.lease,
         )),
     });
     let ctx = ExecutionContext {
@@ -343,7 +344,9 @@ async fn heartbeat(
                 }
             },
         }
-        match store.heartbeat(&holder, lease).await {
+        // A heartbeat later than the lease is worthless: one that Postgres has not answered
+        // within it fails, and the next tick tries again.
+        match crate::timeouts::db_call(lease, store.heartbeat(&holder, lease)).await {
             Ok(_) => {
                 if let Err(e) = queue.change_visibility(&receipt_handle, lease).await {
                     tracing::warn!(error = %e, "could not extend the message's visibility");

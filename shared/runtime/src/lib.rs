@@ -6,6 +6,7 @@
 //! - [`settings`]: the typed settings of the scheduler and the executor (`RARA_*`).
 //! - [`timeouts`]: deadlines on every outside call (SQS, Secrets Manager, Postgres) and
 //!   the grace a stopping runner gives what it holds.
+//! - [`burst`]: transient errors of an outside call logged once per burst, naming the peer.
 //! - [`scheduler`]: reap expired leases, lease due steps, send their messages, release
 //!   the leases whose messages could not be sent.
 //! - [`batch`]: the executor's batch: parse, claim in one statement, run concurrently,
@@ -29,6 +30,7 @@
 //!   registry), shared by the Lambdas' `main.rs` and the local runners.
 
 pub mod batch;
+pub mod burst;
 pub mod cancel;
 pub mod database;
 pub mod execution;

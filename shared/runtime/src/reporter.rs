@@ -18,6 +18,9 @@ pub struct StoreReporter {
     /// Fired (with its reason) when a write finds the lease gone: the execution must stop.
     loss: Loss,
     last_write: Mutex<Option<Instant>>,
+    /// How long one write may take (the lease: a later one is worthless): a silent Postgres
+    /// fails the write instead of holding the execution.
+    write_bound: Duration,
 }
 
 impl std::fmt::Debug for StoreReporter {
@@ -27,8 +30,8 @@ impl std::fmt::Debug for StoreReporter {
 }
 
 impl StoreReporter {
-    pub fn new(store: Store, holder: Holder, interval: Duration, loss: Loss) -> Self {
-        StoreReporter { store, holder, interval, loss, last_write: Mutex::new(None) }
+    pub fn new(store: Store, holder: Holder, interval: Duration, loss: Loss, write_bound: Duration) -> Self {
+        StoreReporter { store, holder, interval, loss, last_write: Mutex::new(None), write_bound }
     }
 
     async fn map(&self, e: rara_store::Error) -> ReportError {
@@ -65,7 +68,7 @@ impl Reporter for StoreReporter {
         if fraction < 1.0 && !self.take_slot() {
             return Ok(());
         }
-        match self.store.progress(&self.holder, fraction, message).await {
+        match crate::timeouts::db_call(self.write_bound, self.store.progress(&self.holder, fraction, message)).await {
             Ok(()) => Ok(()),
             Err(e) => Err(self.map(e).await),
         }
@@ -75,7 +78,7 @@ impl Reporter for StoreReporter {
         if self.loss.lost.is_cancelled() {
             return Err(ReportError::LeaseLost);
         }
-        match self.store.artifact(&self.holder, &artifact).await {
+        match crate::timeouts::db_call(self.write_bound, self.store.artifact(&self.holder, &artifact)).await {
             Ok(()) => Ok(()),
             Err(e) => Err(self.map(e).await),
         }
@@ -85,7 +88,7 @@ impl Reporter for StoreReporter {
         if self.loss.lost.is_cancelled() {
             return Err(ReportError::LeaseLost);
         }
-        match self.store.attempt_version(&self.holder, version).await {
+        match crate::timeouts::db_call(self.write_bound, self.store.attempt_version(&self.holder, version)).await {
             Ok(()) => Ok(()),
             Err(e) => Err(self.map(e).await),
         }

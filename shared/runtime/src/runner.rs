@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::batch::{BatchExecutor, Record, after_interrupt};
+use crate::burst::Burst;
 use crate::metrics::Counters;
 
 /// The pause after a failed receive before the next one.
@@ -63,14 +64,18 @@ pub async fn run_executor(
     }));
     let mut total = Counters::default();
     let mut idle_since = Instant::now();
+    let mut receives = Burst::new("receive", queue.peer());
     while !stop.is_cancelled() {
         // A receive is not abandoned lightly (messages it got would stay invisible for the
         // visibility timeout): it ends within `wait` and what it got is processed. Only a
         // receive still hanging when the grace is over is given up.
         let received = match after_interrupt(&interrupt, receive_batch(queue.as_ref(), options)).await {
-            Some(Ok(received)) => received,
+            Some(Ok(received)) => {
+                receives.succeeded();
+                received
+            }
             Some(Err(e)) => {
-                tracing::warn!(error = %e, "receive failed; trying again shortly");
+                receives.failed(&e);
                 tokio::select! {
                     _ = tokio::time::sleep(RECEIVE_RETRY_PAUSE) => {}
                     _ = stop.cancelled() => {}

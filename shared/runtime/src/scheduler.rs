@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use crate::burst::Burst;
 use crate::metrics::Counters;
 use crate::settings::Settings;
 
@@ -46,6 +47,8 @@ pub struct Scheduler {
     settings: Arc<Settings>,
     /// When the reaper last ran (`None`: never, so the next pass reaps).
     last_reap: Arc<Mutex<Option<Instant>>>,
+    /// Failed sends to the queue, logged once per burst.
+    sends: Arc<Mutex<Burst>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -56,7 +59,8 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     pub fn new(store: Store, queue: Arc<dyn Queue>, settings: Arc<Settings>) -> Self {
-        Scheduler { store, queue, settings, last_reap: Arc::new(Mutex::new(None)) }
+        let sends = Arc::new(Mutex::new(Burst::new("send", queue.peer())));
+        Scheduler { store, queue, settings, last_reap: Arc::new(Mutex::new(None)), sends }
     }
 
     /// Whether the reaper is due: never ran, or ran `reap_interval` ago. Marks it as run.
@@ -92,8 +96,14 @@ impl Scheduler {
         }
     }
 
+    /// One Postgres call, bounded client-side ([`Timeouts::db_call`](crate::timeouts::Timeouts::db_call)):
+    /// a pass facing a silent Postgres fails and the next one tries again.
+    async fn db<T>(&self, call: impl Future<Output = Result<T, rara_store::Error>>) -> Result<T, rara_store::Error> {
+        crate::timeouts::db_call(self.settings.timeouts.db_call(), call).await
+    }
+
     async fn reap(&self, counters: &mut Counters) -> Result<(), Error> {
-        let reaped = self.store.reap_expired(self.settings.reap_batch).await.inspect_err(|_| {
+        let reaped = self.db(self.store.reap_expired(self.settings.reap_batch)).await.inspect_err(|_| {
             // Try again at the next pass rather than after a whole interval.
             if let Ok(mut last) = self.last_reap.lock() {
                 *last = None;
@@ -110,7 +120,7 @@ impl Scheduler {
             );
         }
         // Stale statistics only slow things down: a failure here is logged, not fatal.
-        match self.store.refresh_grown_statistics().await {
+        match self.db(self.store.refresh_grown_statistics()).await {
             Ok(tables) if !tables.is_empty() => {
                 counters.statistics_refreshes += tables.len() as u64;
                 tracing::info!(tables = tables.join(","), "analyzed tables that outgrew their planner statistics");
@@ -126,7 +136,7 @@ impl Scheduler {
     /// History only costs space: a failure here is logged, and the next pass tries again.
     async fn prune(&self, counters: &mut Counters) {
         let Some(retention) = self.settings.retention else { return };
-        match self.store.prune(retention, self.settings.prune_batch, self.settings.prune).await {
+        match self.db(self.store.prune(retention, self.settings.prune_batch, self.settings.prune)).await {
             Ok(pruned) => {
                 counters.pruned += pruned.runs;
                 if pruned.runs > 0 {
@@ -197,12 +207,19 @@ impl Scheduler {
         cut: &CancellationToken,
     ) -> Result<Counters, Error> {
         let mut total = Counters::default();
+        let mut database = Burst::new("scheduler pass", crate::burst::postgres_peer(self.store.pool()));
+        let mut queue = Burst::new("scheduler pass", self.queue.peer());
         loop {
             // A pass still under way shortly after the cut (Postgres silent: nothing can be
             // released) is given up; what it leased comes back after the delivery timeout.
             match crate::batch::after_interrupt(cut, self.pass_until(cut)).await {
-                Some(Ok(counters)) => total += counters,
-                Some(Err(e)) if e.is_retryable() => tracing::warn!(error = %e, "scheduler pass failed; trying again"),
+                Some(Ok(counters)) => {
+                    database.succeeded();
+                    queue.succeeded();
+                    total += counters;
+                }
+                Some(Err(e @ Error::Store(_))) if e.is_retryable() => _ = database.failed(&e),
+                Some(Err(e)) if e.is_retryable() => _ = queue.failed(&e),
                 Some(Err(e)) => return Err(e),
                 None => {
                     tracing::error!(
@@ -258,8 +275,9 @@ impl Scheduler {
                     _ = stop.cancelled() => break,
                 }
             }
+            // Closing waits for its connection: a silent Postgres gets the last-call bound.
             if let Some(listener) = listener {
-                listener.close().await;
+                let _ = tokio::time::timeout(crate::batch::LAST_CALL_BOUND, listener.close()).await;
             }
         })
     }
@@ -269,13 +287,14 @@ impl Scheduler {
         // The lease lasts until the message can be claimed (a backlog included), not for an
         // execution: a message waiting in the queue is never sent twice.
         let lease_started = SystemTime::now();
-        let leased =
-            self.store.lease_due(&core.worker_id, self.settings.lease_batch, self.settings.delivery_timeout).await?;
+        let leased = self
+            .db(self.store.lease_due(&core.worker_id, self.settings.lease_batch, self.settings.delivery_timeout))
+            .await?;
         let lease_ended = SystemTime::now();
         if leased.is_empty() {
             return Ok(Counters { lease_rounds: 1, ..Counters::default() });
         }
-        let traces = trace::RoundTrace::read(&self.store, &leased).await;
+        let traces = trace::RoundTrace::read(&self.store, &leased, self.settings.timeouts.db_call()).await;
         let messages: Vec<Outgoing> = leased
             .iter()
             .enumerate()
@@ -291,9 +310,17 @@ impl Scheduler {
             _ = cut.cancelled() => None,
         };
         let failed_ids = match sent {
-            Some(Ok(failed)) => failed,
+            Some(Ok(failed)) => {
+                if let Ok(mut sends) = self.sends.lock() {
+                    sends.succeeded();
+                }
+                failed
+            }
             Some(Err(e)) => {
-                tracing::error!(error = %e, "sending step messages failed; releasing their leases");
+                // Logged once per burst (the leases are released each time).
+                if let Ok(mut sends) = self.sends.lock() {
+                    sends.failed(&format_args!("{e}; releasing the leases of the unsent messages"));
+                }
                 messages.iter().map(|m| m.id.clone()).collect()
             }
             None => {
@@ -312,7 +339,7 @@ impl Scheduler {
         let unsent_ids: std::collections::HashSet<uuid::Uuid> = unsent.iter().map(|(id, _)| *id).collect();
         let sent_ids = leased.iter().map(|l| l.step_id).filter(|id| !unsent_ids.contains(id));
         traces.emit(sent_ids, messages.len(), (lease_started, lease_ended), (send_started, send_ended));
-        let released = if unsent.is_empty() { 0 } else { self.store.release(&unsent).await? };
+        let released = if unsent.is_empty() { 0 } else { self.db(self.store.release(&unsent)).await? };
         for l in &leased {
             tracing::debug!(run_id = %l.run_id, step_id = %l.step_id, "leased");
         }

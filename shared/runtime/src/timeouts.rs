@@ -20,6 +20,10 @@ pub const DEFAULT_SHUTDOWN_GRACE_SECONDS: u64 = 10;
 pub const DEFAULT_GRPC_CONNECT_TIMEOUT_MS: u64 = 3_000;
 pub const DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS: u64 = 10_000;
 pub const DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_GRPC_HEARTBEAT_INTERVAL_MS: u64 = 5_000;
+/// What a Postgres call may take beyond its connection and statement deadlines before
+/// rara gives up on it client-side ([`Timeouts::db_call`]).
+pub const DB_CALL_SLACK: Duration = Duration::from_secs(1);
 
 /// The deadlines of one function or runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +49,8 @@ pub struct Timeouts {
     /// `RARA_GRPC_CONNECT_TIMEOUT_MS`, `RARA_GRPC_KEEPALIVE_INTERVAL_MS`,
     /// `RARA_GRPC_KEEPALIVE_TIMEOUT_MS`: the connections to remote executors (a ping
     /// unanswered for the timeout closes the connection: its streams end as a retryable
-    /// `EXECUTOR_UNAVAILABLE`).
+    /// `EXECUTOR_UNAVAILABLE`). `RARA_GRPC_HEARTBEAT_INTERVAL_MS` (0: off): the heartbeats
+    /// asked of executors; a stream silent for 3 intervals ends the same way.
     pub grpc: rara_remote::Transport,
     /// `RARA_SHUTDOWN_GRACE_SECONDS`: after SIGTERM / Ctrl-C, how long held work may go on
     /// before the runner releases what it still holds and exits.
@@ -67,6 +72,7 @@ impl Default for Timeouts {
                 connect_timeout: Duration::from_millis(DEFAULT_GRPC_CONNECT_TIMEOUT_MS),
                 keepalive_interval: Duration::from_millis(DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS),
                 keepalive_timeout: Duration::from_millis(DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS),
+                heartbeat_interval: Duration::from_millis(DEFAULT_GRPC_HEARTBEAT_INTERVAL_MS),
             },
         }
     }
@@ -93,6 +99,8 @@ impl Timeouts {
                 keepalive_interval: vars
                     .millis("RARA_GRPC_KEEPALIVE_INTERVAL_MS", DEFAULT_GRPC_KEEPALIVE_INTERVAL_MS)?,
                 keepalive_timeout: vars.millis("RARA_GRPC_KEEPALIVE_TIMEOUT_MS", DEFAULT_GRPC_KEEPALIVE_TIMEOUT_MS)?,
+                heartbeat_interval: vars
+                    .millis("RARA_GRPC_HEARTBEAT_INTERVAL_MS", DEFAULT_GRPC_HEARTBEAT_INTERVAL_MS)?,
             },
         };
         let positive = [
@@ -129,6 +137,15 @@ impl Timeouts {
         Ok(timeouts)
     }
 
+    /// The longest rara waits for one Postgres call: a connection (`db_connect`), the
+    /// statement (`db_statement`, which Postgres enforces itself) and [`DB_CALL_SLACK`].
+    /// Only a silent peer outlasts it: `statement_timeout` cannot end a call whose bytes
+    /// never reach the server, so the runners bound their Postgres calls with this
+    /// ([`db_call`]) and go on when the peer answers again.
+    pub fn db_call(&self) -> Duration {
+        self.db_connect + self.db_statement + DB_CALL_SLACK
+    }
+
     /// The AWS SDK configuration of the environment (region, credentials,
     /// `AWS_ENDPOINT_URL`) with these timeouts and the standard retry mode.
     pub async fn aws_config(&self) -> aws_config::SdkConfig {
@@ -146,6 +163,21 @@ impl Timeouts {
     }
 }
 
+/// Runs one Postgres call for at most `bound` ([`Timeouts::db_call`]). Past it the call is
+/// dropped (and its connection with it) and it fails as a transient I/O error, retried
+/// like a broken connection.
+pub async fn db_call<T>(
+    bound: Duration,
+    call: impl Future<Output = Result<T, rara_store::Error>>,
+) -> Result<T, rara_store::Error> {
+    tokio::time::timeout(bound, call).await.unwrap_or_else(|_| {
+        Err(rara_store::Error::Database(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("Postgres did not answer within {} ms", bound.as_millis()),
+        ))))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -161,6 +193,9 @@ mod tests {
         assert_eq!(from(&[]).unwrap(), Timeouts::default());
         let t = from(&[("RARA_SQS_ATTEMPT_TIMEOUT_MS", "700"), ("RARA_SHUTDOWN_GRACE_SECONDS", "0")]).unwrap();
         assert_eq!((t.aws_attempt, t.shutdown_grace), (Duration::from_millis(700), Duration::ZERO));
+        assert_eq!(Timeouts::default().grpc.idle_timeout(), Some(Duration::from_secs(15)), "3 heartbeats");
+        let off = from(&[("RARA_GRPC_HEARTBEAT_INTERVAL_MS", "0")]).unwrap();
+        assert_eq!(off.grpc.idle_timeout(), None, "0 turns heartbeats and the idle timeout off");
     }
 
     #[test]
@@ -170,5 +205,14 @@ mod tests {
         let err = from(&[("RARA_SQS_OPERATION_TIMEOUT_MS", "1000")]).unwrap_err().to_string();
         assert!(err.contains("RARA_SQS_ATTEMPT_TIMEOUT_MS"), "{err}");
         assert!(from(&[("RARA_SQS_MAX_ATTEMPTS", "0")]).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_postgres_call_past_its_bound_is_a_transient_error() {
+        let bound = Duration::from_millis(30);
+        let silent = db_call(bound, std::future::pending::<Result<(), rara_store::Error>>()).await.unwrap_err();
+        assert!(silent.is_retryable(), "{silent}");
+        assert!(silent.to_string().contains("did not answer within 30 ms"), "{silent}");
+        assert_eq!(db_call(bound, async { Ok::<_, rara_store::Error>(7) }).await.unwrap(), 7);
     }
 }

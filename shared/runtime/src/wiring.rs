@@ -184,9 +184,24 @@ impl Wiring {
             ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
             ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
         ]);
+        // A call given up client-side (`timeouts::db_call`) leaves its connection waiting for
+        // an answer that may never come, and sqlx's own check of a released connection would
+        // wait for it forever, holding a pool slot (sqlx issue #4349). Check first, bounded: a
+        // connection that does not answer within the connect timeout is an error here, so
+        // sqlx drops it without the graceful close (which could wait on it too).
+        let release_check = timeouts.db_connect;
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(POOL_CONNECTIONS)
             .acquire_timeout(timeouts.db_connect)
+            .after_release(move |connection, _| {
+                Box::pin(async move {
+                    use sqlx::Connection;
+                    match tokio::time::timeout(release_check, connection.ping()).await {
+                        Ok(pinged) => pinged.map(|()| true),
+                        Err(_) => Err(sqlx::Error::PoolTimedOut),
+                    }
+                })
+            })
             .connect_with(options)
             .await
             .map_err(rara_store::Error::from)?;

@@ -212,6 +212,7 @@ async fn a_remote_executor_that_goes_silent_mid_step_is_a_retryable_failure_with
         connect_timeout: Duration::from_secs(1),
         keepalive_interval: Duration::from_millis(500),
         keepalive_timeout: Duration::from_millis(500),
+        ..rara_remote::Transport::default()
     };
     let remote = rara_remote::RemoteExecutors::with_transport([peer.url()], transport).unwrap();
     remote.refresh().await;
@@ -285,4 +286,70 @@ async fn a_long_poll_may_take_its_whole_wait_beyond_the_attempt_timeout() {
     let received = queue.receive(1, Duration::from_secs(2)).await.expect("an empty long poll is not a timeout");
     assert!(received.is_empty());
     assert!(started.elapsed() >= Duration::from_millis(1500), "it waited: {:?}", started.elapsed());
+}
+
+struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A silent SQS under a polling executor runner: every receive times out, and the runner
+/// warns once for the burst, naming the queue, not once per receive; when SQS answers
+/// again one line says that it recovered and how many errors it counted.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_silent_sqs_costs_one_warning_per_burst_not_one_per_receive(pool: PgPool) {
+    // This test's own log lines (the runner runs on this thread: sqlx::test's runtime is
+    // single-threaded and nothing below is spawned).
+    let logs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter("rara_runtime=info")
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let (store, queues, stack) = Stack::fresh(
+        pool,
+        &[
+            ("RARA_SQS_CONNECT_TIMEOUT_MS", "300"),
+            ("RARA_SQS_ATTEMPT_TIMEOUT_MS", "300"),
+            ("RARA_SQS_OPERATION_TIMEOUT_MS", "300"),
+            ("RARA_SQS_MAX_ATTEMPTS", "1"),
+        ],
+    )
+    .await;
+    let peer = SilentPeer::start(endpoint_addr(), true).await;
+    let queue: Arc<dyn Queue> = queues.queue_through(&peer, &stack.settings.timeouts).await;
+    let registry = Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap());
+    let executor = BatchExecutor::new(store.clone(), queue.clone(), registry, &stack.settings);
+    let stop = CancellationToken::new();
+    let options = stack.runner_options(None);
+    let control = async {
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        peer.set_silent(false);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        stop.cancel();
+    };
+    let (ran, ()) = tokio::join!(run_executor(&executor, queue, &options, stop.clone()), control);
+    ran.unwrap();
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let of = |call: &str, level: &str| -> Vec<&serde_json::Value> {
+        lines.iter().filter(|l| l["level"] == level && l["fields"]["call"] == call).collect()
+    };
+    let warnings = of("receive", "WARN");
+    assert_eq!(warnings.len(), 1, "one warning for the burst: {text}");
+    assert_eq!(warnings[0]["fields"]["peer"], queues.url.as_str(), "the warning names the queue");
+    let recovered = of("receive", "INFO");
+    assert_eq!(recovered.len(), 1, "one line when SQS answers again: {text}");
+    let errors = recovered[0]["fields"]["errors"].as_u64().unwrap();
+    assert!(errors >= 3, "7 s of silence made several failed receives, all counted: {errors}");
+    assert_eq!(recovered[0]["fields"]["suppressed"].as_u64(), Some(errors - 1));
 }

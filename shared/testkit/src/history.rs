@@ -46,6 +46,10 @@ pub struct Ledger {
     pub lost_schedulers: u64,
     /// Times a runner was paused (SIGSTOP) past its lease and then resumed.
     pub pauses: u64,
+    /// Times Postgres went silent to the runners (a black hole in front of it): answers to
+    /// calls in flight were lost, so what those calls committed (a claim, a success) the
+    /// runners did not count, as with a killed executor.
+    pub postgres_silences: u64,
 }
 
 /// A broken rule, with what broke it.
@@ -336,11 +340,12 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
     }
     // Counters against the database: each claim opens one attempt row (a re-attach to a
     // detached attempt opens none), each recorded success closes one. Runners killed before
-    // exiting claimed (and recorded) without counting.
+    // exiting claimed (and recorded) without counting, and so did calls whose answers a
+    // silent Postgres peer swallowed.
     // (Skipped when no runner counters were given: a history written without runners.)
     let rows = attempts.len() as u64;
     let successes = attempts.iter().filter(|a| a.outcome == "succeeded").count() as u64;
-    let exact = ledger.killed_executors == 0;
+    let exact = ledger.killed_executors == 0 && ledger.postgres_silences == 0;
     let opened = total.claimed.saturating_sub(total.reattached);
     for (what, db, counted) in [("claims", rows, opened), ("successes", successes, total.succeeded)] {
         if !ledger.runners.is_empty() && ((exact && db != counted) || db < counted) {

@@ -36,6 +36,7 @@ from rara_worker.attach import Refused, open_attach
 from rara_worker.attempt import Attempt
 from rara_worker.attempts import DetachConfig, AttemptTable
 from rara_worker.capability import CapabilityRegistry
+from rara_worker.heartbeat import with_heartbeats
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class ExecutorService(pb_grpc.ExecutorServiceServicer):
             task.add_done_callback(lambda t: self._finished(attempt, t))
         try:
             async with aclosing(attempt.log.attach(0)) as events:
-                async for event in events:
+                async for event in with_heartbeats(events, request.heartbeat_interval_ms):
                     yield event
         finally:
             if task is not None and not attempt.ended:
@@ -133,7 +134,7 @@ class ExecutorService(pb_grpc.ExecutorServiceServicer):
             attempt.log.last_sequence, attempt.ended,
         )
         async with aclosing(reader) as events:
-            async for event in events:
+            async for event in with_heartbeats(events, request.heartbeat_interval_ms):
                 yield event
         if not attempt.ended:
             _log_detached(attempt)  # superseded by a newer Attach, or the client went away

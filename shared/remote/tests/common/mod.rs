@@ -127,6 +127,11 @@ pub enum Step {
     Fail(Status),
     /// Sends numbered progress events every 50 ms until the client goes away.
     ProgressForever(u64),
+    /// A `heartbeat` event (sequence 0).
+    Heartbeat,
+    /// Sends nothing more, the call and its connection kept open, until the client goes
+    /// away: a hung executor that still answers keep-alive pings.
+    Quiet,
 }
 
 pub fn accepted(seq: u64) -> Step {
@@ -214,6 +219,10 @@ impl ExecutorService for Scripted {
         let timeout = request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).map(str::to_owned);
         self.seen.execute_timeouts.lock().unwrap().push(timeout);
         let request = request.into_inner();
+        if request.operation == "never_starts" {
+            // Accepts the call and never sends its response headers.
+            std::future::pending::<()>().await;
+        }
         let script = self
             .scripts
             .get(&request.operation)
@@ -238,6 +247,17 @@ impl ExecutorService for Scripted {
                     }
                     Step::Fail(status) => {
                         let _ = tx.send(Err(status)).await;
+                        return;
+                    }
+                    Step::Heartbeat => {
+                        let event = Event::Heartbeat(pb::Heartbeat {});
+                        let response = pb::ExecuteResponse { sequence: 0, timestamp: None, event: Some(event) };
+                        if tx.send(Ok(response)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Step::Quiet => {
+                        tx.closed().await;
                         return;
                     }
                     Step::ProgressForever(mut sequence) => loop {

@@ -50,7 +50,7 @@ impl BatchExecutor {
         }
         if !successes.is_empty() {
             let (records, items) = unzip(successes);
-            let results = self.env.store.succeed(&items).await;
+            let results = self.db(self.env.store.succeed(&items)).await;
             for (record, _) in self.settle(records, items, results, report) {
                 report.counters.succeeded += 1;
                 report.acknowledge(record.message_id, Ack::Succeeded);
@@ -58,7 +58,7 @@ impl BatchExecutor {
         }
         if !expansions.is_empty() {
             let (records, items) = unzip(expansions);
-            let results = self.env.store.expand(&items).await;
+            let results = self.db(self.env.store.expand(&items)).await;
             for (record, expansion) in self.settle(records, items, results, report) {
                 report.counters.expanded += 1;
                 tracing::info!(step_id = %expansion.holder.step_id, children = expansion.children.len(), "map step expanded");
@@ -67,7 +67,7 @@ impl BatchExecutor {
         }
         if !failures.is_empty() {
             let (records, items) = unzip(failures);
-            let results = self.env.store.fail(&items).await;
+            let results = self.db(self.env.store.fail(&items)).await;
             for (record, _) in self.settle(records, items, results, report) {
                 report.counters.failed += 1;
                 report.acknowledge(record.message_id, Ack::Failed);
@@ -75,7 +75,7 @@ impl BatchExecutor {
         }
         if !via_postgres.is_empty() {
             let (records, items) = unzip(via_postgres);
-            let results = self.env.store.retry(&items, RetryVia::Postgres).await;
+            let results = self.db(self.env.store.retry(&items, RetryVia::Postgres)).await;
             for (record, _) in self.settle(records, items, results, report) {
                 report.counters.retried += 1;
                 report.counters.deferred += 1;
@@ -88,7 +88,7 @@ impl BatchExecutor {
                 codes::EXECUTOR_SHUTDOWN,
                 "the runner stopped before the step finished; the step was given back",
             );
-            let results = self.env.store.release_running(&holders, &error).await;
+            let results = self.db(self.env.store.release_running(&holders, &error)).await;
             for (record, holder) in self.settle(records, holders, results, report) {
                 report.counters.released += 1;
                 tracing::info!(step_id = %holder.step_id, "step given back; another executor runs it");
@@ -98,7 +98,7 @@ impl BatchExecutor {
         if !parks.is_empty() {
             let (records, items) = unzip(parks);
             let interval = self.reattach_interval;
-            let results = self.env.store.park(&items, interval, self.delivery_timeout).await;
+            let results = self.db(self.env.store.park(&items, interval, self.delivery_timeout)).await;
             for (record, park) in self.settle(records, items, results, report) {
                 report.counters.parked += 1;
                 tracing::info!(
@@ -112,7 +112,8 @@ impl BatchExecutor {
             let (records, items) = unzip(via_message);
             // The same message comes back after the delay: its lease lasts the delay plus the
             // delivery timeout, like a fresh one.
-            let results = self.env.store.retry(&items, RetryVia::Message { lease: self.delivery_timeout }).await;
+            let results =
+                self.db(self.env.store.retry(&items, RetryVia::Message { lease: self.delivery_timeout })).await;
             for (record, (holder, error, delay)) in self.settle(records, items, results, report) {
                 report.counters.retried += 1;
                 tracing::info!(step_id = %holder.step_id, code = %error.code, delay_ms = delay.as_millis() as u64, "retry scheduled; the message comes back after the delay");

@@ -73,7 +73,7 @@ impl BatchExecutor {
         let upstream = if needs.is_empty() {
             Upstream::default()
         } else {
-            match self.env.store.references(&needs).await {
+            match self.db(self.env.store.references(&needs)).await {
                 Ok(upstream) => upstream,
                 Err(e) => {
                     tracing::error!(error = %e, steps = steps.len() + maps.len(), "could not read what the inputs' references need");
@@ -122,7 +122,7 @@ impl BatchExecutor {
             return ended;
         }
 
-        let results = match self.env.store.record_inputs(&items).await {
+        let results = match self.db(self.env.store.record_inputs(&items)).await {
             Ok(results) => results,
             Err(e) => {
                 tracing::error!(error = %e, "could not record the resolved inputs");

@@ -22,11 +22,12 @@ pub(super) struct RoundTrace {
 }
 
 impl RoundTrace {
-    /// Reads the runs' contexts of `leased` (one statement). A failure only costs the round
-    /// its spans: the messages then start fresh traces, and the steps run as always.
-    pub(super) async fn read(store: &Store, leased: &[Leased]) -> Self {
+    /// Reads the runs' contexts of `leased` (one statement, for at most `bound`). A failure
+    /// only costs the round its spans: the messages then start fresh traces, and the steps
+    /// run as always.
+    pub(super) async fn read(store: &Store, leased: &[Leased], bound: std::time::Duration) -> Self {
         let ids: Vec<Uuid> = leased.iter().map(|l| l.step_id).collect();
-        let traces = match store.lease_traces(&ids).await {
+        let traces = match crate::timeouts::db_call(bound, store.lease_traces(&ids)).await {
             Ok(traces) => traces,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the leased steps' traces; their messages start new ones");

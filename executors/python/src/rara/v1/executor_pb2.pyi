@@ -34,7 +34,7 @@ class Capability(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[str] = ..., detachable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "map_index", "deadline", "trace_context", "detachable")
+    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "map_index", "deadline", "heartbeat_interval_ms", "trace_context", "detachable")
     class TraceContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class ExecuteRequest(_message.Message):
     INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
     MAP_INDEX_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     DETACHABLE_FIELD_NUMBER: _ClassVar[int]
     run_id: str
@@ -62,12 +63,13 @@ class ExecuteRequest(_message.Message):
     input_json: str
     map_index: int
     deadline: _timestamp_pb2.Timestamp
+    heartbeat_interval_ms: int
     trace_context: _containers.ScalarMap[str, str]
     detachable: bool
-    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., map_index: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., detachable: _Optional[bool] = ...) -> None: ...
+    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., map_index: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_interval_ms: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., detachable: _Optional[bool] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
-    __slots__ = ("step_id", "attempt", "fence", "after_sequence", "trace_context")
+    __slots__ = ("step_id", "attempt", "fence", "after_sequence", "heartbeat_interval_ms", "trace_context")
     class TraceContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -79,22 +81,25 @@ class AttachRequest(_message.Message):
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     step_id: str
     attempt: int
     fence: int
     after_sequence: int
+    heartbeat_interval_ms: int
     trace_context: _containers.ScalarMap[str, str]
-    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., after_sequence: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., after_sequence: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ("sequence", "timestamp", "accepted", "running", "progress", "artifact", "succeeded", "failed", "cancelled")
+    __slots__ = ("sequence", "timestamp", "accepted", "running", "progress", "artifact", "heartbeat", "succeeded", "failed", "cancelled")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     SUCCEEDED_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
@@ -104,12 +109,17 @@ class ExecuteResponse(_message.Message):
     running: Running
     progress: Progress
     artifact: Artifact
+    heartbeat: Heartbeat
     succeeded: Succeeded
     failed: Failed
     cancelled: Cancelled
-    def __init__(self, sequence: _Optional[int] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ..., running: _Optional[_Union[Running, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., artifact: _Optional[_Union[Artifact, _Mapping]] = ..., succeeded: _Optional[_Union[Succeeded, _Mapping]] = ..., failed: _Optional[_Union[Failed, _Mapping]] = ..., cancelled: _Optional[_Union[Cancelled, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted: _Optional[_Union[Accepted, _Mapping]] = ..., running: _Optional[_Union[Running, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., artifact: _Optional[_Union[Artifact, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., succeeded: _Optional[_Union[Succeeded, _Mapping]] = ..., failed: _Optional[_Union[Failed, _Mapping]] = ..., cancelled: _Optional[_Union[Cancelled, _Mapping]] = ...) -> None: ...
 
 class Accepted(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Heartbeat(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
