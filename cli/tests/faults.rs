@@ -1042,13 +1042,12 @@ async fn runners_facing_a_silent_postgres_exit_within_their_grace_and_lose_nothi
 ///     executors take part in new work, no step stays held past one lease once the reaper
 ///     reaches Postgres, and the checker's invariants hold.
 ///
-///     Ignored for now: it passes alone but fails when it follows other scenarios — the
-///     executors' pools stay exhausted ("pool timed out") after the silence, which matches
-///     sqlx issue #4349 (a connection dropped mid-call keeps its pool permit while sqlx's
-///     release path waits on it). The bounded `after_release` check in `wiring.rs` is not
-///     enough. Run it with `--ignored`.
+///     The peer holds what is sent during the silence and delivers it late, as TCP does once
+///     a partition heals: a connection whose call was given up client-side gets its lost
+///     answers and goes back to its pool clean. (An earlier peer dropped those bytes, which
+///     TCP never does; the connections then waited forever for their answers and the pools
+///     stayed exhausted.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "executor pools can stay exhausted after the silence (sqlx #4349); see the doc comment"]
 async fn runners_resume_without_a_restart_when_a_silent_postgres_speaks_again() {
     let mut s = Stack::new("13-silent-postgres-resume").await;
     let peer = SilentPeer::start(postgres_addr(), false).await;

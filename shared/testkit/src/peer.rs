@@ -1,14 +1,18 @@
 //! A TCP peer in front of a real service that can go *silent*: while silent it accepts
-//! connections and never answers (a black hole: no reset, no bytes), and it stops
-//! forwarding on connections already open; when it speaks again, new connections are
-//! forwarded to the upstream service byte for byte. The fault the deadline tests need: a
-//! refused connection fails fast, a silent peer only a deadline can end.
+//! connections and never answers (a black hole: no reset, no bytes), and it delivers nothing
+//! on connections already open; when it speaks again, new connections are forwarded to the
+//! upstream service byte for byte, and open ones get what was sent during the silence, late
+//! and in order, as TCP delivers it once a partition heals (bytes are delayed, never lost).
+//! The fault the deadline tests need: a refused connection fails fast, a silent peer only a
+//! deadline can end.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
@@ -61,38 +65,34 @@ impl Drop for SilentPeer {
     }
 }
 
-/// Copies both ways until either side closes; once the peer is silent, bytes are read and
-/// dropped (the connection stays open and says nothing).
+/// Copies both ways until either side closes.
 async fn forward(client: TcpStream, upstream: SocketAddr, silent: Arc<AtomicBool>) {
     let Ok(server) = TcpStream::connect(upstream).await else { return };
-    let (mut client_read, mut client_write) = client.into_split();
-    let (mut server_read, mut server_write) = server.into_split();
-    let up = {
-        let silent = silent.clone();
-        async move {
-            let mut buf = vec![0u8; 16 * 1024];
-            loop {
-                let n = match client_read.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                if !silent.load(Ordering::SeqCst) && server_write.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-            }
-        }
-    };
-    let down = async move {
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            let n = match server_read.read(&mut buf).await {
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    tokio::join!(pipe(client_read, server_write, silent.clone()), pipe(server_read, client_write, silent));
+}
+
+/// One direction: everything read is delivered while the peer speaks; while it is silent,
+/// what is read is held (the sender is never blocked, the receiver gets nothing) and
+/// delivered, in order, once it speaks again.
+async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, silent: Arc<AtomicBool>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut held: Vec<u8> = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        tokio::select! {
+            read = from.read(&mut buf) => match read {
                 Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            };
-            if !silent.load(Ordering::SeqCst) && client_write.write_all(&buf[..n]).await.is_err() {
+                Ok(n) => held.extend_from_slice(&buf[..n]),
+            },
+            _ = tick.tick() => {}
+        }
+        if !held.is_empty() && !silent.load(Ordering::SeqCst) {
+            if to.write_all(&held).await.is_err() {
                 return;
             }
+            held.clear();
         }
-    };
-    tokio::join!(up, down);
+    }
 }
