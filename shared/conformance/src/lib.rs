@@ -90,6 +90,9 @@ const CALL_STOP_SETTLE: Duration = Duration::from_secs(1);
 const END_OF_STREAM_GRACE: Duration = rara_remote::client::END_OF_STREAM_GRACE;
 /// The deadline of the step that must run into it.
 const SHORT_DEADLINE: Duration = Duration::from_secs(1);
+/// The heartbeat interval the heartbeat check asks for: well under the gaps between a
+/// `conformance.sleep`'s progress reports.
+const HEARTBEAT_ASKED_MS: u32 = 50;
 
 /// The endpoint cannot be dialled at all (a bad URL); anything the endpoint does is a
 /// [`Verdict`] in the [`Report`].
@@ -142,6 +145,7 @@ impl Suite {
         self.cancel_unknown().await;
         self.deadline_mid_step().await;
         self.call_cancellation().await;
+        self.heartbeat().await;
         if offers[SLEEP].detachable {
             self.detach().await;
         } else {
@@ -498,6 +502,27 @@ impl Suite {
         self.findings.record(Rule::DeadlineMidStep, outcome);
     }
 
+    /// [`Rule::Heartbeat`]: a second of `conformance.sleep` (progress every 200–250 ms) with a
+    /// heartbeat asked every 50 ms.
+    async fn heartbeat(&mut self) {
+        let what = format!("Execute {SLEEP} for 1 s with heartbeat_interval_ms {HEARTBEAT_ASKED_MS}");
+        let mut request = request(SLEEP, "", &json!({"seconds": 1}).to_string(), in_a_while());
+        request.heartbeat_interval_ms = HEARTBEAT_ASKED_MS;
+        let Some(mut stream) = self.execute(Rule::Heartbeat, &what, request).await else { return };
+        stream.read_to_end(STREAM_BOUND).await;
+        self.check_stream(&stream);
+        let outcome = if stream.heartbeats.is_empty() {
+            Err(format!("{what}: no heartbeat in the quiet stretches between progress reports; {}", stream.ending()))
+        } else if let Some(h) = stream.heartbeats.iter().find(|h| h.sequence != 0) {
+            Err(format!("{what}: a heartbeat carried sequence {}, expected 0", h.sequence))
+        } else if !matches!(stream.terminal(), Some(Event::Succeeded(_))) {
+            Err(format!("{what}: ended with {}, expected succeeded", describe_terminal(&stream)))
+        } else {
+            Ok(())
+        };
+        self.findings.record(Rule::Heartbeat, outcome);
+    }
+
     /// [`Rule::CallCancellation`]: the client goes away from a running, non-detachable attempt.
     async fn call_cancellation(&mut self) {
         let what = format!("Execute {SLEEP}, then the call dropped");
@@ -626,13 +651,15 @@ struct Stream {
     /// The `after_sequence` of an `Attach` (0 for `Execute`).
     after: u64,
     events: Vec<pb::ExecuteResponse>,
+    /// The `heartbeat` events, apart: they are not events of the attempt.
+    heartbeats: Vec<pb::ExecuteResponse>,
     inner: tonic::Streaming<pb::ExecuteResponse>,
     end: Option<End>,
 }
 
 impl Stream {
     fn new(what: &str, after: u64, inner: tonic::Streaming<pb::ExecuteResponse>) -> Self {
-        Stream { what: what.to_owned(), after, events: Vec::new(), inner, end: None }
+        Stream { what: what.to_owned(), after, events: Vec::new(), heartbeats: Vec::new(), inner, end: None }
     }
 
     /// Reads until `enough` holds, the stream ends, or `bound` passes; whether `enough` held.
@@ -643,6 +670,7 @@ impl Stream {
                 return false;
             }
             match tokio::time::timeout_at(until, self.inner.message()).await {
+                Ok(Ok(Some(event))) if matches!(event.event, Some(Event::Heartbeat(_))) => self.heartbeats.push(event),
                 Ok(Ok(Some(event))) => self.events.push(event),
                 Ok(Ok(None)) => self.end = Some(End::Finished),
                 Ok(Err(status)) => self.end = Some(End::Broke(status)),

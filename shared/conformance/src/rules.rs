@@ -61,11 +61,14 @@ pub enum Rule {
     /// For a detachable capability: `Attach` to an unknown attempt is NOT_FOUND, with an older
     /// fence FAILED_PRECONDITION.
     AttachRefusals,
+    /// Asked for heartbeats (`heartbeat_interval_ms`), a stream that is quiet for longer sends
+    /// `heartbeat` events: sequence 0, outside the order, the attempt's events unchanged.
+    Heartbeat,
 }
 
 impl Rule {
     /// Every rule, in the order the report lists them.
-    pub const ALL: [Rule; 20] = [
+    pub const ALL: [Rule; 21] = [
         Rule::Capabilities,
         Rule::Health,
         Rule::Sequence,
@@ -86,6 +89,7 @@ impl Rule {
         Rule::CallCancellation,
         Rule::Detach,
         Rule::AttachRefusals,
+        Rule::Heartbeat,
     ];
 
     /// The rule's stable name, as the report prints it.
@@ -111,6 +115,7 @@ impl Rule {
             Rule::CallCancellation => "call-cancellation",
             Rule::Detach => "detach",
             Rule::AttachRefusals => "attach-refusals",
+            Rule::Heartbeat => "heartbeat",
         }
     }
 }

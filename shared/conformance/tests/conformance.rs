@@ -71,3 +71,11 @@ async fn an_attempt_that_outlives_its_call_is_reported() {
     assert!(what.contains("still ran"), "{what}");
     assert_eq!(report.violations().count(), 1, "{report}");
 }
+
+#[tokio::test]
+async fn an_executor_that_sends_no_heartbeats_is_reported() {
+    let report = broken(Flaw::NoHeartbeats).await;
+    let what = report.violation(Rule::Heartbeat).unwrap_or_else(|| panic!("{report}"));
+    assert!(what.contains("no heartbeat"), "{what}");
+    assert_eq!(report.violations().count(), 1, "{report}");
+}

@@ -29,6 +29,8 @@ pub enum Flaw {
     CancelNotFound,
     /// An attempt goes on after its call is cancelled.
     IgnoresCallCancellation,
+    /// Heartbeats asked for are never sent.
+    NoHeartbeats,
 }
 
 /// A running attempt, as `Cancel` finds it.
@@ -111,8 +113,29 @@ impl ExecutorService for Minimal {
         let key = (request.step_id.clone(), request.attempt);
         self.attempts.lock().unwrap().insert(key.clone(), stop.clone());
         let (attempts, flaw) = (self.attempts.clone(), self.flaw);
+        // Heartbeats when asked: this executor simply sends one every interval until the
+        // attempt ends (more often than the contract asks, which is allowed).
+        let heartbeats = (request.heartbeat_interval_ms > 0 && flaw != Some(Flaw::NoHeartbeats)).then(|| {
+            let (tx, every) = (tx.clone(), Duration::from_millis(request.heartbeat_interval_ms.into()));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let beat = pb::ExecuteResponse {
+                        sequence: 0,
+                        timestamp: None,
+                        event: Some(Event::Heartbeat(pb::Heartbeat {})),
+                    };
+                    if tx.send(Ok(beat)).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        });
         tokio::spawn(async move {
             attempt(request, Events { tx, sequence: 0 }, stop, flaw).await;
+            if let Some(heartbeats) = heartbeats {
+                heartbeats.abort();
+            }
             attempts.lock().unwrap().remove(&key);
         });
         Ok(Response::new(ReceiverStream::new(rx)))
