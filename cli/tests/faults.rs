@@ -388,6 +388,25 @@ impl Stack {
         sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
     }
 
+    /// The database's clock now, to compare attempts' start times with.
+    async fn clock(&self) -> String {
+        sqlx::query_scalar("SELECT clock_timestamp()::text").fetch_one(&self.pool).await.unwrap()
+    }
+
+    /// Asserts that both executors (`exec-a`, `exec-b`) started attempts after `since`
+    /// (a [`clock`](Self::clock) reading).
+    async fn assert_both_executors_worked_since(&self, since: &str) {
+        let started: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT leased_by, count(*) FROM step_attempts WHERE started_at > $1::timestamptz GROUP BY leased_by",
+        )
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await
+        .unwrap();
+        let started: HashMap<String, i64> = started.into_iter().collect();
+        assert!(started.contains_key("exec-a") && started.contains_key("exec-b"), "both make progress: {started:?}");
+    }
+
     async fn unfinished_runs(&self) -> i64 {
         self.scalar("SELECT count(*) FROM workflow_runs WHERE status = 'running'").await
     }
@@ -912,19 +931,11 @@ async fn killed_database_connections_wedge_nothing() {
     }
     // After the faults: new work, and both executors must take part in it (30 steps of
     // 1.5 s: one executor holds at most a batch of 10 at a time).
-    let after: String = sqlx::query_scalar("SELECT clock_timestamp()::text").fetch_one(&s.pool).await.unwrap();
+    let after = s.clock().await;
     s.submit(30, Shape::Sleeper).await;
     s.until_finished(RUN_BOUND).await;
     assert!(s.runners[a].alive() && s.runners[b].alive(), "no executor exited");
-    let since: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT leased_by, count(*) FROM step_attempts WHERE started_at > $1::timestamptz GROUP BY leased_by",
-    )
-    .bind(after)
-    .fetch_all(&s.pool)
-    .await
-    .unwrap();
-    let since: HashMap<String, i64> = since.into_iter().collect();
-    assert!(since.contains_key("exec-a") && since.contains_key("exec-b"), "both make progress: {since:?}");
+    s.assert_both_executors_worked_since(&after).await;
     s.finish().await;
 }
 
@@ -1078,7 +1089,7 @@ async fn runners_resume_without_a_restart_when_a_silent_postgres_speaks_again() 
     let silence = Duration::from_secs(LEASE_SECONDS + 3);
     tokio::time::sleep(silence).await;
     peer.set_silent(false);
-    let spoke: String = sqlx::query_scalar("SELECT clock_timestamp()::text").fetch_one(&s.pool).await.unwrap();
+    let spoke = s.clock().await;
     assert!(blocked > 0, "runner calls were in flight when the peer went silent");
     s.notes.push(format!(
         "Postgres silent for {} s with {blocked} runner calls in flight, then answering again; no restart",
@@ -1092,15 +1103,7 @@ async fn runners_resume_without_a_restart_when_a_silent_postgres_speaks_again() 
     for i in runners {
         assert!(s.runners[i].alive(), "{} is still running", s.runners[i].name);
     }
-    let since: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT leased_by, count(*) FROM step_attempts WHERE started_at > $1::timestamptz GROUP BY leased_by",
-    )
-    .bind(spoke)
-    .fetch_all(&s.pool)
-    .await
-    .unwrap();
-    let since: HashMap<String, i64> = since.into_iter().collect();
-    assert!(since.contains_key("exec-a") && since.contains_key("exec-b"), "both make progress: {since:?}");
+    s.assert_both_executors_worked_since(&spoke).await;
     s.finish().await;
 }
 

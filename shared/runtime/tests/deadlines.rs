@@ -288,18 +288,6 @@ async fn a_long_poll_may_take_its_whole_wait_beyond_the_attempt_timeout() {
     assert!(started.elapsed() >= Duration::from_millis(1500), "it waited: {:?}", started.elapsed());
 }
 
-struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A silent SQS under a polling executor runner: every receive times out, and the runner
 /// warns once for the burst, naming the queue, not once per receive; when SQS answers
 /// again one line says that it recovered and how many errors it counted.
@@ -312,7 +300,7 @@ async fn a_silent_sqs_costs_one_warning_per_burst_not_one_per_receive(pool: PgPo
     let subscriber = tracing_subscriber::fmt()
         .json()
         .with_env_filter("rara_runtime=info")
-        .with_writer(move || Sink(sink.clone()))
+        .with_writer(move || LogSink(sink.clone()))
         .finish();
     let _logging = tracing::subscriber::set_default(subscriber);
     let (store, queues, stack) = Stack::fresh(

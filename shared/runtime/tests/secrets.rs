@@ -42,25 +42,13 @@ fn captured_logs(provider: opentelemetry_sdk::trace::SdkTracerProvider) -> Arc<M
             .with_current_span(true)
             .with_span_list(true)
             .with_max_level(tracing::Level::DEBUG)
-            .with_writer(move || Sink(sink.clone()))
+            .with_writer(move || LogSink(sink.clone()))
             .finish()
             .with(tracing_opentelemetry::layer().with_tracer(provider.tracer(telemetry::SCOPE)));
         tracing::subscriber::set_global_default(subscriber).unwrap();
         logs
     })
     .clone()
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// An in-memory secret store.

@@ -39,17 +39,7 @@ async fn each_batch_statement_notifies_each_run_it_changed_once(pool: PgPool) {
     assert_eq!(lease.len(), 2, "one notification per run for the lease of 15 steps: {lease:?}");
     assert_eq!(lease.into_iter().collect::<BTreeSet<_>>(), runs);
 
-    let requests: Vec<_> = leased.iter().map(request).collect();
-    let claimed: Vec<_> = store
-        .claim("executor", &requests, LEASE)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| match c {
-            rara_store::claim::ClaimOutcome::Claimed(step) => *step,
-            other => panic!("not claimed: {other:?}"),
-        })
-        .collect();
+    let claimed = claim_all(&store, "executor", &leased).await;
     let claim = drain(&mut listener).await;
     assert_eq!(claim.into_iter().collect::<BTreeSet<_>>(), runs, "the claim notifies both runs, once each");
 

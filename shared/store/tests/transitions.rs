@@ -466,17 +466,7 @@ async fn batch_outcomes_report_each_item(pool: PgPool) {
     let store = Store::new(pool.clone());
     store.submit(&flat_plan(3)).await.unwrap();
     let leased = store.lease_due("scheduler", 3, LEASE).await.unwrap();
-    let requests: Vec<_> = leased.iter().map(request).collect();
-    let claimed: Vec<_> = store
-        .claim("w", &requests, LEASE)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| match o {
-            ClaimOutcome::Claimed(s) => *s,
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let claimed = claim_all(&store, "w", &leased).await;
     let items = vec![
         (claimed[0].holder.clone(), serde_json::json!({"i": 0})),
         (stale_holder(&claimed[1].holder), serde_json::json!({"i": 1})),

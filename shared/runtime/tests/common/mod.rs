@@ -132,3 +132,16 @@ impl rara_runtime::secrets::SecretResolver for Vault {
         }
     }
 }
+
+/// A log writer into a shared buffer, for tests that read the log lines they caused.
+pub struct LogSink(pub Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

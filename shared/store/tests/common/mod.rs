@@ -83,10 +83,20 @@ pub fn request(leased: &Leased) -> ClaimRequest {
 
 /// Claims one leased step and expects it to be claimed.
 pub async fn claim_one(store: &Store, worker: &str, leased: &Leased) -> ClaimedStep {
-    match store.claim(worker, &[request(leased)], LEASE).await.expect("claim").remove(0) {
-        ClaimOutcome::Claimed(step) => *step,
-        other => panic!("expected a claim, got {other:?}"),
-    }
+    claim_all(store, worker, std::slice::from_ref(leased)).await.remove(0)
+}
+
+/// Claims leased steps in one batch and expects every one to be claimed.
+pub async fn claim_all(store: &Store, worker: &str, leased: &[Leased]) -> Vec<ClaimedStep> {
+    let requests: Vec<_> = leased.iter().map(request).collect();
+    let outcomes = store.claim(worker, &requests, LEASE).await.expect("claim");
+    outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            ClaimOutcome::Claimed(step) => *step,
+            other => panic!("expected a claim, got {other:?}"),
+        })
+        .collect()
 }
 
 /// Leases the one due step of `run_id` named `name` (and anything else due).
