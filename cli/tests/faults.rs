@@ -1004,6 +1004,26 @@ fn through_peer(s: &Stack, peer: &SilentPeer, grace: u64) -> Vec<(&'static str, 
     ]
 }
 
+/// Scenarios 12 and 13: a peer in front of Postgres (speaking), 20 diamond steps, and a
+/// scheduler and two executors (`exec-a`, `exec-b`) connected through it with a shutdown
+/// grace of `grace` s, once half the steps have succeeded. Returns the peer, the runners'
+/// environment and the runners.
+async fn runners_through_a_postgres_peer(
+    s: &mut Stack,
+    grace: u64,
+) -> (SilentPeer, Vec<(&'static str, String)>, [usize; 3]) {
+    let peer = SilentPeer::start(postgres_addr(), false).await;
+    let env = through_peer(s, &peer, grace);
+    s.submit(20, Shape::Diamond).await;
+    let runners = [
+        s.spawn_with("scheduler", "scheduler", &env),
+        s.spawn_with("executor", "exec-a", &env),
+        s.spawn_with("executor", "exec-b", &env),
+    ];
+    s.until_succeeded(10).await;
+    (peer, env, runners)
+}
+
 /// 12. Postgres goes silent (a black hole in front of it: connections accepted, nothing
 ///     answered) under a running scheduler and two executors: SIGTERM ends each within its
 ///     grace + 5 s. When the peer speaks again a fresh scheduler and executor finish every
@@ -1013,15 +1033,7 @@ fn through_peer(s: &Stack, peer: &SilentPeer, grace: u64) -> Vec<(&'static str, 
 async fn runners_facing_a_silent_postgres_exit_within_their_grace_and_lose_nothing() {
     const GRACE: u64 = 1;
     let mut s = Stack::new("12-silent-postgres-sigterm").await;
-    let peer = SilentPeer::start(postgres_addr(), false).await;
-    let env = through_peer(&s, &peer, GRACE);
-    s.submit(20, Shape::Diamond).await;
-    let runners = [
-        s.spawn_with("scheduler", "scheduler", &env),
-        s.spawn_with("executor", "exec-a", &env),
-        s.spawn_with("executor", "exec-b", &env),
-    ];
-    s.until_succeeded(10).await;
+    let (peer, env, runners) = runners_through_a_postgres_peer(&mut s, GRACE).await;
     peer.set_silent(true);
     s.faults += 1;
     s.ledger.postgres_silences += 1;
@@ -1061,15 +1073,7 @@ async fn runners_facing_a_silent_postgres_exit_within_their_grace_and_lose_nothi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runners_resume_without_a_restart_when_a_silent_postgres_speaks_again() {
     let mut s = Stack::new("13-silent-postgres-resume").await;
-    let peer = SilentPeer::start(postgres_addr(), false).await;
-    let env = through_peer(&s, &peer, 1);
-    s.submit(20, Shape::Diamond).await;
-    let runners = [
-        s.spawn_with("scheduler", "scheduler", &env),
-        s.spawn_with("executor", "exec-a", &env),
-        s.spawn_with("executor", "exec-b", &env),
-    ];
-    s.until_succeeded(10).await;
+    let (peer, _env, runners) = runners_through_a_postgres_peer(&mut s, 1).await;
     // Catch the runners' calls in flight: a lock on `steps` holds every statement on it at
     // the server; the peer goes silent; the lock goes, and the answers to those calls are
     // lost in the black hole. Only a client-side deadline ends such a call.

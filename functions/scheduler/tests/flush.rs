@@ -5,15 +5,16 @@
 //! installed once per process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use lambda_runtime::{Context, LambdaEvent};
 use rara_queue::Queue;
 use rara_runtime::scheduler::Scheduler;
 use rara_runtime::telemetry::{self, Config, Protocol};
 use rara_store::Store;
-use rara_testkit::{OtlpReceiver, Queues, repo_root, settings, submit};
+use rara_testkit::{OtlpReceiver, Queues, settings, submit};
 use sqlx::PgPool;
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
@@ -26,17 +27,8 @@ async fn the_handler_exports_its_spans_before_it_returns(pool: PgPool) {
     let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
     let scheduler = Scheduler::new(store.clone(), queues.queue(), settings);
 
-    let text = std::fs::read_to_string(repo_root().join("tests/fixtures/scheduled-event.json")).unwrap();
-    let payload: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let mut context = Context::default();
-    context.deadline = (std::time::SystemTime::now() + Duration::from_secs(10))
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
     let counters =
-        scheduler::handle(&scheduler, Duration::ZERO, Duration::from_secs(1), LambdaEvent::new(payload, context))
-            .await
-            .unwrap();
+        scheduler::handle(&scheduler, Duration::ZERO, Duration::from_secs(1), common::scheduled_event()).await.unwrap();
     assert_eq!(counters.sent, 1);
 
     // No waiting: the spans are at the receiver when the handler returns.

@@ -2,6 +2,8 @@
 //! (`tests/fixtures/scheduled-event.json`), against Postgres and LocalStack's SQS.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +11,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use rara_queue::{Queue, StepMessage};
 use rara_runtime::scheduler::Scheduler;
 use rara_store::Store;
-use rara_testkit::{Queues, repo_root, settings, submit};
+use rara_testkit::{Queues, settings, submit};
 use sqlx::PgPool;
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
@@ -25,18 +27,9 @@ async fn a_scheduled_event_leases_and_enqueues_every_due_step(pool: PgPool) {
     .await;
     let scheduler = Scheduler::new(store.clone(), queues.queue(), settings);
 
-    let text = std::fs::read_to_string(repo_root().join("tests/fixtures/scheduled-event.json")).unwrap();
-    let payload: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let mut context = Context::default();
-    context.deadline = (std::time::SystemTime::now() + Duration::from_secs(10))
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
     // A zero budget: one pass, then answer.
     let counters =
-        scheduler::handle(&scheduler, Duration::ZERO, Duration::from_secs(1), LambdaEvent::new(payload, context))
-            .await
-            .unwrap();
+        scheduler::handle(&scheduler, Duration::ZERO, Duration::from_secs(1), common::scheduled_event()).await.unwrap();
     assert_eq!((counters.leased, counters.sent, counters.released), (2, 2, 0), "c waits for a");
 
     let mut messages = queues.queue().receive(10, Duration::from_secs(1)).await.unwrap();
