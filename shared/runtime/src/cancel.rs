@@ -5,6 +5,7 @@
 //! holder's [`CancelWatch`], whose heartbeat then checks the lease at once and finds it gone (the
 //! next regular heartbeat does if the notification was missed).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,18 +59,28 @@ pub async fn cancel(store: &Store, id: Uuid, reason: &str) -> Result<Cancelled, 
 const WATCH_BUFFER: usize = 256;
 /// The pause before listening again after the listener failed.
 const WATCH_RETRY: Duration = Duration::from_secs(1);
+/// How long executions must have been running before the listener connects: a batch of short
+/// steps ends sooner and costs no connection (it was a backend forked and torn down per batch,
+/// about as much Postgres CPU as the batch's own statements: BENCHMARKS.md).
+pub const WATCH_START_DELAY: Duration = Duration::from_millis(100);
+/// Sent to the subscribers once the listener is up (and again after it reconnects): a cancel
+/// may have come while nobody listened, so every holder checks its lease once.
+pub const CHECK_NOW: Uuid = Uuid::nil();
 
 /// The steps operators cancel, heard on [`rara_store::listen::CANCEL_CHANNEL`] by one listener
 /// per process (a connection of its own) while the process runs executions: the first
-/// [`subscribe`](Self::subscribe) starts it in the background, the last [`Subscription`]
-/// dropped stops it and closes its connection. Each execution's heartbeat subscribes and checks
-/// its lease at once when its step is named, so a step cancelled while it runs stops within
-/// milliseconds, not at the next heartbeat. An accelerator only: a notification missed (the
-/// listener still connecting or reconnecting) leaves the regular heartbeat to find the cancel.
+/// [`subscribe`](Self::subscribe) starts it in the background, connecting after
+/// [`WATCH_START_DELAY`] if anyone still subscribes; the last [`Subscription`] dropped stops it
+/// and closes its connection. Each execution's heartbeat subscribes and checks its lease at
+/// once when its step is named (or [`CHECK_NOW`] comes: the listener just connected), so a
+/// step cancelled while it runs stops within milliseconds, not at the next heartbeat. An
+/// accelerator only: a notification missed leaves the regular heartbeat to find the cancel.
 #[derive(Debug, Clone)]
 pub struct CancelWatch {
     store: Store,
     state: Arc<Mutex<WatchState>>,
+    /// Connections the listener opened (or tried to).
+    connections: Arc<AtomicU64>,
 }
 
 #[derive(Debug, Default)]
@@ -88,7 +99,7 @@ pub struct Subscription {
 
 impl CancelWatch {
     pub fn new(store: Store) -> Self {
-        CancelWatch { store, state: Arc::default() }
+        CancelWatch { store, state: Arc::default(), connections: Arc::default() }
     }
 
     /// Cancelled step ids from now on. The caller never waits for the listener's connection;
@@ -98,12 +109,17 @@ impl CancelWatch {
         let (sender, _) = state.relay.get_or_insert_with(|| {
             let (sender, _) = broadcast::channel(WATCH_BUFFER);
             let stop = CancellationToken::new();
-            tokio::spawn(relay(self.store.clone(), sender.clone(), stop.clone()));
+            tokio::spawn(relay(self.store.clone(), sender.clone(), stop.clone(), self.connections.clone()));
             (sender, stop)
         });
         let receiver = sender.subscribe();
         state.subscribers += 1;
         Subscription { receiver, state: self.state.clone() }
+    }
+
+    /// How many connections the listener has opened or tried to open so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
     }
 }
 
@@ -128,9 +144,14 @@ impl Drop for Subscription {
 
 /// Relays the cancel notifications to the subscribers until `stop`, listening again after a
 /// failure.
-async fn relay(store: Store, sender: broadcast::Sender<Uuid>, stop: CancellationToken) {
+async fn relay(store: Store, sender: broadcast::Sender<Uuid>, stop: CancellationToken, connections: Arc<AtomicU64>) {
+    tokio::select! {
+        () = tokio::time::sleep(WATCH_START_DELAY) => {}
+        () = stop.cancelled() => return,
+    }
     let mut failing = false;
     while !stop.is_cancelled() {
+        connections.fetch_add(1, Ordering::Relaxed);
         let listening = tokio::select! {
             listening = store.listen_cancels() => listening,
             () = stop.cancelled() => return,
@@ -150,6 +171,8 @@ async fn relay(store: Store, sender: broadcast::Sender<Uuid>, stop: Cancellation
             }
         };
         failing = false;
+        // What was cancelled before now went unheard: every holder checks once.
+        drop(sender.send(CHECK_NOW));
         loop {
             let heard = tokio::select! {
                 heard = listener.recv() => heard,

@@ -335,6 +335,8 @@ async fn heartbeat(
                 Ok(step_id) if step_id == holder.step_id => {
                     tracing::info!("the step was cancelled; checking the lease now");
                 }
+                // The listener just connected: a cancel may have come before.
+                Ok(crate::cancel::CHECK_NOW) => {}
                 Ok(_) => continue,
                 // Some ids were missed: this step may be one of them.
                 Err(RecvError::Lagged(_)) => {}

@@ -190,7 +190,7 @@ impl Wiring {
         // connection that does not answer within the connect timeout is an error here, so
         // sqlx drops it without the graceful close (which could wait on it too).
         let release_check = timeouts.db_connect;
-        let pool = sqlx::postgres::PgPoolOptions::new()
+        let pool = rara_store::pool_options()
             .max_connections(POOL_CONNECTIONS)
             .acquire_timeout(timeouts.db_connect)
             .after_release(move |connection, _| {

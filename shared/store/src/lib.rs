@@ -93,6 +93,26 @@ pub struct Store {
     pool: PgPool,
 }
 
+/// A pooled connection idle for longer than this is checked (one round trip) before it is
+/// used: a thawed Lambda container's connections may have been closed while it was frozen.
+pub const CHECK_IF_IDLE_FOR: Duration = Duration::from_secs(1);
+
+/// Pool options every rara pool starts from: a connection is checked before use only when it
+/// was idle for [`CHECK_IF_IDLE_FOR`]. sqlx checks every connection when it is released
+/// already; checking it again when it is taken, moments later, was a third round trip per
+/// statement on the executor's path (two statements per batch).
+pub fn pool_options() -> PgPoolOptions {
+    PgPoolOptions::new().test_before_acquire(false).before_acquire(|connection, meta| {
+        Box::pin(async move {
+            if meta.idle_for >= CHECK_IF_IDLE_FOR {
+                use sqlx::Connection;
+                connection.ping().await?;
+            }
+            Ok(true)
+        })
+    })
+}
+
 impl Store {
     pub fn new(pool: PgPool) -> Self {
         Self { pool }
@@ -100,7 +120,7 @@ impl Store {
 
     /// Connects with a small pool (a Lambda container needs one or two connections).
     pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, Error> {
-        let pool = PgPoolOptions::new()
+        let pool = pool_options()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .connect(database_url)
@@ -111,7 +131,7 @@ impl Store {
     /// Like [`connect`](Self::connect), with options built in code (e.g. from a secret), so
     /// no URL holding the password is ever formed.
     pub async fn connect_with(options: PgConnectOptions, max_connections: u32) -> Result<Self, Error> {
-        let pool = PgPoolOptions::new()
+        let pool = pool_options()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)

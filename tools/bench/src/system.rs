@@ -8,17 +8,18 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgPool};
 
 /// Linux reports process CPU in clock ticks of USER_HZ, which is 100 on every architecture
 /// rara targets (x86_64, arm64).
 const TICKS_PER_SECOND: f64 = 100.0;
 
-/// A pool of exactly `connections`, without slow-statement warnings: the measurement's own
-/// queries (the history fill, the latency percentiles) are slow by design.
+/// A pool of exactly `connections`, checked like the runners' ([`rara_store::pool_options`]),
+/// without slow-statement warnings: the measurement's own queries (the history fill, the
+/// latency percentiles) are slow by design.
 pub async fn pool(options: &PgConnectOptions, connections: u32) -> Result<PgPool, sqlx::Error> {
-    PgPoolOptions::new()
+    rara_store::pool_options()
         .max_connections(connections)
         .min_connections(connections)
         .acquire_timeout(Duration::from_secs(30))
