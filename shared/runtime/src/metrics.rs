@@ -42,6 +42,9 @@ pub struct Counters {
     pub reaper_runs: u64,
     /// Scheduler: waits ended early by a `NOTIFY` that steps became due.
     pub wakeups: u64,
+    /// Scheduler: checks whether a hot table outgrew its planner statistics (one statement
+    /// each, every `STATISTICS_INTERVAL`).
+    pub statistics_checks: u64,
     /// Scheduler: tables analyzed because they outgrew their planner statistics.
     pub statistics_refreshes: u64,
     /// Executor: remote attempts parked at the invocation's end (they go on detached; their
@@ -76,6 +79,7 @@ impl std::ops::AddAssign for Counters {
         self.lease_rounds += c.lease_rounds;
         self.reaper_runs += c.reaper_runs;
         self.wakeups += c.wakeups;
+        self.statistics_checks += c.statistics_checks;
         self.statistics_refreshes += c.statistics_refreshes;
         self.parked += c.parked;
         self.reattached += c.reattached;
@@ -107,6 +111,7 @@ impl Counters {
             ("LeaseRounds", self.lease_rounds),
             ("ReaperRuns", self.reaper_runs),
             ("Wakeups", self.wakeups),
+            ("StatisticsChecks", self.statistics_checks),
             ("StatisticsRefreshes", self.statistics_refreshes),
             ("Parked", self.parked),
             ("Reattached", self.reattached),

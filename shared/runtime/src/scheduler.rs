@@ -1,6 +1,7 @@
-//! The scheduler: reap expired leases, refresh the statistics of hot tables that grew past
-//! them ([`rara_store::statistics`]) and delete one batch of finished runs older than the
-//! retention ([`rara_store::retention`]), every `RARA_REAP_INTERVAL_MS`; then lease due
+//! The scheduler: reap expired leases and delete one batch of finished runs older than the
+//! retention ([`rara_store::retention`]), every `RARA_REAP_INTERVAL_MS`; refresh the
+//! statistics of hot tables that grew past them ([`rara_store::statistics`]) every
+//! [`STATISTICS_INTERVAL`]; then lease due
 //! steps in batches and send one message per step (identifiers only). Entries that fail to
 //! send have their lease released at once, so the step is due again instead of waiting
 //! for the reaper. Between passes it waits for a `NOTIFY` on [`rara_store::DUE_CHANNEL`]
@@ -40,6 +41,23 @@ impl Error {
     }
 }
 
+/// How often a running scheduler checks whether a hot table outgrew its planner statistics
+/// (one catalog query; at most `RARA_REAP_INTERVAL_MS`). A fresh database's first batches
+/// prepare the claim and the outcome while `step_attempts` holds a few rows, and each
+/// connection keeps the generic plan made then (a sequential scan) until an ANALYZE of the
+/// table: checked with the reaper, every 5 s, that was all of a 20,000-step benchmark run.
+pub const STATISTICS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Whether the task whose last run `last` records is due after `interval`; marks it as run.
+fn due(last: &Mutex<Option<Instant>>, interval: Duration) -> bool {
+    let Ok(mut last) = last.lock() else { return true };
+    let due = last.is_none_or(|t| t.elapsed() >= interval);
+    if due {
+        *last = Some(Instant::now());
+    }
+    due
+}
+
 #[derive(Clone)]
 pub struct Scheduler {
     store: Store,
@@ -47,6 +65,8 @@ pub struct Scheduler {
     settings: Arc<Settings>,
     /// When the reaper last ran (`None`: never, so the next pass reaps).
     last_reap: Arc<Mutex<Option<Instant>>>,
+    /// When the statistics were last checked (`None`: never).
+    last_statistics: Arc<Mutex<Option<Instant>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
 }
@@ -60,17 +80,12 @@ impl std::fmt::Debug for Scheduler {
 impl Scheduler {
     pub fn new(store: Store, queue: Arc<dyn Queue>, settings: Arc<Settings>) -> Self {
         let sends = Arc::new(Mutex::new(Burst::new("send", queue.peer())));
-        Scheduler { store, queue, settings, last_reap: Arc::new(Mutex::new(None)), sends }
+        Scheduler { store, queue, settings, last_reap: Arc::default(), last_statistics: Arc::default(), sends }
     }
 
     /// Whether the reaper is due: never ran, or ran `reap_interval` ago. Marks it as run.
     fn reap_due(&self) -> bool {
-        let Ok(mut last) = self.last_reap.lock() else { return true };
-        let due = last.is_none_or(|t| t.elapsed() >= self.settings.reap_interval);
-        if due {
-            *last = Some(Instant::now());
-        }
-        due
+        due(&self.last_reap, self.settings.reap_interval)
     }
 
     /// One pass: reap (when the reap interval has passed), then lease and send until
@@ -85,6 +100,9 @@ impl Scheduler {
         let mut counters = Counters::default();
         if self.reap_due() {
             self.reap(&mut counters).await?;
+        }
+        if due(&self.last_statistics, STATISTICS_INTERVAL.min(self.settings.reap_interval)) {
+            self.refresh_statistics(&mut counters).await;
         }
         loop {
             let round = self.lease_round(cut).await?;
@@ -119,7 +137,14 @@ impl Scheduler {
                 "reaped expired leases"
             );
         }
-        // Stale statistics only slow things down: a failure here is logged, not fatal.
+        self.prune(counters).await;
+        Ok(())
+    }
+
+    /// Analyzes the hot tables that changed as much as their size since their last analyze.
+    /// Stale statistics only slow things down: a failure here is logged, not fatal.
+    async fn refresh_statistics(&self, counters: &mut Counters) {
+        counters.statistics_checks += 1;
         match self.db(self.store.refresh_grown_statistics()).await {
             Ok(tables) if !tables.is_empty() => {
                 counters.statistics_refreshes += tables.len() as u64;
@@ -128,8 +153,6 @@ impl Scheduler {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not refresh planner statistics"),
         }
-        self.prune(counters).await;
-        Ok(())
     }
 
     /// One batch of the retention (`RARA_RETENTION_DAYS`), bounded by `statement_timeout`.

@@ -246,8 +246,11 @@ fn assemble(
         rollbacks,
         commits_per_step: per_step(commits as f64),
         statements_per_step: per_step((commits + rollbacks) as f64),
-        // Per reaper run: two reaper statements and the statistics check; plus each ANALYZE.
-        scheduler_statements: scheduler.lease_rounds + 3 * scheduler.reaper_runs + scheduler.statistics_refreshes,
+        // Per reaper run: two reaper statements; each statistics check and each ANALYZE.
+        scheduler_statements: scheduler.lease_rounds
+            + 2 * scheduler.reaper_runs
+            + scheduler.statistics_checks
+            + scheduler.statistics_refreshes,
         listen: options.listen,
         scheduler_wakeups: scheduler.wakeups,
         tuples_per_step: tuples(&before.db, &after.db, steps),

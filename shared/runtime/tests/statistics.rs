@@ -1,0 +1,59 @@
+//! The scheduler's statistics check against a real Postgres: every second, not on the
+//! reaper's timer, so a fresh database's first plans (made while `step_attempts` held a few
+//! rows) are made again within about a second of the table outgrowing them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rara_queue::memory::MemoryQueue;
+use rara_runtime::metrics::Counters;
+use rara_runtime::scheduler::{STATISTICS_INTERVAL, Scheduler};
+use rara_runtime::settings::Settings;
+use rara_store::Store;
+use sqlx::PgPool;
+use tokio::time::Instant;
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_scheduler_checks_statistics_every_second_and_reaps_on_its_own_timer(pool: PgPool) {
+    let vars = [("RARA_QUEUE_URL", "memory://statistics"), ("RARA_REAP_INTERVAL_MS", "60000")];
+    let settings =
+        Settings::from_lookup("test", |k| vars.iter().find(|(name, _)| *name == k).map(|(_, v)| (*v).to_owned()))
+            .unwrap();
+    let queue = Arc::new(MemoryQueue::new(Duration::from_secs(30), 10));
+    let scheduler = Scheduler::new(Store::new(pool.clone()), queue, Arc::new(settings));
+
+    let first = scheduler.pass().await.unwrap();
+    assert_eq!((first.reaper_runs, first.statistics_checks), (1, 1), "the first pass does both");
+    let again = scheduler.pass().await.unwrap();
+    assert_eq!((again.reaper_runs, again.statistics_checks), (0, 0), "{again:?}");
+
+    // 2,000 attempts the statistics have not seen, once the backends publish their counts.
+    rara_store::testing::fill_history(&pool, 0, 2_000).await.unwrap();
+    let published = Instant::now() + Duration::from_secs(30);
+    while unseen_attempt_changes(&pool).await < 2_000 {
+        assert!(Instant::now() < published, "the inserts never showed in pg_stat_user_tables");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Passes every 100 ms: the next check analyzes step_attempts, within about a second.
+    let seen = Instant::now();
+    let mut passes = Counters::default();
+    while passes.statistics_refreshes == 0 && seen.elapsed() < STATISTICS_INTERVAL * 3 {
+        passes += scheduler.pass().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(passes.statistics_refreshes >= 1, "step_attempts outgrew its statistics: {passes:?}");
+    assert!(seen.elapsed() <= STATISTICS_INTERVAL + Duration::from_millis(500), "{:?}", seen.elapsed());
+    assert!(passes.statistics_checks <= 2, "once a second, not every pass: {passes:?}");
+    assert_eq!(passes.reaper_runs, 0, "the reaper waits for its own interval");
+    assert_eq!(unseen_attempt_changes(&pool).await, 0, "analyzed");
+}
+
+/// Changes to `step_attempts` since its last analyze.
+async fn unseen_attempt_changes(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = 'step_attempts'")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
