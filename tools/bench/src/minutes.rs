@@ -1,6 +1,8 @@
 //! Soak: what is read at the end of each minute while the loops run, before the scheduler's
 //! retention (`--prune-after`) can delete that minute's steps: due→claimed of the steps whose
-//! first attempt started in the minute, and the rows the history tables hold.
+//! first attempt started in the minute, and the rows the history tables hold (from the
+//! statistics, `pg_stat_user_tables`: counting them would read every dead row version too,
+//! a growing scan each minute while the loops run).
 //!
 //! Due→claimed is `step_attempts.started_at` of attempt 1 minus the step's `created_at` (soak
 //! steps have no dependencies), counted per tenth of a millisecond; the minutes' counts added
@@ -78,10 +80,13 @@ impl Readings {
         pruned: u64,
     ) -> Result<(MinuteLatency, MinuteHistory), sqlx::Error> {
         let claimed = claimed_in(check, t0_db, minute).await?;
-        let (steps_rows, attempts_rows, runs_rows, bytes): (i64, i64, i64, i64) = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM step_attempts),
-                    (SELECT count(*) FROM workflow_runs),
-                    pg_total_relation_size('steps') + pg_total_relation_size('step_attempts')",
+        let (steps_rows, attempts_rows, runs_rows, dead_rows, bytes): (i64, i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT coalesce(sum(n_live_tup) FILTER (WHERE relname = 'steps'), 0)::bigint,
+                    coalesce(sum(n_live_tup) FILTER (WHERE relname = 'step_attempts'), 0)::bigint,
+                    coalesce(sum(n_live_tup) FILTER (WHERE relname = 'workflow_runs'), 0)::bigint,
+                    coalesce(sum(n_dead_tup) FILTER (WHERE relname <> 'workflow_runs'), 0)::bigint,
+                    pg_total_relation_size('steps') + pg_total_relation_size('step_attempts')
+             FROM pg_stat_user_tables WHERE relname IN ('steps', 'step_attempts', 'workflow_runs')",
         )
         .fetch_one(check)
         .await?;
@@ -97,6 +102,7 @@ impl Readings {
             steps_rows,
             attempts_rows,
             runs_rows,
+            dead_rows,
             history_mb: bytes as f64 / (1024.0 * 1024.0),
             runs_pruned: pruned,
             load_average_1m: crate::system::load_average(),

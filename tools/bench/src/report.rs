@@ -81,10 +81,14 @@ pub struct MinuteLatency {
 pub struct MinuteHistory {
     /// 1 = the first minute after the loops started.
     pub minute: u32,
-    /// Rows in `steps`, `step_attempts` and `workflow_runs` (`count(*)`: live rows).
+    /// Live rows in `steps`, `step_attempts` and `workflow_runs` (`pg_stat_user_tables.n_live_tup`:
+    /// inserted − deleted as the statistics count them, re-estimated by each `ANALYZE`).
     pub steps_rows: i64,
     pub attempts_rows: i64,
     pub runs_rows: i64,
+    /// Dead row versions in `steps` and `step_attempts` (`n_dead_tup`): what vacuum has yet
+    /// to reclaim (updated and deleted rows).
+    pub dead_rows: i64,
     /// `pg_total_relation_size` of `steps` and `step_attempts` (indexes, TOAST and dead rows
     /// included: without vacuum, deleted rows keep their space).
     pub history_mb: f64,
@@ -253,7 +257,7 @@ pub fn print(r: &Report) {
     }
     if !r.latency_per_minute_ms.is_empty() {
         println!(
-            "  minute  steps/s  claimed  p50 ms  p99 ms  steps rows  attempts rows  runs rows  history MiB  runs pruned  load"
+            "  minute  steps/s  claimed  p50 ms  p99 ms  steps rows  attempts rows  runs rows   dead rows  history MiB  runs pruned  load"
         );
     }
     // One row per minute: due→claimed, then the history read 2 s after the minute ended.
@@ -262,8 +266,8 @@ pub fn print(r: &Report) {
         let steps_per_s = r.steps_per_minute.get(i).map_or("n/a".to_owned(), |n| format!("{:.0}", *n as f64 / 60.0));
         let history = r.history_per_minute.get(i).map_or("n/a".to_owned(), |h| {
             format!(
-                "{:>10}  {:>13}  {:>9}  {:>11.0}  {:>11}  {:.2}",
-                h.steps_rows, h.attempts_rows, h.runs_rows, h.history_mb, h.runs_pruned, h.load_average_1m
+                "{:>10}  {:>13}  {:>9}  {:>10}  {:>11.0}  {:>11}  {:.2}",
+                h.steps_rows, h.attempts_rows, h.runs_rows, h.dead_rows, h.history_mb, h.runs_pruned, h.load_average_1m
             )
         });
         println!(

@@ -455,13 +455,14 @@ async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPoo
         // Printed even when stderr is not a terminal (a hidden bar drops `println`).
         bar.suspend(|| {
             eprintln!(
-                "minute {minute:>3}: {n} steps, {:.0} steps/s, due→claimed p50 {} p99 {} ms; rows: {} steps, {} attempts, {} runs ({:.0} MiB); {} runs pruned",
+                "minute {minute:>3}: {n} steps, {:.0} steps/s, due→claimed p50 {} p99 {} ms; rows: {} steps, {} attempts, {} runs, {} dead ({:.0} MiB); {} runs pruned",
                 n as f64 / 60.0,
                 ms(latency.p50),
                 ms(latency.p99),
                 history.steps_rows,
                 history.attempts_rows,
                 history.runs_rows,
+                history.dead_rows,
                 history.history_mb,
                 history.runs_pruned,
             )
