@@ -13,6 +13,8 @@
 //! - `workload.rs`: the workflows submitted (flat runs, DAG units) and the submitter of
 //!   `rate` and `soak`.
 //! - `measure.rs`: what is read after a run (latency, reads, statistics) and the [`Report`].
+//! - `minutes.rs`: what a soak reads at the end of each minute while the loops run (latency,
+//!   rows in the history tables), before `--prune-after` lets the scheduler delete it.
 //! - `report.rs`: the report's types and its text form (`--json` prints the same as JSON).
 //! - `counted.rs`: a queue wrapper that counts requests (what SQS and Lambda would bill).
 //! - `cost.rs`: the AWS cost estimate and its list prices.
@@ -25,6 +27,7 @@ mod backlog;
 mod cost;
 mod counted;
 mod measure;
+mod minutes;
 mod report;
 mod scale;
 mod system;
@@ -88,13 +91,19 @@ enum ModeCommand {
         run: RunArgs,
     },
     /// Run for some minutes, keeping the queue topped up (or, with --rate, submitting at that
-    /// steady rate), and print the steps and latency of each minute.
+    /// steady rate), and print the steps, latency and history rows of each minute.
     Soak {
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-        minutes: u64,
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        minutes: u32,
         /// Submit at this rate (steps/s) instead of keeping the queue topped up.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         rate: Option<u32>,
+        /// Bounded history: the scheduler's retention (its maintenance pass deletes finished
+        /// runs older than this, as in production), e.g. `90s`, `2m`; at least 70s, so that
+        /// each minute is read before its runs can go. Without it, the environment's
+        /// RARA_RETENTION_DAYS (30 days by default: nothing is deleted).
+        #[arg(long, value_parser = parse_prune_after)]
+        prune_after: Option<Duration>,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -193,8 +202,9 @@ pub enum Mode {
     Dag,
     /// Flat steps submitted at this rate (steps/s) while the loops run.
     Rate(u32),
-    /// Run this long, keeping the queue topped up, or submitting at `rate`.
-    Soak { duration: Duration, rate: Option<u32> },
+    /// Run this many minutes, keeping the queue topped up, or submitting at `rate`; with
+    /// `prune_after`, the scheduler deletes finished runs older than that.
+    Soak { minutes: u32, rate: Option<u32>, prune_after: Option<Duration> },
 }
 
 impl Mode {
@@ -222,10 +232,18 @@ impl Mode {
         }
     }
 
-    /// How long a soak runs.
-    pub fn soak(self) -> Option<Duration> {
+    /// How many minutes a soak runs.
+    pub fn soak(self) -> Option<u32> {
         match self {
-            Mode::Soak { duration, .. } => Some(duration),
+            Mode::Soak { minutes, .. } => Some(minutes),
+            _ => None,
+        }
+    }
+
+    /// The retention a soak gives the scheduler (`--prune-after`).
+    pub fn prune_after(self) -> Option<Duration> {
+        match self {
+            Mode::Soak { prune_after, .. } => prune_after,
             _ => None,
         }
     }
@@ -277,9 +295,8 @@ impl From<ModeCommand> for Plan {
             ModeCommand::Flat { steps, run } => Plan::Throughput(Options::new(Mode::Flat, steps, run)),
             ModeCommand::Dag { steps, run } => Plan::Throughput(Options::new(Mode::Dag, steps, run)),
             ModeCommand::Rate { rate, steps, run } => Plan::Throughput(Options::new(Mode::Rate(rate), steps, run)),
-            ModeCommand::Soak { minutes, rate, run } => {
-                let duration = Duration::from_secs(minutes.saturating_mul(60));
-                Plan::Throughput(Options::new(Mode::Soak { duration, rate }, 0, run))
+            ModeCommand::Soak { minutes, rate, prune_after, run } => {
+                Plan::Throughput(Options::new(Mode::Soak { minutes, rate, prune_after }, 0, run))
             }
             ModeCommand::Scale { history, history_small } => {
                 Plan::Scale(scale::Options { small: history_small, large: history.max(history_small) })
@@ -305,6 +322,29 @@ impl From<ModeCommand> for Plan {
             }),
         }
     }
+}
+
+/// `--prune-after`: a whole number of seconds (`90s`), minutes (`2m`) or hours (`1h`), at
+/// least [`minutes::MIN_PRUNE_AFTER`].
+fn parse_prune_after(text: &str) -> Result<Duration, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit_seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => return Err(format!("`{text}` is not a duration: write a whole number and s, m or h (`90s`, `2m`)")),
+    };
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` does not start with a whole number"))?;
+    let duration = Duration::from_secs(number.saturating_mul(unit_seconds));
+    let least = minutes::MIN_PRUNE_AFTER;
+    if duration < least {
+        return Err(format!(
+            "{text} is too short: at least {}s, so that each minute's steps are read before they can be deleted",
+            least.as_secs()
+        ));
+    }
+    Ok(duration)
 }
 
 #[allow(clippy::large_enum_variant, reason = "one value per process, printed and dropped")]
@@ -362,5 +402,41 @@ async fn run(plan: Plan, admin: &sqlx::PgPool, scratch: &ScratchDb) -> anyhow::R
         Plan::Throughput(options) => throughput::run(&options, admin, scratch).await.map(Output::Throughput),
         Plan::Scale(options) => scale::run(options, scratch).await.map(Output::Scale),
         Plan::Backlog(options) => backlog::run(&options, scratch).await.map(Output::Backlog),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prune_after_reads_seconds_minutes_and_hours() {
+        assert_eq!(parse_prune_after("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_prune_after("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_prune_after("1h"), Ok(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn prune_after_rejects_what_is_not_a_duration() {
+        for text in ["", "90", "m", "2 m", "1.5m", "2min", "-90s", "2m30s"] {
+            let error = parse_prune_after(text).expect_err(text);
+            assert!(error.contains("not a duration") || error.contains("whole number"), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn prune_after_rejects_a_retention_shorter_than_a_minute_and_its_reading() {
+        let error = parse_prune_after("60s").expect_err("60s is shorter than 70s");
+        assert!(error.contains("at least 70s"), "{error}");
+        assert_eq!(parse_prune_after("70s"), Ok(minutes::MIN_PRUNE_AFTER));
+    }
+
+    #[test]
+    fn soak_takes_its_retention_from_the_command_line() {
+        let cli = Cli::try_parse_from(["rara-bench", "soak", "--minutes", "2", "--prune-after", "70s"]).unwrap();
+        let Plan::Throughput(options) = Plan::from(cli.mode) else { panic!("soak is a throughput mode") };
+        assert_eq!(options.mode.soak(), Some(2));
+        assert_eq!(options.mode.prune_after(), Some(Duration::from_secs(70)));
+        assert!(Cli::try_parse_from(["rara-bench", "soak", "--minutes", "2", "--prune-after", "1m"]).is_err());
     }
 }

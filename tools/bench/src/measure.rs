@@ -1,16 +1,15 @@
 //! What a throughput run is measured by, read before the loops start ([`Before`]), when
-//! they finish ([`After`]) and from the scratch database afterwards ([`report`]).
+//! they finish ([`After`]) and from the scratch database afterwards ([`report`]); a soak's
+//! latency is read minute by minute while it runs ([`crate::minutes`]).
 //!
 //! Commits per step: the `pg_stat_database.xact_commit` delta of the scratch database, read
 //! from another database after every scratch connection closed so their statistics are
 //! flushed. Due-to-claimed: `step_attempts.started_at` of attempt 1 minus the moment the step
 //! became due (the start of the measurement for steps without dependencies, the last
-//! dependency's `finished_at` otherwise). CPU: this process and the scratch database's
+//! dependency's `finished_at` otherwise; a soak's: [`crate::minutes`]). CPU: this process and the scratch database's
 //! backends, the cluster's background processes and the whole cluster. WAL bytes: the
 //! `pg_current_wal_lsn()` delta (cluster-wide). Queue requests: counted by
 //! [`Counted`](crate::counted::Counted).
-
-use std::sync::atomic::Ordering;
 
 use anyhow::bail;
 use chrono::{DateTime, Utc};
@@ -21,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::counted::{Instants, QueueStats};
 use crate::report::{
-    Cpu, Latency, MinuteLatency, PostgresCpuMs, PostgresWork, QueueRequests, Report, TopStatement, Tuples, percentiles,
+    Cpu, Latency, PostgresCpuMs, PostgresWork, QueueRequests, Report, TopStatement, Tuples, percentiles,
 };
 use crate::system::{self, BackendCpu, ClusterCpu, DbStats, Statement};
 use crate::throughput::Finished;
@@ -39,7 +38,7 @@ pub struct Before {
     /// Whether pg_stat_statements is loaded (its statistics of the scratch database reset).
     pub statements: bool,
     /// The start, by the database's clock and by ours.
-    t0_db: DateTime<Utc>,
+    pub t0_db: DateTime<Utc>,
     pub t0: Instant,
 }
 
@@ -102,10 +101,13 @@ pub async fn report(
     submitted: u64,
     logs: Logs<'_>,
 ) -> anyhow::Result<Report> {
-    let soak = options.mode.soak().is_some();
-    let steps = if soak { stats.deleted.load(Ordering::Relaxed) } else { submitted };
+    // A soak's steps are those of its minutes (the loops went on while the last was read).
+    let steps = match options.mode.soak() {
+        Some(_) => after.finished.per_minute.iter().sum(),
+        None => submitted,
+    };
     let check = system::pool(&scratch.connect_options(), 1).await?;
-    let result = read(&check, options, steps, before.t0_db, after.finished.per_minute.len(), logs).await;
+    let result = read(&check, options, steps, before.t0_db, &after.finished, logs).await;
     check.close().await;
     let read = result?;
     Ok(assemble(options, stats, before, after, scheduler, steps, read))
@@ -116,7 +118,6 @@ struct Read {
     latency: Latency,
     reads_per_step: Vec<(String, f64)>,
     steps_hot_update_ratio: f64,
-    latency_per_minute: Vec<MinuteLatency>,
     due_to_enqueued: Option<Latency>,
 }
 
@@ -125,33 +126,33 @@ async fn read(
     options: &Options,
     steps: u64,
     t0_db: DateTime<Utc>,
-    minutes: usize,
+    finished: &Finished,
     logs: Logs<'_>,
 ) -> anyhow::Result<Read> {
-    let succeeded: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = 'succeeded'").fetch_one(check).await?;
-    if options.mode.soak().is_none() && succeeded as u64 != steps {
-        bail!("only {succeeded} of {steps} steps succeeded");
+    // A soak stops with steps under way, and its retention may have deleted finished ones.
+    if options.mode.soak().is_none() {
+        let succeeded: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = 'succeeded'").fetch_one(check).await?;
+        if succeeded as u64 != steps {
+            bail!("only {succeeded} of {steps} steps succeeded");
+        }
     }
     let (updates, hot_updates): (i64, i64) =
         sqlx::query_as("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'steps'")
             .fetch_one(check)
             .await?;
-    let mut latency_per_minute = match options.mode {
-        Mode::Soak { .. } => minute_latency(check, t0_db).await?,
-        _ => Vec::new(),
+    let latency = match options.mode {
+        Mode::Soak { .. } => finished.minutes.whole.latency(),
+        _ => due_to_claimed(check, t0_db).await?,
     };
-    // The few claims after the last full minute (the steps submitted as the soak ended).
-    latency_per_minute.retain(|m| m.minute as usize <= minutes);
     let due_to_enqueued = match options.mode {
         Mode::Rate(_) => Some(due_to_enqueued(check, logs).await?),
         _ => None,
     };
     Ok(Read {
-        latency: due_to_claimed(check, t0_db).await?,
+        latency,
         reads_per_step: reads_per_step(check, steps).await?,
         steps_hot_update_ratio: hot_updates as f64 / updates.max(1) as f64,
-        latency_per_minute,
         due_to_enqueued,
     })
 }
@@ -190,22 +191,6 @@ async fn reads_per_step(check: &PgPool, steps: u64) -> Result<Vec<(String, f64)>
         .into_iter()
         .map(|(relation, n)| (relation, (n as f64 / steps.max(1) as f64 * 10.0).round() / 10.0))
         .collect())
-}
-
-/// Soak: the latency of each minute, so that drift shows as latency too (at a steady rate
-/// below capacity the throughput follows the submissions until the system falls behind).
-async fn minute_latency(check: &PgPool, t0_db: DateTime<Utc>) -> Result<Vec<MinuteLatency>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT floor(extract(epoch FROM started_at - $1) / 60)::int + 1 AS minute, count(*) AS claimed,
-                percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
-                percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
-         FROM (SELECT a.started_at, extract(epoch FROM a.started_at - greatest(s.created_at, $1)) * 1000 AS ms
-               FROM steps s JOIN step_attempts a ON a.step_id = s.id AND a.attempt = 1) x
-         GROUP BY 1 ORDER BY 1",
-    )
-    .bind(t0_db)
-    .fetch_all(check)
-    .await
 }
 
 /// Rate: from the start of each step's submission to its message being sent.
@@ -267,7 +252,9 @@ fn assemble(
         aws_estimate: crate::cost::estimate(stats, steps),
         load_average_1m: [before.load, after.load],
         steps_per_minute: after.finished.per_minute.clone(),
-        latency_per_minute_ms: read.latency_per_minute,
+        latency_per_minute_ms: after.finished.minutes.latency.clone(),
+        history_per_minute: after.finished.minutes.history.clone(),
+        prune_after_s: options.mode.prune_after().map(|d| d.as_secs()),
     }
 }
 

@@ -51,22 +51,51 @@ pub struct Report {
     pub queue_requests_per_step: QueueRequests,
     pub aws_estimate: AwsEstimate,
     pub load_average_1m: [f64; 2],
-    /// Soak mode: steps finished in each minute (the last one scaled to 60 s if it was cut short).
+    /// Soak mode: steps finished in each minute.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps_per_minute: Vec<u64>,
-    /// Soak: due-to-claimed of the steps claimed in each minute.
+    /// Soak: due-to-claimed of the steps claimed in each minute (read as the soak runs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub latency_per_minute_ms: Vec<MinuteLatency>,
+    /// Soak: the history tables at the end of each minute, and the runs the retention deleted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history_per_minute: Vec<MinuteHistory>,
+    /// Soak: the scheduler's retention (`--prune-after`), seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prune_after_s: Option<u64>,
 }
 
-/// Due-to-claimed of the steps whose first attempt started in one minute of a soak.
-#[derive(Debug, Serialize, sqlx::FromRow)]
+/// Due-to-claimed of the steps whose first attempt started in one minute of a soak (to the
+/// tenth of a millisecond, nearest rank).
+#[derive(Debug, Clone, Serialize)]
 pub struct MinuteLatency {
     /// 1 = the first minute after the loops started.
     pub minute: i32,
     pub claimed: i64,
     pub p50: Option<f64>,
     pub p99: Option<f64>,
+}
+
+/// The history tables of a soak, read 2 s after one of its minutes ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct MinuteHistory {
+    /// 1 = the first minute after the loops started.
+    pub minute: u32,
+    /// Live rows in `steps`, `step_attempts` and `workflow_runs` (`pg_stat_user_tables.n_live_tup`:
+    /// inserted − deleted as the statistics count them, re-estimated by each `ANALYZE`).
+    pub steps_rows: i64,
+    pub attempts_rows: i64,
+    pub runs_rows: i64,
+    /// Dead row versions in `steps` and `step_attempts` (`n_dead_tup`): what vacuum has yet
+    /// to reclaim (updated and deleted rows).
+    pub dead_rows: i64,
+    /// `pg_total_relation_size` of `steps` and `step_attempts` (indexes, TOAST and dead rows
+    /// included: without vacuum, deleted rows keep their space).
+    pub history_mb: f64,
+    /// Runs the scheduler's retention deleted since the start (its `Counters::pruned`).
+    pub runs_pruned: u64,
+    /// The machine's 1-minute load average.
+    pub load_average_1m: f64,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -220,17 +249,29 @@ pub fn print(r: &Report) {
         a.price_date
     );
     println!("  load average (1 m)  {:.2} before, {:.2} after", r.load_average_1m[0], r.load_average_1m[1]);
-    if !r.steps_per_minute.is_empty() {
-        let minutes: Vec<String> = r.steps_per_minute.iter().map(|n| format!("{:.0}", *n as f64 / 60.0)).collect();
-        println!("  steps/s per minute  {}", minutes.join(", "));
-        if let (Some(first), Some(last)) = (r.steps_per_minute.first(), r.steps_per_minute.last()) {
-            println!("  last / first minute {:.2}", *last as f64 / (*first).max(1) as f64);
-        }
+    if let (Some(first), Some(last)) = (r.steps_per_minute.first(), r.steps_per_minute.last()) {
+        println!("  last / first minute {:.2} (steps/s)", *last as f64 / (*first).max(1) as f64);
     }
-    for m in &r.latency_per_minute_ms {
-        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
+    if let Some(seconds) = r.prune_after_s {
+        println!("  retention           finished runs deleted {seconds} s after they finished");
+    }
+    if !r.latency_per_minute_ms.is_empty() {
         println!(
-            "  minute {:>3}          {} claimed, due→claimed p50 {} p99 {} ms",
+            "  minute  steps/s  claimed  p50 ms  p99 ms  steps rows  attempts rows  runs rows   dead rows  history MiB  runs pruned  load"
+        );
+    }
+    // One row per minute: due→claimed, then the history read 2 s after the minute ended.
+    for (i, m) in r.latency_per_minute_ms.iter().enumerate() {
+        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
+        let steps_per_s = r.steps_per_minute.get(i).map_or("n/a".to_owned(), |n| format!("{:.0}", *n as f64 / 60.0));
+        let history = r.history_per_minute.get(i).map_or("n/a".to_owned(), |h| {
+            format!(
+                "{:>10}  {:>13}  {:>9}  {:>10}  {:>11.0}  {:>11}  {:.2}",
+                h.steps_rows, h.attempts_rows, h.runs_rows, h.dead_rows, h.history_mb, h.runs_pruned, h.load_average_1m
+            )
+        });
+        println!(
+            "  {:>6}  {steps_per_s:>7}  {:>7}  {:>6}  {:>6}  {history}",
             m.minute,
             m.claimed,
             ms(m.p50),

@@ -4,7 +4,10 @@
 //! in-memory queue with SQS semantics or SQS itself (`--queue sqs`).
 //!
 //! Measured from the moment the loops start to the moment the last step's message is
-//! deleted (or the soak time is over); [`crate::measure`] reads the rest afterwards.
+//! deleted (or the soak time is over); [`crate::measure`] reads the rest afterwards, except
+//! what a soak reads at the end of each minute ([`crate::minutes`]). In a soak the scheduler
+//! runs as back-to-back invocations of one minute each, so that its counters (the runs the
+//! retention deleted) can be read every minute.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,12 +28,14 @@ use rara_runtime::settings::Settings;
 use rara_store::Store;
 use rara_testkit::scratch::ScratchDb;
 use sqlx::PgPool;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::counted::{Counted, Instants, QueueStats};
 use crate::measure::{After, Before};
+use crate::minutes::{MINUTE, READ_DELAY, Readings};
 use crate::report::Report;
 use crate::system::{self, pool};
 use crate::workload::{self, Submitter};
@@ -52,6 +57,9 @@ async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &Q
     let mut settings = settings("bench-scheduler", &setup.url, setup.dlq_url.as_deref(), &[])?;
     settings.scheduler_poll = options.poll;
     settings.scheduler_listen = options.listen;
+    if let Some(retention) = options.mode.prune_after() {
+        settings.retention = Some(retention);
+    }
     let settings = Arc::new(settings);
 
     // The steps, before the measurement.
@@ -62,9 +70,13 @@ async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &Q
     let registry = Arc::new(rara_runtime::wiring::standard_registry(&settings).await?);
 
     let before = Before::take(admin, &scratch.name).await?;
-    let loops = Loops::start(options, &settings, setup, &pools, registry, preloaded);
+    let loops = Loops::start(options, &settings, setup, &pools, registry, preloaded, before.t0);
     let target = if options.mode.preloaded() { preloaded } else { options.steps as u64 };
-    let finished = match wait(options, &loops, before.t0, target).await {
+    let waited = match options.mode.soak() {
+        Some(minutes) => soak(&loops, minutes, &before, scratch).await,
+        None => wait(options, &loops, before.t0, target).await,
+    };
+    let finished = match waited {
         Ok(finished) => finished,
         Err(e) => {
             loops.stop.cancel();
@@ -223,6 +235,8 @@ struct Loops {
     sent_at: Arc<Instants>,
     run_due_at: Arc<Instants>,
     scheduler: JoinHandle<anyhow::Result<Counters>>,
+    /// Soak: the last minute whose scheduler invocation ended, and the counters summed so far.
+    scheduler_minutes: Option<watch::Receiver<(u32, Counters)>>,
     executors: Vec<JoinHandle<anyhow::Result<Counters>>>,
     submitter: Option<JoinHandle<anyhow::Result<()>>>,
 }
@@ -235,6 +249,7 @@ impl Loops {
         pools: &Pools,
         registry: Arc<rara_domain::registry::Registry>,
         preloaded: u64,
+        t0: Instant,
     ) -> Self {
         let stop = CancellationToken::new();
         let stats = Arc::new(QueueStats::default());
@@ -245,9 +260,15 @@ impl Loops {
             _ => Counted::new(setup.queue.clone(), stats.clone()),
         };
         let scheduler = Scheduler::new(Store::new(pools.scheduler.clone()), scheduler_queue, settings.clone());
-        let scheduler = {
-            let stop = stop.clone();
-            tokio::spawn(async move { Ok(scheduler.run(None, stop).await?) })
+        let (scheduler, scheduler_minutes) = match options.mode.soak() {
+            Some(_) => {
+                let (minutes, receiver) = watch::channel((0, Counters::default()));
+                (tokio::spawn(minutely(scheduler, t0, stop.clone(), minutes)), Some(receiver))
+            }
+            None => {
+                let stop = stop.clone();
+                (tokio::spawn(async move { Ok(scheduler.run(None, stop).await?) }), None)
+            }
         };
         let runner = runner_options(options.batch, options.batching_window, options.queue, settings);
         let executors = spawn_executors(settings, setup, pools, &registry, &runner, &stats, &stop);
@@ -266,7 +287,23 @@ impl Loops {
             };
             tokio::spawn(submitter.run())
         });
-        Loops { stop, stats, submitted, sent_at, run_due_at, scheduler, executors, submitter }
+        Loops { stop, stats, submitted, sent_at, run_due_at, scheduler, scheduler_minutes, executors, submitter }
+    }
+
+    /// Soak: the scheduler's counters summed over its invocations up to the end of minute
+    /// `minute`, once the invocation ending then has returned; after [`READ_DELAY`] more (a
+    /// pass goes on while full lease batches are due), over those that have returned.
+    async fn scheduler_counters(&self, minute: u32) -> anyhow::Result<Counters> {
+        let Some(minutes) = &self.scheduler_minutes else { bail!("the scheduler does not run by the minute") };
+        let mut waiting = minutes.clone();
+        match tokio::time::timeout(READ_DELAY, waiting.wait_for(|(ended, _)| *ended >= minute)).await {
+            Ok(counters) => Ok(counters.context("the scheduler loop stopped early")?.1),
+            Err(_) => {
+                let (ended, counters) = *minutes.borrow();
+                eprintln!("warning: minute {minute}: the scheduler's counters are those up to minute {ended}");
+                Ok(counters)
+            }
+        }
     }
 
     /// Whether a loop ended before it was told to.
@@ -286,6 +323,26 @@ impl Loops {
         }
         Ok(counters)
     }
+}
+
+/// Soak: the scheduler loop as back-to-back invocations (`Scheduler::run` with a budget, the
+/// call of the scheduler Lambda), each ending at the end of a minute after `t0`, publishing
+/// after each its minute and the counters summed so far; until `stop`. Returns the sum.
+async fn minutely(
+    scheduler: Scheduler,
+    t0: Instant,
+    stop: CancellationToken,
+    minutes: watch::Sender<(u32, Counters)>,
+) -> anyhow::Result<Counters> {
+    let mut total = Counters::default();
+    let mut minute = 0;
+    while !stop.is_cancelled() {
+        minute += 1;
+        let budget = (t0 + MINUTE * minute).saturating_duration_since(Instant::now());
+        total += scheduler.run(Some(budget), stop.clone()).await?;
+        minutes.send_replace((minute, total));
+    }
+    Ok(total)
 }
 
 /// How an executor loop polls: batches of `batch` (gathered within `window` above 10), with
@@ -327,46 +384,37 @@ pub fn spawn_executors(
         .collect()
 }
 
-/// How the loops ended: the measured time, and the steps of each minute of a soak.
+/// How the loops ended: the measured time, and what each minute of a soak read.
 #[derive(Debug)]
 pub struct Finished {
     pub elapsed: Duration,
-    /// Steps finished in each minute (the last one scaled to 60 s if it was cut short).
+    /// Soak: steps finished in each minute.
     pub per_minute: Vec<u64>,
+    /// Soak: latency and history of each minute.
+    pub minutes: Readings,
 }
 
-/// Shows progress until every step's message is deleted (or the soak time is over).
-async fn wait(options: &Options, loops: &Loops, t0: Instant, target: u64) -> anyhow::Result<Finished> {
-    let bar = match options.mode.soak() {
-        Some(_) => ProgressBar::new_spinner(),
-        None => ProgressBar::new(target),
+fn progress_bar(length: Option<u64>) -> ProgressBar {
+    let bar = match length {
+        Some(length) => ProgressBar::new(length),
+        None => ProgressBar::new_spinner(),
     };
     bar.set_style(
         ProgressStyle::with_template("{elapsed:>4} [{bar:40}] {pos}/{len} steps {per_sec} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    let mut per_minute = Vec::new();
-    let mut minute_start = (t0, 0u64);
+    bar
+}
+
+/// Shows progress until every step's message is deleted.
+async fn wait(options: &Options, loops: &Loops, t0: Instant, target: u64) -> anyhow::Result<Finished> {
+    let bar = progress_bar(Some(target));
     let elapsed = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let done = loops.stats.deleted.load(Ordering::Relaxed);
         bar.set_position(done);
-        if let Some(soak) = options.mode.soak() {
-            let over = t0.elapsed() >= soak;
-            let seconds = minute_start.0.elapsed().as_secs_f64();
-            // Every full minute, and the last one when the soak ends a little short of it.
-            if seconds >= 60.0 || (over && seconds >= 30.0) {
-                let n = ((done - minute_start.1) as f64 * 60.0 / seconds).round() as u64;
-                per_minute.push(n);
-                // Printed even when stderr is not a terminal (a hidden bar drops `println`).
-                bar.suspend(|| eprintln!("minute {:>3}: {n} steps, {:.0} steps/s", per_minute.len(), n as f64 / 60.0));
-                minute_start = (Instant::now(), done);
-            }
-            if over {
-                break t0.elapsed();
-            }
-        } else if done >= target && loops.submitted.load(Ordering::Relaxed) >= target {
+        if done >= target && loops.submitted.load(Ordering::Relaxed) >= target {
             break t0.elapsed();
         } else if t0.elapsed() > options.timeout {
             bail!("the benchmark did not finish within {} s ({done}/{target} steps)", options.timeout.as_secs());
@@ -376,7 +424,68 @@ async fn wait(options: &Options, loops: &Loops, t0: Instant, target: u64) -> any
         }
     };
     bar.finish_and_clear();
-    Ok(Finished { elapsed, per_minute })
+    Ok(Finished { elapsed, per_minute: Vec::new(), minutes: Readings::default() })
+}
+
+/// Soak: runs `minutes` minutes, counting the steps finished in each and reading it
+/// [`READ_DELAY`] after it ends, on a connection of its own (the loops go on meanwhile; the
+/// time measured ends with the last minute).
+async fn soak(loops: &Loops, minutes: u32, before: &Before, scratch: &ScratchDb) -> anyhow::Result<Finished> {
+    let check = pool(&scratch.connect_options(), 1).await.context("cannot connect to the scratch database")?;
+    let finished = each_minute(loops, minutes, before, &check).await;
+    check.close().await;
+    finished
+}
+
+async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPool) -> anyhow::Result<Finished> {
+    let bar = progress_bar(None);
+    let (mut per_minute, mut readings) = (Vec::new(), Readings::default());
+    let (mut counted, mut elapsed) = (0, Duration::ZERO);
+    for minute in 1..=minutes {
+        let end = before.t0 + MINUTE * minute;
+        let done = progress_until(loops, &bar, end).await?;
+        elapsed = before.t0.elapsed();
+        let n = done - counted;
+        per_minute.push(n);
+        counted = done;
+        progress_until(loops, &bar, end + READ_DELAY).await?;
+        let pruned = loops.scheduler_counters(minute).await?.pruned;
+        let (latency, history) = readings.read(check, before.t0_db, minute, pruned).await?;
+        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
+        // Printed even when stderr is not a terminal (a hidden bar drops `println`).
+        bar.suspend(|| {
+            eprintln!(
+                "minute {minute:>3}: {n} steps, {:.0} steps/s, due→claimed p50 {} p99 {} ms; rows: {} steps, {} attempts, {} runs, {} dead ({:.0} MiB); {} runs pruned",
+                n as f64 / 60.0,
+                ms(latency.p50),
+                ms(latency.p99),
+                history.steps_rows,
+                history.attempts_rows,
+                history.runs_rows,
+                history.dead_rows,
+                history.history_mb,
+                history.runs_pruned,
+            )
+        });
+    }
+    bar.finish_and_clear();
+    Ok(Finished { elapsed, per_minute, minutes: readings })
+}
+
+/// Shows progress until `end`; returns the steps finished by then.
+async fn progress_until(loops: &Loops, bar: &ProgressBar, end: Instant) -> anyhow::Result<u64> {
+    loop {
+        let done = loops.stats.deleted.load(Ordering::Relaxed);
+        bar.set_position(done);
+        if loops.broken() {
+            bail!("a scheduler or executor loop stopped early ({done} steps)");
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(done);
+        }
+        tokio::time::sleep_until(end.min(now + Duration::from_millis(50))).await;
+    }
 }
 
 #[cfg(test)]
