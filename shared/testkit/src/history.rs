@@ -313,10 +313,15 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
             });
         }
         // A message is deleted only for a settled fate: an outcome recorded (success, failure
-        // for good, retry in Postgres), a lost lease, a stale verdict or a dead letter.
+        // for good, retry in Postgres, a map expanded), a step given back by a stopping runner
+        // (released in Postgres, fenced), a lost lease, a stale verdict or a dead letter.
         // Anything else (a panic, an outcome that did not land) comes back.
         let acknowledged = c.received.saturating_sub(c.returned);
-        let settled = c.succeeded + c.failed + c.deferred + c.lease_lost + c.stale + c.dead_lettered;
+        // `released` also counts a scheduler's leases given back after failed sends; only an
+        // executor (a runner that receives messages) gives back steps it claimed.
+        let released = if c.received > 0 { c.released } else { 0 };
+        let settled =
+            c.succeeded + c.failed + c.deferred + c.expanded + released + c.lease_lost + c.stale + c.dead_lettered;
         if acknowledged != settled {
             v.push(Violation {
                 rule: "a message is acknowledged only for a settled fate",
@@ -324,7 +329,7 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
             });
         }
         // Every claim ends in at most one recorded outcome (or lease lost, or comes back).
-        let ended = c.succeeded + c.failed + c.retried + c.lease_lost;
+        let ended = c.succeeded + c.failed + c.retried + c.expanded + released + c.lease_lost;
         if ended > c.claimed || c.claimed > ended + c.returned {
             v.push(Violation {
                 rule: "every claim ends once",
