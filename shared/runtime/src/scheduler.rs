@@ -1,11 +1,15 @@
-//! The scheduler: reap expired leases and delete one batch of finished runs older than the
-//! retention ([`rara_store::retention`]), every `RARA_REAP_INTERVAL_MS`; refresh the
-//! statistics of hot tables that grew past them ([`rara_store::statistics`]) every
-//! [`STATISTICS_INTERVAL`]; then lease due
-//! steps in batches and send one message per step (identifiers only). Entries that fail to
-//! send have their lease released at once, so the step is due again instead of waiting
-//! for the reaper. Between passes it waits for a `NOTIFY` on [`rara_store::DUE_CHANNEL`]
-//! or the poll interval, whichever comes first.
+//! The scheduler: lease due steps in batches and send one message per step (identifiers
+//! only). Entries that fail to send have their lease released at once, so the step is due
+//! again instead of waiting for the reaper. Between passes it waits for a `NOTIFY` on
+//! [`rara_store::DUE_CHANNEL`] or the poll interval, whichever comes first.
+//!
+//! Beside the lease rounds, on timers of its own, its maintenance: reap expired leases every
+//! `RARA_REAP_INTERVAL_MS`; refresh the statistics of hot tables that grew past them
+//! ([`rara_store::statistics`]) every [`STATISTICS_INTERVAL`]; delete a slice of the finished
+//! runs older than the retention ([`rara_store::retention`]) every [`PRUNE_INTERVAL`]. A
+//! running scheduler ([`Scheduler::run`]) does its maintenance in a task of its own, so that
+//! a prune or an ANALYZE never delays a lease round; a single [`Scheduler::pass`] does what
+//! is due first, then leases.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -48,6 +52,15 @@ impl Error {
 /// table: checked with the reaper, every 5 s, that was all of a 20,000-step benchmark run.
 pub const STATISTICS_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How often a running scheduler deletes finished runs past the retention (one statement of
+/// at most `RARA_PRUNE_BATCH_SIZE` runs; at most `RARA_REAP_INTERVAL_MS`). Each call deletes
+/// what finished in about the last second rather than a reap interval's worth at once: at
+/// 3,000 steps/s one call every 5 s deleted ~15,000 steps and took ~217 ms.
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest wait of the maintenance task between two looks at its timers.
+const MAINTENANCE_TICK: Duration = Duration::from_millis(100);
+
 /// Whether the task whose last run `last` records is due after `interval`; marks it as run.
 fn due(last: &Mutex<Option<Instant>>, interval: Duration) -> bool {
     let Ok(mut last) = last.lock() else { return true };
@@ -67,6 +80,8 @@ pub struct Scheduler {
     last_reap: Arc<Mutex<Option<Instant>>>,
     /// When the statistics were last checked (`None`: never).
     last_statistics: Arc<Mutex<Option<Instant>>>,
+    /// When finished runs were last pruned (`None`: never).
+    last_prune: Arc<Mutex<Option<Instant>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
 }
@@ -80,7 +95,15 @@ impl std::fmt::Debug for Scheduler {
 impl Scheduler {
     pub fn new(store: Store, queue: Arc<dyn Queue>, settings: Arc<Settings>) -> Self {
         let sends = Arc::new(Mutex::new(Burst::new("send", queue.peer())));
-        Scheduler { store, queue, settings, last_reap: Arc::default(), last_statistics: Arc::default(), sends }
+        Scheduler {
+            store,
+            queue,
+            settings,
+            last_reap: Arc::default(),
+            last_statistics: Arc::default(),
+            last_prune: Arc::default(),
+            sends,
+        }
     }
 
     /// Whether the reaper is due: never ran, or ran `reap_interval` ago. Marks it as run.
@@ -88,30 +111,66 @@ impl Scheduler {
         due(&self.last_reap, self.settings.reap_interval)
     }
 
-    /// One pass: reap (when the reap interval has passed), then lease and send until
-    /// nothing is due.
+    /// One pass: the maintenance that is due (reap, statistics, prune), then lease and send
+    /// until nothing is due.
     pub async fn pass(&self) -> Result<Counters, Error> {
-        self.pass_until(&CancellationToken::new()).await
+        let mut counters = self.maintain().await?;
+        counters += self.lease_rounds(&CancellationToken::new()).await?;
+        Ok(counters)
     }
 
-    /// A pass whose sends are given up when `cut` fires: their leases are released at
-    /// once (fenced by token), so a silent SQS peer holds no step past the cut.
-    async fn pass_until(&self, cut: &CancellationToken) -> Result<Counters, Error> {
+    /// Lease rounds until a short one (nothing more is due right now); their sends are given
+    /// up when `cut` fires: their leases are released at once (fenced by token), so a silent
+    /// SQS peer holds no step past the cut.
+    async fn lease_rounds(&self, cut: &CancellationToken) -> Result<Counters, Error> {
         let mut counters = Counters::default();
-        if self.reap_due() {
-            self.reap(&mut counters).await?;
-        }
-        if due(&self.last_statistics, STATISTICS_INTERVAL.min(self.settings.reap_interval)) {
-            self.refresh_statistics(&mut counters).await;
-        }
         loop {
             let round = self.lease_round(cut).await?;
             counters += round;
-            // A short round means nothing more is due right now; a cut ends the pass.
             if round.leased < u64::from(self.settings.lease_batch) || cut.is_cancelled() {
                 return Ok(counters);
             }
         }
+    }
+
+    /// The maintenance whose timer is due: reap (a failure is returned, and the reaper tries
+    /// again at the next look), the statistics check and a slice of the retention (their
+    /// failures are logged: they only slow things down or cost space).
+    async fn maintain(&self) -> Result<Counters, Error> {
+        let mut counters = Counters::default();
+        if self.reap_due() {
+            self.reap(&mut counters).await?;
+        }
+        let reap_interval = self.settings.reap_interval;
+        if due(&self.last_statistics, STATISTICS_INTERVAL.min(reap_interval)) {
+            self.refresh_statistics(&mut counters).await;
+        }
+        if self.settings.retention.is_some() && due(&self.last_prune, PRUNE_INTERVAL.min(reap_interval)) {
+            self.prune(&mut counters).await;
+        }
+        Ok(counters)
+    }
+
+    /// [`maintain`](Self::maintain) on its timers until `done` fires (checked between calls,
+    /// so a call under way finishes), beside the lease rounds of [`run_until`](Self::run_until).
+    async fn maintain_until(&self, done: CancellationToken) -> Counters {
+        let mut total = Counters::default();
+        let mut database = Burst::new("scheduler maintenance", crate::burst::postgres_peer(self.store.pool()));
+        let tick = STATISTICS_INTERVAL.min(PRUNE_INTERVAL).min(self.settings.reap_interval).max(MAINTENANCE_TICK);
+        while !done.is_cancelled() {
+            match self.maintain().await {
+                Ok(counters) => {
+                    database.succeeded();
+                    total += counters;
+                }
+                Err(e) => _ = database.failed(&e),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(tick) => {}
+                _ = done.cancelled() => {}
+            }
+        }
+        total
     }
 
     /// One Postgres call, bounded client-side ([`Timeouts::db_call`](crate::timeouts::Timeouts::db_call)):
@@ -137,7 +196,6 @@ impl Scheduler {
                 "reaped expired leases"
             );
         }
-        self.prune(counters).await;
         Ok(())
     }
 
@@ -155,7 +213,8 @@ impl Scheduler {
         }
     }
 
-    /// One batch of the retention (`RARA_RETENTION_DAYS`), bounded by `statement_timeout`.
+    /// One slice of the retention (`RARA_RETENTION_DAYS`): at most `RARA_PRUNE_BATCH_SIZE`
+    /// runs, bounded by `statement_timeout`.
     /// History only costs space: a failure here is logged, and the next pass tries again.
     async fn prune(&self, counters: &mut Counters) {
         let Some(retention) = self.settings.retention else { return };
@@ -174,11 +233,14 @@ impl Scheduler {
         }
     }
 
-    /// Passes until `budget` is spent or `stop` fires (`budget = None`: until `stop`).
-    /// Between passes it waits up to `scheduler_poll`, and less when a `NOTIFY` on
-    /// [`rara_store::DUE_CHANNEL`] says steps became due (`RARA_SCHEDULER_LISTEN`). A pass
-    /// that fails for a passing reason (a dropped connection, a restarting database) is
-    /// logged and tried again at the next wake-up; any other error ends the run.
+    /// Passes of lease rounds until `budget` is spent or `stop` fires (`budget = None`: until
+    /// `stop`), and beside them the maintenance on its timers, in a task of its own (another
+    /// connection of the pool). Between passes it waits up to `scheduler_poll`, and less when
+    /// a `NOTIFY` on [`rara_store::DUE_CHANNEL`] says steps became due
+    /// (`RARA_SCHEDULER_LISTEN`). A pass that fails for a passing reason (a dropped
+    /// connection, a restarting database) is logged and tried again at the next wake-up; any
+    /// other error ends the run. A failing maintenance call is logged once per burst and
+    /// tried again on its timer.
     pub async fn run(&self, budget: Option<Duration>, stop: CancellationToken) -> Result<Counters, Error> {
         self.run_until(budget, stop, None).await
     }
@@ -214,12 +276,29 @@ impl Scheduler {
         let woken = Arc::new(Notify::new());
         let listening = stop.child_token();
         let listener = self.settings.scheduler_listen.then(|| self.spawn_listener(woken.clone(), listening.clone()));
+        let maintaining = CancellationToken::new();
+        let mut maintenance = AbortOnDropHandle::new(tokio::spawn({
+            let (scheduler, done) = (self.clone(), maintaining.clone());
+            async move { scheduler.maintain_until(done).await }
+        }));
         let result = self.passes(end, &woken, &stop, &cut).await;
         listening.cancel();
+        maintaining.cancel();
+        // The maintenance call under way finishes (each is bounded like any Postgres call),
+        // but not past the cut: then it is given up, like a pass.
+        let maintained = tokio::select! {
+            counters = &mut maintenance => counters.unwrap_or_default(),
+            _ = cut.cancelled() => {
+                maintenance.abort();
+                Counters::default()
+            }
+        };
         if let Some(task) = listener {
             let _ = task.await;
         }
-        result
+        let mut total = result?;
+        total += maintained;
+        Ok(total)
     }
 
     async fn passes(
@@ -235,7 +314,7 @@ impl Scheduler {
         loop {
             // A pass still under way shortly after the cut (Postgres silent: nothing can be
             // released) is given up; what it leased comes back after the delivery timeout.
-            match crate::batch::after_interrupt(cut, self.pass_until(cut)).await {
+            match crate::batch::after_interrupt(cut, self.lease_rounds(cut)).await {
                 Some(Ok(counters)) => {
                     database.succeeded();
                     queue.succeeded();

@@ -41,10 +41,12 @@ pub struct Settings {
     /// first pass always does). Expired leases are minutes old by nature; leasing is not.
     pub reap_interval: Duration,
     /// `RARA_RETENTION_DAYS`: finished runs older than this are deleted with everything under
-    /// them by the scheduler's maintenance pass (on the reaper timer, one batch per pass).
+    /// them by the scheduler's maintenance, one slice every
+    /// [`PRUNE_INTERVAL`](crate::scheduler::PRUNE_INTERVAL), beside its lease rounds.
     /// `None` (`0`): history is kept forever.
     pub retention: Option<Duration>,
-    /// `RARA_PRUNE_BATCH_SIZE`: finished runs deleted per maintenance pass (one statement).
+    /// `RARA_PRUNE_BATCH_SIZE`: at most this many finished runs deleted per slice (one
+    /// statement).
     pub prune_batch: u32,
     /// `RARA_ARCHIVE`: `true` copies pruned runs and everything under them into the
     /// `archived_*` tables (same statement) instead of only deleting them; default `false`.

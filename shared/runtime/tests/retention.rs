@@ -1,12 +1,17 @@
-//! The scheduler's maintenance pass (on the reaper timer) deletes one batch of finished runs
-//! past `RARA_RETENTION_DAYS` and counts them as `Pruned`; `0` keeps history forever.
+//! The scheduler's maintenance deletes a slice of finished runs past `RARA_RETENTION_DAYS`
+//! every `PRUNE_INTERVAL` and counts them as `Pruned`; `0` keeps history forever. A running
+//! scheduler prunes beside its lease rounds, never before them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use common::*;
+use rara_queue::Queue;
 use rara_store::Store;
 use sqlx::PgPool;
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 const WORKFLOW: &str = "name: history\nsteps:\n  - {name: a, operation: noop}\n";
@@ -72,4 +77,56 @@ async fn with_rara_archive_the_pass_copies_the_runs_it_prunes(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(copies, 1);
+}
+
+/// The prune of a running scheduler does not stand between a due step and its message: held
+/// up by a lock on the archive (`RARA_ARCHIVE=true` copies before deleting), it waits in the
+/// maintenance task while the lease rounds send a newly submitted step; it finishes when the
+/// lock goes, and its count reaches the run's counters.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_held_up_prune_does_not_delay_leasing(pool: PgPool) {
+    let (store, queues, stack) =
+        Stack::fresh(pool.clone(), &[("RARA_RETENTION_DAYS", "7"), ("RARA_ARCHIVE", "true")]).await;
+    let old = cancelled_days_ago(&store, &stack.settings, 8).await;
+    let mut lock = pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE archived_workflow_runs IN SHARE MODE").execute(&mut *lock).await.unwrap();
+
+    let stop = CancellationToken::new();
+    let scheduler = stack.scheduler();
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move { scheduler.run(None, stop).await }
+    });
+    let waiting = Instant::now() + Duration::from_secs(10);
+    while !prune_waits_for_a_lock(&pool).await {
+        assert!(Instant::now() < waiting, "the scheduler never started its prune");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    submit(&store, &stack.settings, WORKFLOW).await;
+    let received = queues.queue().receive(1, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(received.len(), 1, "the new step was sent while the prune waited");
+    assert!(prune_waits_for_a_lock(&pool).await, "and the prune is still waiting");
+    assert!(exists(&store, old).await);
+
+    lock.commit().await.unwrap();
+    let pruned = Instant::now() + Duration::from_secs(10);
+    while exists(&store, old).await {
+        assert!(Instant::now() < pruned, "the prune did not finish once the lock went");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.cancel();
+    let counters = task.await.unwrap().unwrap();
+    assert_eq!((counters.sent, counters.pruned), (1, 1), "{counters:?}");
+}
+
+/// Whether this database's prune statement waits for a lock.
+async fn prune_waits_for_a_lock(pool: &PgPool) -> bool {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() \
+         AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO archived_workflow_runs%')",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
 }

@@ -1,6 +1,7 @@
 //! What the HTTP API and the console read beyond [`read`](crate::read): runs filtered by status,
 //! name and creation time, a page at a time behind an opaque cursor; and the console's live
-//! channel ([`CONSOLE_CHANNEL`], fed by the triggers of migration `…000009_console.sql`).
+//! channel ([`CONSOLE_CHANNEL`], fed by the triggers of migration `…000009_console.sql` while a
+//! console listener is registered, migration `…000013_console_listeners.sql`).
 
 use chrono::{DateTime, Utc};
 use rara_domain::state::RunStatus;
@@ -150,7 +151,24 @@ impl Store {
             .ok_or(Error::RunNotFound(run_id))
     }
 
+    /// Registers the console listener `id` (or refreshes it) for `ttl`: while any
+    /// registration lasts, every change is notified on [`CONSOLE_CHANNEL`]; while none does,
+    /// nothing is, and the hot path pays no notification. Answers whether this turned
+    /// notifications on: a change whose statement ran just before may then commit after, not
+    /// notified, and a listener should reload what it shows a moment later.
+    pub async fn register_console_listener(&self, id: Uuid, ttl: std::time::Duration) -> Result<bool, Error> {
+        Ok(sqlx::query_file_scalar!("sql/console_register.sql", id, crate::millis(ttl)).fetch_one(&self.pool).await?)
+    }
+
+    /// Ends the registration of the console listener `id` (and any that expired).
+    pub async fn unregister_console_listener(&self, id: Uuid) -> Result<(), Error> {
+        sqlx::query_file!("sql/console_unregister.sql", id).execute(&self.pool).await?;
+        Ok(())
+    }
+
     /// Listens on [`CONSOLE_CHANNEL`] over a connection of its own (never one of the pool's).
+    /// Nothing is notified unless a listener is registered
+    /// ([`register_console_listener`](Self::register_console_listener)).
     /// Each [`recv`](ConsoleListener::recv) is a run that changed; after a broken connection a
     /// page reloads what it shows (changes meanwhile are lost).
     pub async fn listen_console(&self) -> Result<ConsoleListener, Error> {

@@ -97,20 +97,37 @@ pub struct Store {
 /// used: a thawed Lambda container's connections may have been closed while it was frozen.
 pub const CHECK_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
-/// Pool options every rara pool starts from: a connection is checked before use only when it
-/// was idle for [`CHECK_IF_IDLE_FOR`]. sqlx checks every connection when it is released
-/// already; checking it again when it is taken, moments later, was a third round trip per
-/// statement on the executor's path (two statements per batch).
+/// What every rara session sets when it connects. `jit = off`: Postgres compiles a statement
+/// with LLVM whenever its *estimated* cost passes `jit_above_cost`, at every execution (the
+/// compiled code is not kept with a cached plan), and rara's statements run in about a
+/// millisecond. The scheduler's lease (a generic plan, whose estimate grows with `steps`) spent
+/// 3.0 of its 3.2 s and 6.6 of its 6.6 s compiling in two 20,000-step benchmark runs: 15–33 ms
+/// a call, up to 218 ms, half of Postgres's CPU per step at batch 10 (BENCHMARKS.md "JIT").
+pub const SESSION_SETTINGS: &str = "SET jit = off";
+
+/// Pool options every rara pool starts from: each new connection gets [`SESSION_SETTINGS`];
+/// a connection is checked before use only when it was idle for [`CHECK_IF_IDLE_FOR`]. sqlx
+/// checks every connection when it is released already; checking it again when it is taken,
+/// moments later, was a third round trip per statement on the executor's path (two
+/// statements per batch).
 pub fn pool_options() -> PgPoolOptions {
-    PgPoolOptions::new().test_before_acquire(false).before_acquire(|connection, meta| {
-        Box::pin(async move {
-            if meta.idle_for >= CHECK_IF_IDLE_FOR {
-                use sqlx::Connection;
-                connection.ping().await?;
-            }
-            Ok(true)
+    PgPoolOptions::new()
+        .after_connect(|connection, _| {
+            Box::pin(async move {
+                sqlx::Executor::execute(connection, SESSION_SETTINGS).await?;
+                Ok(())
+            })
         })
-    })
+        .test_before_acquire(false)
+        .before_acquire(|connection, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= CHECK_IF_IDLE_FOR {
+                    use sqlx::Connection;
+                    connection.ping().await?;
+                }
+                Ok(true)
+            })
+        })
 }
 
 impl Store {

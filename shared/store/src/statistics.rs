@@ -7,7 +7,7 @@
 //! measured on a fresh database with autovacuum off, a steady 3,000 steps/s fell from 514
 //! to 64 steps/s in two minutes. Autovacuum analyzes a table after 10 % of it changed, but
 //! only once per `autovacuum_naptime` (a minute) and not at all where it is off, so the
-//! scheduler also checks on its reaper timer: a table whose changes since its last analyze
+//! scheduler also checks every second: a table whose changes since its last analyze
 //! reach its size (at least [`MIN_CHANGES`]) is analyzed. The table doubles between two
 //! such analyzes, so they stop mattering once autovacuum keeps up; each costs a sample of
 //! at most 30,000 rows.

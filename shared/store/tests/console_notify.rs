@@ -1,6 +1,7 @@
-//! The console's live channel (`rara_console`, migrations 000009 and 000010): every statement
-//! that changes steps' status or progress notifies each run it touched, once; a heartbeat
-//! notifies nothing.
+//! The console's live channel (`rara_console`, migrations 000009, 000010 and 000013): while a
+//! console listener is registered, every statement that changes steps' status or progress
+//! notifies each run it touched, once, and a heartbeat notifies nothing; while none is, nothing
+//! is notified at all.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -13,6 +14,7 @@ use rara_store::Store;
 use rara_store::browse::CONSOLE_CHANNEL;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
+use uuid::Uuid;
 
 /// The payloads delivered until the channel has been quiet for a moment.
 async fn drain(listener: &mut PgListener) -> Vec<String> {
@@ -32,6 +34,7 @@ async fn each_batch_statement_notifies_each_run_it_changed_once(pool: PgPool) {
 
     let mut listener = PgListener::connect_with(&pool).await.unwrap();
     listener.listen(CONSOLE_CHANNEL).await.unwrap();
+    assert!(store.register_console_listener(Uuid::new_v4(), Duration::from_secs(60)).await.unwrap());
 
     let leased = store.lease_due("scheduler", 15, LEASE).await.unwrap();
     assert_eq!(leased.len(), 15);
@@ -51,4 +54,40 @@ async fn each_batch_statement_notifies_each_run_it_changed_once(pool: PgPool) {
     let outcome = drain(&mut listener).await;
     assert_eq!(outcome.len(), 2, "the steps and their runs changed: one notification per run: {outcome:?}");
     assert_eq!(outcome.into_iter().collect::<BTreeSet<_>>(), runs);
+}
+
+/// Nothing is notified while no console listener is registered (the hot path pays nothing);
+/// a registration turns notifications on (and says so once), its end or its lapse turns them
+/// off again.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn changes_are_notified_only_while_a_console_listener_is_registered(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let run = store.submit(&flat_plan(3)).await.unwrap().run_id;
+    let mut listener = PgListener::connect_with(&pool).await.unwrap();
+    listener.listen(CONSOLE_CHANNEL).await.unwrap();
+
+    // Nobody registered: a lease and a claim change statuses, and nothing is sent.
+    let leased = store.lease_due("scheduler", 1, LEASE).await.unwrap();
+    let claimed = claim_all(&store, "executor", &leased).await;
+    assert_eq!(drain(&mut listener).await, Vec::<String>::new(), "notified with no console listening");
+
+    let (server, other) = (Uuid::new_v4(), Uuid::new_v4());
+    assert!(store.register_console_listener(server, Duration::from_secs(60)).await.unwrap(), "turned on");
+    assert!(!store.register_console_listener(server, Duration::from_secs(60)).await.unwrap(), "a refresh");
+    assert!(!store.register_console_listener(other, Duration::from_secs(60)).await.unwrap(), "already on");
+    let items: Vec<_> = claimed.iter().map(|c| (c.holder.clone(), serde_json::json!({}))).collect();
+    assert!(store.succeed(&items).await.unwrap().iter().all(Result::is_ok));
+    assert_eq!(drain(&mut listener).await, vec![run.to_string()]);
+
+    // One server ends its registration: the other still listens.
+    store.unregister_console_listener(server).await.unwrap();
+    store.lease_due("scheduler", 1, LEASE).await.unwrap();
+    assert_eq!(drain(&mut listener).await, vec![run.to_string()]);
+
+    // The other's registration lapses: nothing again, and registering turns it back on.
+    store.register_console_listener(other, Duration::from_millis(1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    store.lease_due("scheduler", 1, LEASE).await.unwrap();
+    assert_eq!(drain(&mut listener).await, Vec::<String>::new(), "notified after the registration lapsed");
+    assert!(store.register_console_listener(server, Duration::from_secs(60)).await.unwrap(), "turned on again");
 }

@@ -25,19 +25,31 @@ async fn mostly_finished(pool: &PgPool, unfinished: i32) -> Store {
     store
 }
 
+/// `EXPLAIN (<options>, FORMAT JSON)` of the lease of `limit` steps, in a transaction rolled
+/// back (`ANALYZE` runs it), over `pool`'s session, after `setup` in that transaction.
+async fn explain_lease(pool: &PgPool, options: &str, limit: i64, setup: Option<&str>) -> serde_json::Value {
+    let mut tx = pool.begin().await.unwrap();
+    if let Some(setup) = setup {
+        sqlx::query(setup).execute(&mut *tx).await.unwrap();
+    }
+    let plan = sqlx::query_scalar(&format!("EXPLAIN ({options}FORMAT JSON) {LEASE_DUE}"))
+        .bind(limit)
+        .bind("scheduler")
+        .bind(60_000_i64)
+        .bind(None::<chrono::DateTime<chrono::Utc>>)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    plan
+}
+
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn lease_statement_uses_the_partial_due_index(pool: PgPool) {
     let store = mostly_finished(&pool, 20).await;
     sqlx::query("ANALYZE steps").execute(&pool).await.unwrap();
 
-    let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (FORMAT JSON) {LEASE_DUE}"))
-        .bind(10_i64)
-        .bind("scheduler")
-        .bind(60_000_i64)
-        .bind(None::<chrono::DateTime<chrono::Utc>>)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let plan = explain_lease(&pool, "", 10, None).await;
     let text = plan.to_string();
     assert!(text.contains("\"Index Name\":\"steps_due\""), "the lease must scan steps_due:\n{text}");
     assert!(seq_scans_of_steps(&plan) == 0, "no sequential scan of steps:\n{text}");
@@ -71,16 +83,7 @@ async fn the_lease_over_100_keys_is_one_statement_through_the_key_index(pool: Pg
     store.submit(&plan(&format!("name: keyed\nsteps:\n{steps}"))).await.unwrap();
     sqlx::query("ANALYZE steps").execute(&pool).await.unwrap();
 
-    let mut tx = pool.begin().await.unwrap();
-    let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {LEASE_DUE}"))
-        .bind(100_i64)
-        .bind("scheduler")
-        .bind(60_000_i64)
-        .bind(None::<chrono::DateTime<chrono::Utc>>)
-        .fetch_one(&mut *tx)
-        .await
-        .unwrap();
-    tx.rollback().await.unwrap();
+    let plan = explain_lease(&pool, "ANALYZE, BUFFERS, ", 100, None).await;
     let text = plan.to_string();
     assert!(text.contains("\"Index Name\":\"steps_due_key\""), "the lease must walk steps_due_key:\n{text}");
     assert_eq!(seq_scans_of_steps(&plan), 0, "no sequential scan of steps:\n{text}");
@@ -205,4 +208,30 @@ fn scans_of(plan: &serde_json::Value, table: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Whether Postgres compiled the lease with JIT over `pool`'s session, JIT's threshold at 0
+/// (every statement is worth compiling).
+async fn lease_compiled_with_jit(pool: &PgPool) -> bool {
+    explain_lease(pool, "ANALYZE, ", 10, Some("SET LOCAL jit_above_cost = 0")).await[0].get("JIT").is_some()
+}
+
+/// rara's sessions never compile a statement with JIT (`rara_store::SESSION_SETTINGS`): the
+/// lease's generic plan is estimated high enough for it, and each compile cost 15–33 ms a
+/// call. Where the server can compile, a plain session does; a rara session never does.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn rara_sessions_never_compile_statements_with_jit(pool: PgPool) {
+    mostly_finished(&pool, 20).await;
+    let rara =
+        rara_store::pool_options().max_connections(1).connect_with((*pool.connect_options()).clone()).await.unwrap();
+    let jit: String = sqlx::query_scalar("SHOW jit").fetch_one(&rara).await.unwrap();
+    assert_eq!(jit, "off");
+    assert!(!lease_compiled_with_jit(&rara).await, "a rara session compiled the lease");
+
+    let available: bool = sqlx::query_scalar("SELECT pg_jit_available()").fetch_one(&pool).await.unwrap();
+    if available {
+        assert!(lease_compiled_with_jit(&pool).await, "the server can compile, and a plain session does");
+    } else {
+        eprintln!("this server cannot JIT-compile: only rara's setting was checked");
+    }
 }

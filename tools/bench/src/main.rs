@@ -98,7 +98,7 @@ enum ModeCommand {
         /// Submit at this rate (steps/s) instead of keeping the queue topped up.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         rate: Option<u32>,
-        /// Bounded history: the scheduler's retention (its maintenance pass deletes finished
+        /// Bounded history: the scheduler's retention (its maintenance deletes finished
         /// runs older than this, as in production), e.g. `90s`, `2m`; at least 70s, so that
         /// each minute is read before its runs can go. Without it, the environment's
         /// RARA_RETENTION_DAYS (30 days by default: nothing is deleted).
