@@ -79,6 +79,8 @@ pub const READ_ARTIFACTS: &str = sql_file!("read_artifacts");
 pub const RUN_EXISTS: &str = sql_file!("run_exists");
 pub const STEP_EXISTS: &str = sql_file!("step_exists");
 pub const LIST_RUNS: &str = sql_file!("list_runs");
+pub const CONSOLE_REGISTER: &str = sql_file!("console_register");
+pub const CONSOLE_UNREGISTER: &str = sql_file!("console_unregister");
 pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
 pub const LOST_REASON: &str = sql_file!("lost_reason");
 pub const DLQ_STEP: &str = sql_file!("dlq_step");
@@ -174,6 +176,8 @@ pub fn catalogue() -> Vec<Statement> {
         s("run_exists", RUN_EXISTS, &["uuid"]),
         s("step_exists", STEP_EXISTS, &["uuid"]),
         s("list_runs", LIST_RUNS, &["rara_run_status", "int8"]),
+        s("console_register", CONSOLE_REGISTER, &["uuid", "int8"]),
+        s("console_unregister", CONSOLE_UNREGISTER, &["uuid"]),
         s("run_of_step", RUN_OF_STEP, &["uuid"]),
         s("lost_reason", LOST_REASON, &["uuid"]),
         s("dlq_step", DLQ_STEP, &["uuid[]"]),
