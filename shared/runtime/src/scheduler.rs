@@ -181,7 +181,7 @@ impl Scheduler {
 
     async fn reap(&self, counters: &mut Counters) -> Result<(), Error> {
         let reaped = self.db(self.store.reap_expired(self.settings.reap_batch)).await.inspect_err(|_| {
-            // Try again at the next pass rather than after a whole interval.
+            // Try again at the next look at the timers rather than after a whole interval.
             if let Ok(mut last) = self.last_reap.lock() {
                 *last = None;
             }

@@ -102,7 +102,7 @@ pub const CHECK_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 /// compiled code is not kept with a cached plan), and rara's statements run in about a
 /// millisecond. The scheduler's lease (a generic plan, whose estimate grows with `steps`) spent
 /// 3.0 of its 3.2 s and 6.6 of its 6.6 s compiling in two 20,000-step benchmark runs: 15–33 ms
-/// a call, up to 218 ms, half of Postgres's CPU per step at batch 10 (BENCHMARKS.md "JIT").
+/// a call, up to 218 ms, half of Postgres's CPU per step at batch 10 (BENCHMARKS.md "JIT and notifications").
 pub const SESSION_SETTINGS: &str = "SET jit = off";
 
 /// Pool options every rara pool starts from: each new connection gets [`SESSION_SETTINGS`];
