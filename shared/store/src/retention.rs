@@ -1,10 +1,11 @@
 //! Bounded history: finished runs older than a retention are deleted, a batch at a time, with
-//! everything under them (the foreign keys cascade). The scheduler's maintenance deletes
-//! one batch a second (`RARA_RETENTION_DAYS`, `RARA_PRUNE_BATCH_SIZE`); `rara prune` deletes
-//! batches until none is left. A batch selects its runs `FOR UPDATE SKIP LOCKED` and only
-//! finished ones: no step of a finished run is held, so a batch never waits for, nor blocks,
-//! a claim or an outcome. With [`Prune::Archive`] (`RARA_ARCHIVE=true`) the same statement
-//! first copies each run and everything under it into the `archived_*` tables.
+//! everything under them (the foreign keys cascade; a trigger of `steps` deletes their attempts).
+//! The scheduler's maintenance deletes one batch a second (`RARA_RETENTION_DAYS`,
+//! `RARA_PRUNE_BATCH_SIZE`); `rara prune` deletes batches until none is left. A batch selects its
+//! runs `FOR UPDATE SKIP LOCKED` and only finished ones: no step of a finished run is held, so a
+//! batch never waits for, nor blocks, a claim or an outcome. With [`Prune::Archive`]
+//! (`RARA_ARCHIVE=true`) the same statement first copies each run and everything under it into the
+//! `archived_*` tables.
 
 use std::time::Duration;
 

@@ -1,0 +1,148 @@
+//! The rules on what a step is submitted with (migration 000014): checked where those columns
+//! are written, on every insert and on an update that sets one of them, not at the lease, the
+//! claim and the outcome. A broken rule is refused with the name of its rule and SQLSTATE 23514
+//! (check_violation), as the CHECK constraints they were said; nothing of the statement lands.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use rara_store::Store;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Each rule: a column assignment that breaks it (on a step without a concurrency key nor a
+/// parent), and the rule's name.
+const BROKEN: [(&str, &str); 8] = [
+    ("timeout_seconds = 0", "steps_timeout_positive"),
+    ("retry_initial_delay_ms = -1", "steps_retry_valid"),
+    ("retry_max_delay_ms = retry_initial_delay_ms - 1", "steps_retry_valid"),
+    ("retry_multiplier = 0.5", "steps_retry_valid"),
+    ("concurrency_limit = 2", "steps_concurrency_limit_keyed"),
+    ("map_index = 0", "steps_map_child_whole"),
+    ("map_max_concurrency = 0", "steps_map_concurrency_positive"),
+    ("map_tolerated_failures = -1", "steps_map_tolerated_failures_valid"),
+];
+
+/// The rule a failed statement names, after checking it failed as a CHECK constraint does.
+fn violated(result: Result<sqlx::postgres::PgQueryResult, sqlx::Error>) -> String {
+    let error = result.expect_err("the statement breaks a rule");
+    let db = error.as_database_error().expect("a database error");
+    assert_eq!(db.code().as_deref(), Some("23514"), "check_violation: {db}");
+    assert_eq!(db.table(), Some("steps"));
+    let name = db.constraint().expect("the rule's name").to_owned();
+    assert!(db.message().contains(&format!("violates check constraint \"{name}\"")), "{}", db.message());
+    name
+}
+
+/// One step, submitted valid, and its id.
+async fn one_step(pool: &PgPool) -> Uuid {
+    let run = Store::new(pool.clone()).submit(&flat_plan(1)).await.unwrap().run_id;
+    step_id(pool, run, "s0").await
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_update_that_sets_a_setting_is_checked_by_its_rule(pool: PgPool) {
+    let step = one_step(&pool).await;
+    for (assignment, rule) in BROKEN {
+        let result =
+            sqlx::query(&format!("UPDATE steps SET {assignment} WHERE id = $1")).bind(step).execute(&pool).await;
+        assert_eq!(violated(result), rule, "{assignment}");
+    }
+    // A keyed limit and a whole map child are allowed.
+    sqlx::query("UPDATE steps SET concurrency_key = 'k', concurrency_limit = 2, map_max_concurrency = 3 WHERE id = $1")
+        .bind(step)
+        .execute(&pool)
+        .await
+        .expect("a valid update");
+    let limit: Option<i32> = sqlx::query_scalar("SELECT concurrency_limit FROM steps WHERE id = $1")
+        .bind(step)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(limit, Some(2));
+}
+
+/// The settings columns, copied from a valid step by an insert.
+const SETTINGS: [&str; 8] = [
+    "timeout_seconds",
+    "retry_initial_delay_ms",
+    "retry_max_delay_ms",
+    "retry_multiplier",
+    "concurrency_limit",
+    "map_index",
+    "map_max_concurrency",
+    "map_tolerated_failures",
+];
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_insert_with_one_broken_row_is_refused_whole(pool: PgPool) {
+    let template = one_step(&pool).await;
+    let run: Uuid =
+        sqlx::query_scalar("SELECT run_id FROM steps WHERE id = $1").bind(template).fetch_one(&pool).await.unwrap();
+    for (assignment, rule) in BROKEN {
+        // Two copies of the valid step under new names in one statement, the second one broken.
+        let (broken, value) = assignment.split_once(" = ").unwrap();
+        let value = value.replace("retry_initial_delay_ms", "s.retry_initial_delay_ms");
+        let copied: Vec<String> =
+            SETTINGS
+                .iter()
+                .map(|c| {
+                    if *c == broken { format!("CASE WHEN n = 2 THEN {value} ELSE s.{c} END") } else { format!("s.{c}") }
+                })
+                .collect();
+        let sql = format!(
+            "INSERT INTO steps (id, run_id, name, position, operation, max_attempts, {})
+             SELECT gen_random_uuid(), s.run_id, s.name || '-' || n, s.position + n, s.operation, s.max_attempts, {}
+             FROM steps s, generate_series(1, 2) n WHERE s.id = $1",
+            SETTINGS.join(", "),
+            copied.join(", ")
+        );
+        let result = sqlx::query(&sql).bind(template).execute(&pool).await;
+        assert_eq!(violated(result), rule, "{assignment}");
+    }
+    let steps: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM steps WHERE run_id = $1").bind(run).fetch_one(&pool).await.unwrap();
+    assert_eq!(steps, 1, "nothing of a refused statement landed");
+
+    // The same copies, unbroken, land.
+    let sql = format!(
+        "INSERT INTO steps (id, run_id, name, position, operation, max_attempts, {0})
+         SELECT gen_random_uuid(), s.run_id, s.name || '-' || n, s.position + n, s.operation, s.max_attempts, {0}
+         FROM steps s, generate_series(1, 2) n WHERE s.id = $1",
+        SETTINGS.join(", ")
+    );
+    sqlx::query(&sql).bind(template).execute(&pool).await.expect("valid copies");
+    let steps: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM steps WHERE run_id = $1").bind(run).fetch_one(&pool).await.unwrap();
+    assert_eq!(steps, 3);
+}
+
+/// The transitions never set a setting: a step whose settings were broken behind the rules'
+/// back (the trigger disabled) is still leased, claimed and finished, which a CHECK constraint
+/// would refuse at each of them.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_lease_the_claim_and_the_outcome_do_not_check_settings(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let step = one_step(&pool).await;
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("ALTER TABLE steps DISABLE TRIGGER steps_settings_updated").execute(&mut *tx).await.unwrap();
+    sqlx::query("UPDATE steps SET map_tolerated_failures = -1 WHERE id = $1")
+        .bind(step)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("ALTER TABLE steps ENABLE TRIGGER steps_settings_updated").execute(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let leased = store.lease_due("scheduler", 10, LEASE).await.unwrap();
+    assert_eq!(leased.len(), 1);
+    let claimed = claim_all(&store, "executor", &leased).await;
+    let items: Vec<_> = claimed.iter().map(|c| (c.holder.clone(), serde_json::json!({}))).collect();
+    assert!(store.succeed(&items).await.unwrap().iter().all(Result::is_ok));
+    assert_eq!(status(&pool, step).await, "succeeded");
+
+    let again =
+        sqlx::query("UPDATE steps SET map_tolerated_failures = -1 WHERE id = $1").bind(step).execute(&pool).await;
+    assert_eq!(violated(again), "steps_map_tolerated_failures_valid", "setting it is still refused");
+}
