@@ -4,7 +4,7 @@
     scripts/bench-ab.py [-n RUNS] [--steps N] [--batch B] [--executors K] [--out DIR] A B
 
 A and B are each a rara-bench binary, or BINARY:SQLFILE to run that binary with
-RARA_BENCH_SETUP_SQL=SQLFILE (the SQL runs on the scratch database after its migrations, before
+`--setup-sql SQLFILE` (the SQL runs on the scratch database after its migrations, before
 anything is submitted). The two run one after the other RUNS times (A, B, A, B, ...) with
 `flat --json` on the server of DATABASE_URL (start the benchmark's own cluster with
 `scripts/bench-postgres.sh start` and export what `scripts/bench-postgres.sh env` prints), every
@@ -34,15 +34,13 @@ def variant(spec):
 
 
 def run(v, args, out, index, label):
-    env = dict(os.environ)
-    env.pop("RARA_BENCH_SETUP_SQL", None)
-    if v["sql"]:
-        env["RARA_BENCH_SETUP_SQL"] = v["sql"]
     command = [v["binary"], "--json", "flat", "--steps", str(args.steps), "--batch", str(args.batch),
                "--executors", str(args.executors)]
+    if v["sql"]:
+        command += ["--setup-sql", v["sql"]]
     path = os.path.join(out, f"{label}{index}.json")
     started = time.monotonic()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True)
     with open(path, "w") as f:
         f.write(done.stdout)
     if done.returncode != 0:

@@ -175,6 +175,15 @@ struct RunArgs {
     /// The scheduler only polls (every --poll-ms) instead of also waking on NOTIFY.
     #[arg(long)]
     no_listen: bool,
+    /// SQL run on the migrated scratch database before anything is submitted: a schema
+    /// change priced without building it (BENCHMARKS.md "Method"), e.g. a constraint dropped.
+    #[arg(long, value_name = "FILE", value_parser = read_sql_file)]
+    setup_sql: Option<String>,
+}
+
+/// `--setup-sql`: the file's text, read before any database is touched.
+fn read_sql_file(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))
 }
 
 /// The queue under test.
@@ -264,6 +273,8 @@ pub struct Options {
     pub timeout: Duration,
     /// Whether the scheduler wakes on `NOTIFY` (`false`: it only polls every `poll`).
     pub listen: bool,
+    /// SQL run on the scratch database before the submission (`--setup-sql`).
+    pub setup_sql: Option<String>,
 }
 
 impl Options {
@@ -278,6 +289,7 @@ impl Options {
             poll: Duration::from_millis(run.poll_ms),
             timeout: Duration::from_secs(run.timeout_seconds),
             listen: !run.no_listen,
+            setup_sql: run.setup_sql,
         }
     }
 }

@@ -62,12 +62,10 @@ async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &Q
     }
     let settings = Arc::new(settings);
 
-    // An experiment on the schema (BENCHMARKS.md "Method"): SQL run on the migrated scratch
-    // database before anything is submitted, e.g. a constraint dropped to price it.
-    if let Ok(path) = std::env::var("RARA_BENCH_SETUP_SQL") {
-        let sql = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    // An experiment on the schema (`--setup-sql`), before anything is submitted.
+    if let Some(sql) = &options.setup_sql {
         let setup_pool = pool(&scratch.connect_options(), 1).await?;
-        sqlx::raw_sql(&sql).execute(&setup_pool).await.with_context(|| format!("{path} failed"))?;
+        sqlx::raw_sql(sql).execute(&setup_pool).await.context("the --setup-sql file failed")?;
         setup_pool.close().await;
     }
     // The steps, before the measurement.
