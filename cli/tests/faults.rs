@@ -332,14 +332,16 @@ impl Stack {
     }
 
     /// Steps still `leased` or `running` more than one lease (plus the reaper's interval)
-    /// after their lease expired: none may exist while a scheduler runs.
-    async fn overdue_leases(&self) -> i64 {
-        sqlx::query_scalar(
-            "SELECT count(*) FROM steps WHERE status IN ('leased', 'running')
+    /// after their lease expired: none may exist while a scheduler runs. Each as (name,
+    /// status, holder, attempt, seconds past the lease's end), for a failure's message.
+    async fn overdue_leases(&self) -> Vec<(String, String, String, i32, f64)> {
+        sqlx::query_as(
+            "SELECT name, status::text, leased_by, attempt, extract(epoch FROM now() - lease_expires_at)::float8
+             FROM steps WHERE status IN ('leased', 'running')
              AND lease_expires_at < now() - make_interval(secs => $1)",
         )
         .bind(LEASE_SECONDS as f64 + 1.0)
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await
         .unwrap()
     }
@@ -348,8 +350,16 @@ impl Stack {
     /// scheduler that reaches Postgres again has given back what the silence left behind.
     async fn until_no_overdue_lease(&self, within: Duration) {
         let end = Instant::now() + within;
-        while self.overdue_leases().await > 0 {
-            assert!(Instant::now() < end, "[{}] steps held past one lease {within:?} later", self.scenario);
+        loop {
+            let overdue = self.overdue_leases().await;
+            if overdue.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < end,
+                "[{}] steps held past one lease {within:?} later: {overdue:?}",
+                self.scenario
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -368,7 +378,8 @@ impl Stack {
     async fn until_finished_with_no_overdue_lease(&mut self, bound: Duration) {
         let end = Instant::now() + bound;
         while self.unfinished_runs().await > 0 && Instant::now() < end {
-            assert_eq!(self.overdue_leases().await, 0, "[{}] a step stayed held past one lease", self.scenario);
+            let overdue = self.overdue_leases().await;
+            assert!(overdue.is_empty(), "[{}] a step stayed held past one lease: {overdue:?}", self.scenario);
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
