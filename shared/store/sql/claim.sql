@@ -3,11 +3,13 @@
 -- is leased and due (its message may have waited in a backlog: a never-claimed lease stays
 -- claimable by its token until the reaper leases the step again), or running under an
 -- expired lease (take over; the previous attempt closes with the error $5). One row per
--- pair, in order, with its verdict.
+-- claimed pair; a pair that did not claim is judged by claim_verdicts.sql, and only then
+-- (BENCHMARKS.md "The claim without its verdicts": judging every pair in this statement cost a
+-- tenth of it in every batch, where every pair normally claims).
 -- A step whose attempt runs detached on a remote executor (`remote_endpoint` set: parked, or
 -- its re-attached holder died) is *re-attached*: same attempt, same fence, new holder, the
 -- attempt row left open; the row says where to resume (`remote_endpoint`, `remote_sequence`)
--- and when the attempt started (its deadline counts from then).
+-- (when the attempt started, its deadline's start, comes from attempt_started.sql).
 -- A map step (`for_each`) says which of its two claims this is: before `map_size` is set, the
 -- one that expands it; after, the one that gathers its children's outputs.
 WITH input AS (
@@ -44,33 +46,14 @@ taken_over AS (
     WHERE a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running' AND c.remote_endpoint IS NULL
     RETURNING a.step_id
 )
-SELECT c.id AS "id?", c.run_id AS "run_id?", c.name AS "name?", c.operation AS "operation?",
-       c.version AS "version?", c.input AS "input?", c.attempt AS "attempt?", c.max_attempts AS "max_attempts?",
-       c.fence AS "fence?", c.timeout_seconds AS "timeout_seconds?",
-       c.retry_initial_delay_ms AS "retry_initial_delay_ms?", c.retry_max_delay_ms AS "retry_max_delay_ms?",
-       c.retry_multiplier AS "retry_multiplier?", c.lease_expires_at AS "lease_expires_at?",
-       (c.id IS NOT NULL AND s.status = 'running') AS "took_over?",
-       c.remote_endpoint AS "remote_endpoint?", c.remote_sequence AS "remote_sequence?", c.attached_at AS "attached_at?",
-       a.started_at AS "attempt_started_at?",
+SELECT c.id AS "id!", c.run_id AS "run_id!", c.name AS "name!", c.operation AS "operation!",
+       c.version AS "version?", c.input AS "input!", c.attempt AS "attempt!", c.max_attempts AS "max_attempts!",
+       c.fence AS "fence!", c.timeout_seconds AS "timeout_seconds!",
+       c.retry_initial_delay_ms AS "retry_initial_delay_ms!", c.retry_max_delay_ms AS "retry_max_delay_ms!",
+       c.retry_multiplier AS "retry_multiplier!", c.lease_expires_at AS "lease_expires_at!",
+       c.lease_token AS "lease_token!", (t.step_id IS NOT NULL) AS "took_over!",
+       c.remote_endpoint AS "remote_endpoint?", c.remote_sequence AS "remote_sequence?", c.attached_at AS "attached_at!",
        c.for_each AS "for_each?", c.map_max_concurrency AS "map_max_concurrency?", c.map_size AS "map_size?",
-       c.map_index AS "map_index?", c.map_tolerated_failures AS "map_tolerated_failures?",
-       CASE
-           WHEN c.id IS NOT NULL THEN 'claimed'
-           WHEN s.id IS NULL THEN 'unknown'
-           WHEN s.status IN ('succeeded', 'failed', 'cancelled', 'skipped') THEN 'finished'
-           WHEN s.lease_token IS DISTINCT FROM i.lease_token THEN 'token_mismatch'
-           WHEN s.status = 'running' AND s.lease_expires_at <= now() THEN 'lease_expired'
-           ELSE 'held'
-       END AS "verdict!",
-       CASE
-           WHEN s.status = 'leased' AND s.next_run_at > now()
-               THEN (extract(epoch FROM s.next_run_at - now()) * 1000)::bigint
-           WHEN s.status = 'running' AND s.lease_expires_at > now()
-               THEN (extract(epoch FROM s.lease_expires_at - now()) * 1000)::bigint
-           ELSE $4::bigint
-       END AS "held_ms?"
-FROM input i
-LEFT JOIN claimed c ON c.id = i.step_id AND c.lease_token = i.lease_token
-LEFT JOIN steps s ON s.id = i.step_id
-LEFT JOIN step_attempts a ON c.remote_endpoint IS NOT NULL AND a.step_id = c.id AND a.attempt = c.attempt
-ORDER BY i.ord
+       c.map_index AS "map_index?", c.map_tolerated_failures AS "map_tolerated_failures?"
+FROM claimed c
+LEFT JOIN taken_over t ON t.step_id = c.id

@@ -1,4 +1,5 @@
-//! The executor's claim: one statement for a whole batch of (step, lease token) pairs.
+//! The executor's claim: one statement for a whole batch of (step, lease token) pairs when
+//! every pair claims, as they normally do; the pairs that did not are judged by a second.
 //!
 //! A pair claims its step when the token matches and either the step is `leased`, due and
 //! its lease unexpired, or the step is `running` under an expired lease (its holder died:
@@ -8,7 +9,7 @@
 //! does not claim is told apart:
 //! stale (acknowledge, run nothing), still held (come back when the hold ends) or unknown.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -43,7 +44,8 @@ pub struct ClaimedStep {
     pub retry_max_delay: Duration,
     pub retry_multiplier: f64,
     pub lease_expires_at: DateTime<Utc>,
-    /// Whether this claim took the step over from a holder whose lease had expired.
+    /// Whether this claim took the step over from a holder whose lease had expired, closing
+    /// that holder's attempt (a re-attach continues its attempt: not a takeover).
     pub took_over: bool,
     /// When this claim attached the holder (the database's clock).
     pub attached_at: DateTime<Utc>,
@@ -99,34 +101,32 @@ pub enum ClaimOutcome {
     UnknownStep,
 }
 
-/// A row of `sql/claim.sql`.
+/// A row of `sql/claim.sql`: a claimed pair.
 struct Row {
-    id: Option<Uuid>,
-    run_id: Option<Uuid>,
-    name: Option<String>,
-    operation: Option<String>,
+    id: Uuid,
+    run_id: Uuid,
+    name: String,
+    operation: String,
     version: Option<String>,
-    input: Option<serde_json::Value>,
-    attempt: Option<i32>,
-    max_attempts: Option<i32>,
-    fence: Option<i64>,
-    timeout_seconds: Option<i32>,
-    retry_initial_delay_ms: Option<i64>,
-    retry_max_delay_ms: Option<i64>,
-    retry_multiplier: Option<f64>,
-    lease_expires_at: Option<DateTime<Utc>>,
-    took_over: Option<bool>,
+    input: serde_json::Value,
+    attempt: i32,
+    max_attempts: i32,
+    fence: i64,
+    timeout_seconds: i32,
+    retry_initial_delay_ms: i64,
+    retry_max_delay_ms: i64,
+    retry_multiplier: f64,
+    lease_expires_at: DateTime<Utc>,
+    lease_token: Uuid,
+    took_over: bool,
     remote_endpoint: Option<String>,
     remote_sequence: Option<i64>,
-    attached_at: Option<DateTime<Utc>>,
-    attempt_started_at: Option<DateTime<Utc>>,
+    attached_at: DateTime<Utc>,
     for_each: Option<serde_json::Value>,
     map_max_concurrency: Option<i32>,
     map_size: Option<i32>,
     map_index: Option<i32>,
     map_tolerated_failures: Option<i32>,
-    verdict: String,
-    held_ms: Option<i64>,
 }
 
 fn duration_ms(ms: Option<i64>) -> Duration {
@@ -134,60 +134,59 @@ fn duration_ms(ms: Option<i64>) -> Duration {
 }
 
 impl Row {
-    fn into_outcome(self, worker: &str) -> ClaimOutcome {
-        match self.verdict.as_str() {
-            "claimed" => match (self.id, self.run_id, self.fence, self.lease_expires_at, self.attached_at) {
-                (Some(step_id), Some(run_id), Some(fence), Some(lease_expires_at), Some(attached_at)) => {
-                    let resume = self.remote_endpoint.zip(self.remote_sequence).map(|(endpoint, sequence)| Resume {
-                        endpoint,
-                        sequence: u64::try_from(sequence).unwrap_or(0),
-                    });
-                    ClaimOutcome::Claimed(Box::new(ClaimedStep {
-                        holder: Holder { step_id, worker: worker.to_owned(), fence },
-                        run_id,
-                        name: self.name.unwrap_or_default(),
-                        operation: self.operation.unwrap_or_default(),
-                        version: self.version,
-                        input: self.input.unwrap_or(serde_json::Value::Null),
-                        attempt: self.attempt.unwrap_or(1).max(1) as u32,
-                        max_attempts: self.max_attempts.unwrap_or(1).max(1) as u32,
-                        timeout: Duration::from_secs(self.timeout_seconds.unwrap_or(1).max(1) as u64),
-                        retry_initial_delay: duration_ms(self.retry_initial_delay_ms),
-                        retry_max_delay: duration_ms(self.retry_max_delay_ms),
-                        retry_multiplier: self.retry_multiplier.unwrap_or(1.0),
-                        lease_expires_at,
-                        took_over: self.took_over.unwrap_or(false),
-                        attached_at,
-                        started_at: self.attempt_started_at.filter(|_| resume.is_some()).unwrap_or(attached_at),
-                        resume,
-                        map: self.for_each.map(|for_each| match self.map_size {
-                            Some(size) => MapPhase::Gather {
-                                size: size.max(0) as u32,
-                                failures_tolerated: self.map_tolerated_failures.is_some_and(|n| n > 0),
-                            },
-                            None => MapPhase::Expand {
-                                for_each,
-                                max_concurrency: self.map_max_concurrency.map(|n| n.max(1) as u32),
-                            },
-                        }),
-                        map_index: self.map_index.map(|i| i.max(0) as u32),
-                    }))
+    /// The claimed step; `started_at`: when a re-attached attempt started (its claim's
+    /// attach time otherwise).
+    fn into_claimed(self, worker: &str, started_at: Option<DateTime<Utc>>) -> ClaimedStep {
+        let resume = self
+            .remote_endpoint
+            .zip(self.remote_sequence)
+            .map(|(endpoint, sequence)| Resume { endpoint, sequence: u64::try_from(sequence).unwrap_or(0) });
+        ClaimedStep {
+            holder: Holder { step_id: self.id, worker: worker.to_owned(), fence: self.fence },
+            run_id: self.run_id,
+            name: self.name,
+            operation: self.operation,
+            version: self.version,
+            input: self.input,
+            attempt: self.attempt.max(1) as u32,
+            max_attempts: self.max_attempts.max(1) as u32,
+            timeout: Duration::from_secs(self.timeout_seconds.max(1) as u64),
+            retry_initial_delay: duration_ms(Some(self.retry_initial_delay_ms)),
+            retry_max_delay: duration_ms(Some(self.retry_max_delay_ms)),
+            retry_multiplier: self.retry_multiplier,
+            lease_expires_at: self.lease_expires_at,
+            took_over: self.took_over,
+            attached_at: self.attached_at,
+            started_at: started_at.filter(|_| resume.is_some()).unwrap_or(self.attached_at),
+            resume,
+            map: self.for_each.map(|for_each| match self.map_size {
+                Some(size) => MapPhase::Gather {
+                    size: size.max(0) as u32,
+                    failures_tolerated: self.map_tolerated_failures.is_some_and(|n| n > 0),
+                },
+                None => {
+                    MapPhase::Expand { for_each, max_concurrency: self.map_max_concurrency.map(|n| n.max(1) as u32) }
                 }
-                // The statement returns every column for a claimed row; anything else is a
-                // broken invariant, and nothing may run without its fence.
-                _ => ClaimOutcome::UnknownStep,
-            },
-            "unknown" => ClaimOutcome::UnknownStep,
-            "finished" => ClaimOutcome::Stale(StaleReason::Finished),
-            "token_mismatch" => ClaimOutcome::Stale(StaleReason::TokenMismatch),
-            "lease_expired" => ClaimOutcome::Stale(StaleReason::LeaseExpired),
-            _ => ClaimOutcome::Held { retry_after: duration_ms(self.held_ms) },
+            }),
+            map_index: self.map_index.map(|i| i.max(0) as u32),
         }
     }
 }
 
+/// The verdict on a pair that did not claim (`sql/claim_verdicts.sql`).
+fn verdict(verdict: &str, held_ms: i64) -> ClaimOutcome {
+    match verdict {
+        "unknown" => ClaimOutcome::UnknownStep,
+        "finished" => ClaimOutcome::Stale(StaleReason::Finished),
+        "token_mismatch" => ClaimOutcome::Stale(StaleReason::TokenMismatch),
+        "lease_expired" => ClaimOutcome::Stale(StaleReason::LeaseExpired),
+        _ => ClaimOutcome::Held { retry_after: duration_ms(Some(held_ms)) },
+    }
+}
+
 impl Store {
-    /// Claims a batch for `worker` in one statement. Returns one outcome per request, in order.
+    /// Claims a batch for `worker` (one statement when every request claims). Returns one
+    /// outcome per request, in order.
     /// `lease` is how long the claim holds the step before a heartbeat must extend it.
     pub async fn claim(
         &self,
@@ -198,27 +197,76 @@ impl Store {
         // A message delivered twice in one batch: only its first copy may claim.
         let mut seen = HashSet::new();
         let unique: Vec<ClaimRequest> = requests.iter().copied().filter(|r| seen.insert(*r)).collect();
-        let ids: Vec<Uuid> = unique.iter().map(|r| r.step_id).collect();
-        let tokens: Vec<Uuid> = unique.iter().map(|r| r.lease_token).collect();
-        let rows: Vec<Row> = if unique.is_empty() {
-            Vec::new()
-        } else {
-            let taken_over =
-                StepError::retryable(codes::LEASE_EXPIRED, "the holder's lease expired; another executor took over");
-            sqlx::query_file_as!(Row, "sql/claim.sql", &ids, &tokens, worker, millis(lease), taken_over.to_json())
-                .fetch_all(&self.pool)
-                .await?
-        };
-        let mut outcomes = rows.into_iter().map(|row| row.into_outcome(worker));
+        let mut judged = self.claim_unique(worker, &unique, lease).await?.into_iter();
         let mut first = HashSet::new();
         Ok(requests
             .iter()
             .map(|r| {
                 if first.insert(*r) {
-                    outcomes.next().unwrap_or(ClaimOutcome::UnknownStep)
+                    judged.next().unwrap_or(ClaimOutcome::UnknownStep)
                 } else {
                     ClaimOutcome::Stale(StaleReason::DuplicateInBatch)
                 }
+            })
+            .collect())
+    }
+
+    /// The claim of distinct pairs, one outcome each, in order: one statement when every
+    /// pair claims (the normal case); the pairs that did not are judged by a second one, and
+    /// the attempts re-attached to have their start read by a third.
+    async fn claim_unique(
+        &self,
+        worker: &str,
+        unique: &[ClaimRequest],
+        lease: Duration,
+    ) -> Result<Vec<ClaimOutcome>, Error> {
+        if unique.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Uuid> = unique.iter().map(|r| r.step_id).collect();
+        let tokens: Vec<Uuid> = unique.iter().map(|r| r.lease_token).collect();
+        let taken_over =
+            StepError::retryable(codes::LEASE_EXPIRED, "the holder's lease expired; another executor took over");
+        let rows =
+            sqlx::query_file_as!(Row, "sql/claim.sql", &ids, &tokens, worker, millis(lease), taken_over.to_json())
+                .fetch_all(&self.pool)
+                .await?;
+        let reattached: (Vec<Uuid>, Vec<i32>) =
+            rows.iter().filter(|r| r.remote_endpoint.is_some()).map(|r| (r.id, r.attempt)).unzip();
+        let started: HashMap<Uuid, DateTime<Utc>> = if reattached.0.is_empty() {
+            HashMap::new()
+        } else {
+            sqlx::query_file!("sql/attempt_started.sql", &reattached.0, &reattached.1)
+                .fetch_all(&self.pool)
+                .await?
+                .into_iter()
+                .map(|a| (a.step_id, a.started_at))
+                .collect()
+        };
+        let mut claimed: HashMap<ClaimRequest, Row> =
+            rows.into_iter().map(|r| (ClaimRequest { step_id: r.id, lease_token: r.lease_token }, r)).collect();
+        let rest: Vec<&ClaimRequest> = unique.iter().filter(|r| !claimed.contains_key(r)).collect();
+        let mut verdicts = if rest.is_empty() {
+            Vec::new()
+        } else {
+            let ids: Vec<Uuid> = rest.iter().map(|r| r.step_id).collect();
+            let tokens: Vec<Uuid> = rest.iter().map(|r| r.lease_token).collect();
+            sqlx::query_file!("sql/claim_verdicts.sql", &ids, &tokens, millis(lease))
+                .fetch_all(&self.pool)
+                .await?
+                .into_iter()
+                .map(|v| verdict(&v.verdict, v.held_ms))
+                .collect()
+        }
+        .into_iter();
+        Ok(unique
+            .iter()
+            .map(|r| match claimed.remove(r) {
+                Some(row) => {
+                    let started_at = started.get(&row.id).copied();
+                    ClaimOutcome::Claimed(Box::new(row.into_claimed(worker, started_at)))
+                }
+                None => verdicts.next().unwrap_or(ClaimOutcome::UnknownStep),
             })
             .collect())
     }

@@ -44,6 +44,8 @@ pub static REAP_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("reap
 
 // The executor (claim.rs, running.rs, outcome.rs, references.rs).
 pub const CLAIM: &str = sql_file!("claim");
+pub const CLAIM_VERDICTS: &str = sql_file!("claim_verdicts");
+pub const ATTEMPT_STARTED: &str = sql_file!("attempt_started");
 pub static HEARTBEAT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("heartbeat")));
 pub static PROGRESS: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("progress")));
 pub static ARTIFACT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("artifact")));
@@ -131,6 +133,8 @@ pub fn catalogue() -> Vec<Statement> {
         s("reap_release", REAP_RELEASE, &["int8", "jsonb"]),
         s("reap_fail", REAP_FAIL.as_str(), &["int8", "jsonb", "jsonb"]),
         s("claim", CLAIM, &["uuid[]", "uuid[]", "text", "int8", "jsonb"]),
+        s("claim_verdicts", CLAIM_VERDICTS, &["uuid[]", "uuid[]", "int8"]),
+        s("attempt_started", ATTEMPT_STARTED, &["uuid[]", "int4[]"]),
         s("heartbeat", HEARTBEAT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "int8"]),
         s("progress", PROGRESS.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "float8", "text"]),
         s("artifact", ARTIFACT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "text", "text", "text", "int8", "text"]),

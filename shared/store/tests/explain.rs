@@ -118,7 +118,7 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
     store.lease_due("scheduler", 10, LEASE).await.unwrap();
     sqlx::query("VACUUM ANALYZE steps").execute(&pool).await.unwrap();
 
-    let batches = ["claim", "succeed", "retry", "fail", "release"];
+    let batches = ["claim", "claim_verdicts", "succeed", "retry", "fail", "release"];
     let mut conn = pool.acquire().await.unwrap();
     sqlx::query("SET plan_cache_mode = force_generic_plan").execute(&mut *conn).await.unwrap();
     let statements: Vec<_> = catalogue().into_iter().filter(|s| batches.contains(&s.name)).collect();

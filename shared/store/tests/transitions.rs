@@ -220,6 +220,32 @@ async fn stale_tokens_finished_steps_and_batch_duplicates_run_nothing(pool: PgPo
     assert_eq!(attempts, 1);
 }
 
+/// A batch whose pairs do not all claim: the claimed ones come from the claim, the others
+/// from the verdicts read after it, each in its request's place.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn verdicts_keep_their_requests_places_around_the_claims(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    store.submit(&flat_plan(3)).await.unwrap();
+    let leased = store.lease_due("scheduler", 3, LEASE).await.unwrap();
+    let held = claim_one(&store, "other", &leased[2]).await;
+    let unknown = ClaimRequest { step_id: Uuid::new_v4(), lease_token: Uuid::new_v4() };
+    let wrong_token = ClaimRequest { step_id: leased[1].step_id, lease_token: Uuid::new_v4() };
+    let outcomes = store
+        .claim("w", &[unknown, request(&leased[0]), request(&leased[2]), wrong_token, request(&leased[1])], LEASE)
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0], ClaimOutcome::UnknownStep);
+    assert!(matches!(&outcomes[1], ClaimOutcome::Claimed(s) if s.holder.step_id == leased[0].step_id));
+    assert!(
+        matches!(outcomes[2], ClaimOutcome::Held { retry_after } if retry_after > Duration::from_secs(50)),
+        "held by {:?}: {:?}",
+        held.holder,
+        outcomes[2]
+    );
+    assert_eq!(outcomes[3], ClaimOutcome::Stale(StaleReason::TokenMismatch));
+    assert!(matches!(&outcomes[4], ClaimOutcome::Claimed(s) if s.holder.step_id == leased[1].step_id && !s.took_over));
+}
+
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn retry_via_message_keeps_the_lease_and_claims_the_next_attempt_when_due(pool: PgPool) {
     let store = Store::new(pool.clone());
