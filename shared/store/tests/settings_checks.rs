@@ -1,6 +1,6 @@
-//! The rules on what a step is submitted with (migration 000014): checked where those columns
-//! are written, on every insert and on an update that sets one of them, not at the lease, the
-//! claim and the outcome. A broken rule is refused with the name of its rule and SQLSTATE 23514
+//! The rules on what a step is submitted with (migration 000014) and on a run's name and trace
+//! context (migration 000015): checked where those columns are written, on every insert and on
+//! an update that sets one of them, not at the lease, the claim and the outcome. A broken rule is refused with the name of its rule and SQLSTATE 23514
 //! (check_violation), as the CHECK constraints they were said; nothing of the statement lands.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,12 +24,18 @@ const BROKEN: [(&str, &str); 8] = [
     ("map_tolerated_failures = -1", "steps_map_tolerated_failures_valid"),
 ];
 
-/// The rule a failed statement names, after checking it failed as a CHECK constraint does.
+/// The rule a failed statement on `steps` names, after checking it failed as a CHECK
+/// constraint does.
 fn violated(result: Result<sqlx::postgres::PgQueryResult, sqlx::Error>) -> String {
+    violated_on("steps", result)
+}
+
+/// [`violated`] on `table`.
+fn violated_on(table: &str, result: Result<sqlx::postgres::PgQueryResult, sqlx::Error>) -> String {
     let error = result.expect_err("the statement breaks a rule");
     let db = error.as_database_error().expect("a database error");
     assert_eq!(db.code().as_deref(), Some("23514"), "check_violation: {db}");
-    assert_eq!(db.table(), Some("steps"));
+    assert_eq!(db.table(), Some(table));
     let name = db.constraint().expect("the rule's name").to_owned();
     assert!(db.message().contains(&format!("violates check constraint \"{name}\"")), "{}", db.message());
     name
@@ -145,4 +151,63 @@ async fn the_lease_the_claim_and_the_outcome_do_not_check_settings(pool: PgPool)
     let again =
         sqlx::query("UPDATE steps SET map_tolerated_failures = -1 WHERE id = $1").bind(step).execute(&pool).await;
     assert_eq!(violated(again), "steps_map_tolerated_failures_valid", "setting it is still refused");
+}
+
+/// A run's name and trace context: refused on insert and on an update that sets them, under
+/// their rules' names; the outcome that updates the run's counters does not check them.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_runs_name_and_trace_context_are_checked_where_they_are_written(pool: PgPool) {
+    let insert = |name: &'static str, trace: Option<&'static str>| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query(
+                "INSERT INTO workflow_runs (id, name, status, steps_total, steps_unfinished, trace_context)
+                 VALUES (gen_random_uuid(), $1, 'running', 0, 0, coalesce($2, rara_new_traceparent()))",
+            )
+            .bind(name)
+            .bind(trace)
+            .execute(&pool)
+            .await
+        }
+    };
+    assert_eq!(violated_on("workflow_runs", insert("", None).await), "workflow_runs_name_not_empty");
+    assert_eq!(
+        violated_on("workflow_runs", insert("r", Some("00-not-a-traceparent")).await),
+        "workflow_runs_trace_context_traceparent"
+    );
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(&pool).await.unwrap();
+    assert_eq!(runs, 0, "nothing of a refused insert landed");
+    insert("r", None).await.expect("a valid run");
+
+    // A run submitted through the store, its name broken behind the rule's back: its step's
+    // outcome still updates the run and finishes it.
+    let store = Store::new(pool.clone());
+    let run = store.submit(&flat_plan(1)).await.unwrap().run_id;
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("ALTER TABLE workflow_runs DISABLE TRIGGER workflow_runs_submitted_checked")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE workflow_runs SET name = '' WHERE id = $1").bind(run).execute(&mut *tx).await.unwrap();
+    sqlx::query("ALTER TABLE workflow_runs ENABLE TRIGGER workflow_runs_submitted_checked")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let leased = store.lease_due("scheduler", 10, LEASE).await.unwrap();
+    let claimed = claim_all(&store, "executor", &leased).await;
+    let items: Vec<_> = claimed.iter().map(|c| (c.holder.clone(), serde_json::json!({}))).collect();
+    assert!(store.succeed(&items).await.unwrap().iter().all(Result::is_ok));
+    assert_eq!(run_status(&pool, run).await, "succeeded");
+
+    sqlx::query("UPDATE workflow_runs SET name = 'renamed' WHERE id = $1")
+        .bind(run)
+        .execute(&pool)
+        .await
+        .expect("a valid name");
+    let again =
+        sqlx::query("UPDATE workflow_runs SET trace_context = 'x' WHERE id = $1").bind(run).execute(&pool).await;
+    assert_eq!(violated_on("workflow_runs", again), "workflow_runs_trace_context_traceparent");
+    let again = sqlx::query("UPDATE workflow_runs SET name = '' WHERE id = $1").bind(run).execute(&pool).await;
+    assert_eq!(violated_on("workflow_runs", again), "workflow_runs_name_not_empty");
 }
