@@ -213,7 +213,8 @@ impl Store {
 
     /// The claim of distinct pairs, one outcome each, in order: one statement when every
     /// pair claims (the normal case); the pairs that did not are judged by a second one, and
-    /// the attempts re-attached to have their start read by a third.
+    /// the attempts re-attached to have their start read by a third. Only the claim's
+    /// failure is an error.
     async fn claim_unique(
         &self,
         worker: &str,
@@ -231,17 +232,23 @@ impl Store {
             sqlx::query_file_as!(Row, "sql/claim.sql", &ids, &tokens, worker, millis(lease), taken_over.to_json())
                 .fetch_all(&self.pool)
                 .await?;
+        // The claim has committed: a read after it that fails must not lose what it claimed
+        // nor judge a pair. What it leaves undecided is held for one claim lease: its message
+        // comes back, and the next claim of it takes over (or judges it).
+        let held = || ClaimOutcome::Held { retry_after: lease };
         let reattached: (Vec<Uuid>, Vec<i32>) =
             rows.iter().filter(|r| r.remote_endpoint.is_some()).map(|r| (r.id, r.attempt)).unzip();
-        let started: HashMap<Uuid, DateTime<Utc>> = if reattached.0.is_empty() {
-            HashMap::new()
+        let started: Option<HashMap<Uuid, DateTime<Utc>>> = if reattached.0.is_empty() {
+            Some(HashMap::new())
         } else {
-            sqlx::query_file!("sql/attempt_started.sql", &reattached.0, &reattached.1)
-                .fetch_all(&self.pool)
-                .await?
-                .into_iter()
-                .map(|a| (a.step_id, a.started_at))
-                .collect()
+            match sqlx::query_file!("sql/attempt_started.sql", &reattached.0, &reattached.1).fetch_all(&self.pool).await
+            {
+                Ok(attempts) => Some(attempts.into_iter().map(|a| (a.step_id, a.started_at)).collect()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the re-attached attempts' start; they come back after the claim lease");
+                    None
+                }
+            }
         };
         let mut claimed: HashMap<ClaimRequest, Row> =
             rows.into_iter().map(|r| (ClaimRequest { step_id: r.id, lease_token: r.lease_token }, r)).collect();
@@ -251,21 +258,26 @@ impl Store {
         } else {
             let ids: Vec<Uuid> = rest.iter().map(|r| r.step_id).collect();
             let tokens: Vec<Uuid> = rest.iter().map(|r| r.lease_token).collect();
-            sqlx::query_file!("sql/claim_verdicts.sql", &ids, &tokens, millis(lease))
-                .fetch_all(&self.pool)
-                .await?
-                .into_iter()
-                .map(|v| verdict(&v.verdict, v.held_ms))
-                .collect()
+            match sqlx::query_file!("sql/claim_verdicts.sql", &ids, &tokens, millis(lease)).fetch_all(&self.pool).await {
+                Ok(verdicts) => verdicts.into_iter().map(|v| verdict(&v.verdict, v.held_ms)).collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not judge the messages that did not claim; they come back after the claim lease");
+                    rest.iter().map(|_| held()).collect()
+                }
+            }
         }
         .into_iter();
         Ok(unique
             .iter()
             .map(|r| match claimed.remove(r) {
-                Some(row) => {
-                    let started_at = started.get(&row.id).copied();
-                    ClaimOutcome::Claimed(Box::new(row.into_claimed(worker, started_at)))
-                }
+                Some(row) if row.remote_endpoint.is_some() => match &started {
+                    Some(started) => {
+                        let started_at = started.get(&row.id).copied();
+                        ClaimOutcome::Claimed(Box::new(row.into_claimed(worker, started_at)))
+                    }
+                    None => held(),
+                },
+                Some(row) => ClaimOutcome::Claimed(Box::new(row.into_claimed(worker, None))),
                 None => verdicts.next().unwrap_or(ClaimOutcome::UnknownStep),
             })
             .collect())
