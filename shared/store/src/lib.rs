@@ -103,7 +103,16 @@ pub const CHECK_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 /// millisecond. The scheduler's lease (a generic plan, whose estimate grows with `steps`) spent
 /// 3.0 of its 3.2 s and 6.6 of its 6.6 s compiling in two 20,000-step benchmark runs: 15–33 ms
 /// a call, up to 218 ms, half of Postgres's CPU per step at batch 10 (BENCHMARKS.md "JIT and notifications").
-pub const SESSION_SETTINGS: &str = "SET jit = off";
+///
+/// `enable_seqscan = off`: every statement of rara reaches its rows through an index (the
+/// batches by primary key, the lease and the reaper by their partial indexes, the prune by the
+/// finished runs'), but a prepared statement keeps the generic plan made on the statistics of
+/// the moment, and on a fresh database the first analyze of `step_attempts` sees a few hundred
+/// rows: the claim and the outcome then read the whole table at every batch until the next
+/// analyze (BENCHMARKS.md "Attempts by primary key from the first batch",
+/// `tests/explain.rs`). Off, Postgres still scans a table that has no index to use; it only
+/// never prefers a scan to an index that serves.
+pub const SESSION_SETTINGS: &str = "SET jit = off; SET enable_seqscan = off";
 
 /// Pool options every rara pool starts from: each new connection gets [`SESSION_SETTINGS`];
 /// a connection is checked before use only when it was idle for [`CHECK_IF_IDLE_FOR`]. sqlx

@@ -118,19 +118,8 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
     store.lease_due("scheduler", 10, LEASE).await.unwrap();
     sqlx::query("VACUUM ANALYZE steps").execute(&pool).await.unwrap();
 
-    let batches = ["claim", "claim_verdicts", "succeed", "retry", "fail", "release"];
     let mut conn = pool.acquire().await.unwrap();
-    sqlx::query("SET plan_cache_mode = force_generic_plan").execute(&mut *conn).await.unwrap();
-    let statements: Vec<_> = catalogue().into_iter().filter(|s| batches.contains(&s.name)).collect();
-    assert_eq!(statements.len(), batches.len(), "every batch statement is catalogued");
-    for statement in statements {
-        let (name, sql, types) = (statement.name, statement.sql, statement.params.join(", "));
-        sqlx::query(&format!("PREPARE {name}({types}) AS {sql}")).execute(&mut *conn).await.unwrap();
-        let nulls = vec!["NULL"; statement.params.len()].join(", ");
-        let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (FORMAT JSON) EXECUTE {name}({nulls})"))
-            .fetch_one(&mut *conn)
-            .await
-            .unwrap();
+    for (name, plan) in generic_plans(&mut conn, &BATCHES).await {
         let text = plan.to_string();
         let scans = scans_of_steps(&plan);
         assert!(scans.iter().any(|s| s == "Index Scan steps_pkey"), "{name} must find steps by primary key:\n{text}");
@@ -147,6 +136,74 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
                 "{name} must reach steps only through steps_pkey, not {scans:?}:\n{text}"
             );
         }
+    }
+}
+
+/// The batch statements that address steps (and their attempts) by id.
+const BATCHES: [&str; 6] = ["claim", "claim_verdicts", "succeed", "retry", "fail", "release"];
+
+/// The generic plan (what a prepared statement runs after five executions) of each catalogued
+/// statement named in `names`, over `conn`'s session: `(name, EXPLAIN (FORMAT JSON))`.
+async fn generic_plans(conn: &mut sqlx::PgConnection, names: &[&str]) -> Vec<(&'static str, serde_json::Value)> {
+    sqlx::query("SET plan_cache_mode = force_generic_plan").execute(&mut *conn).await.unwrap();
+    let statements: Vec<_> = catalogue().into_iter().filter(|s| names.contains(&s.name)).collect();
+    assert_eq!(statements.len(), names.len(), "every statement named is catalogued");
+    let mut plans = Vec::new();
+    for statement in statements {
+        let (name, sql, types) = (statement.name, statement.sql, statement.params.join(", "));
+        sqlx::query(&format!("PREPARE {name}({types}) AS {sql}")).execute(&mut *conn).await.unwrap();
+        let nulls = vec!["NULL"; statement.params.len()].join(", ");
+        let plan = sqlx::query_scalar(&format!("EXPLAIN (FORMAT JSON) EXECUTE {name}({nulls})"))
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        plans.push((name, plan));
+    }
+    plans
+}
+
+/// On a fresh database the first analyze of `step_attempts` sees a few hundred rows (autovacuum
+/// analyzes a table after 50 changes), and on such statistics Postgres plans the claim's
+/// closing of a taken-over attempt and the outcome's closing of the attempt as a sequential
+/// scan of the table. A prepared statement keeps that generic plan until the next analyze, while
+/// the table grows: hundreds to thousands of rows read per step in the early minutes of a
+/// benchmark (BENCHMARKS.md "Attempts by primary key from the first batch"). rara's sessions
+/// turn sequential scans off (`rara_store::SESSION_SETTINGS`: every statement of rara is
+/// written to reach its rows through an index; a table without one is still scanned), so the
+/// plans read attempts by primary key whatever the statistics say.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn batch_statements_find_attempts_by_primary_key_on_early_statistics(pool: PgPool) {
+    let store = mostly_finished(&pool, 5).await;
+    store.lease_due("scheduler", 10, LEASE).await.unwrap();
+    sqlx::query(
+        "INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token, outcome, finished_at)
+         SELECT id, 1, position, 'w', gen_random_uuid(), 'succeeded', now()
+         FROM steps WHERE status = 'succeeded' AND position < 80",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("VACUUM ANALYZE steps, step_attempts").execute(&pool).await.unwrap();
+    let attempt_scans = |plans: &[(&str, serde_json::Value)]| -> Vec<(String, Vec<String>)> {
+        plans.iter().map(|(name, plan)| (name.to_string(), scans_of(plan, "step_attempts"))).collect()
+    };
+
+    // The fixture reproduces the early plans: without the settings, attempts are scanned.
+    let mut plain = pool.acquire().await.unwrap();
+    let scanned = attempt_scans(&generic_plans(&mut plain, &["claim", "succeed"]).await);
+    assert!(
+        scanned.iter().all(|(_, scans)| scans.iter().any(|s| s.starts_with("Seq Scan"))),
+        "the fixture no longer makes Postgres scan step_attempts: {scanned:?}"
+    );
+
+    let rara =
+        rara_store::pool_options().max_connections(1).connect_with((*pool.connect_options()).clone()).await.unwrap();
+    let mut conn = rara.acquire().await.unwrap();
+    for (name, scans) in attempt_scans(&generic_plans(&mut conn, &BATCHES).await) {
+        assert!(
+            scans.iter().all(|s| s == "Index Scan step_attempts_pkey"),
+            "{name} must reach step_attempts only through its primary key, not {scans:?}"
+        );
     }
 }
 
