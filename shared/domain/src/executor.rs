@@ -29,6 +29,13 @@ pub trait Executor: Send + Sync + 'static {
         false
     }
 
+    /// Whether the step may run inside its claim's transaction (DESIGN.md "Quick steps"): it
+    /// finishes within milliseconds, touches nothing outside, reports nothing, and may run
+    /// again if that transaction does not commit.
+    fn quick(&self) -> bool {
+        false
+    }
+
     /// Runs the step. The executor must stop promptly when `ctx.cancel` fires and must not
     /// outlive `ctx.deadline`; the caller enforces both anyway.
     async fn execute(&self, ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError>;

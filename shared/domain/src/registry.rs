@@ -81,6 +81,11 @@ impl Registry {
         self.local.get(operation).filter(|local| version.is_none_or(|v| v == local.version()))
     }
 
+    /// The in-process operations whose executors are [`Executor::quick`].
+    pub fn quick_names(&self) -> Vec<&str> {
+        self.local.iter().filter(|(_, e)| e.quick()).map(|(n, _)| n.as_str()).collect()
+    }
+
     /// The registered in-process operation names.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.local.keys().map(String::as_str)

@@ -39,6 +39,7 @@ use crate::secrets::{EnvSecretResolver, SecretResolver};
 use crate::settings::Settings;
 
 pub use crate::fate::BatchReport;
+pub use quick::QUICK_BOUND;
 
 /// How long the outcomes of a batch wait for the steps that finish right after the first, to
 /// be recorded in one statement: short steps started together finish within microseconds of
@@ -46,6 +47,7 @@ pub use crate::fate::BatchReport;
 pub const RECORD_WINDOW: Duration = Duration::from_millis(2);
 
 mod map;
+mod quick;
 mod record;
 mod references;
 mod trace;
@@ -193,6 +195,7 @@ impl BatchExecutor {
             // Shortly after an interrupt, a claim or a recording that has not finished (a
             // silent Postgres) is given up: what it did not settle comes back.
             let interrupt = self.env.interrupt.clone();
+            let valid = self.quick(valid, deadline, &mut report).await;
             let claimed =
                 after_interrupt(&interrupt, self.claim(valid, deadline, &mut running, &mut in_flight, &mut report))
                     .await;

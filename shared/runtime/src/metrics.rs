@@ -56,6 +56,9 @@ pub struct Counters {
     pub pruned: u64,
     /// Executor: map steps expanded into their children (`for_each`).
     pub expanded: u64,
+    /// Executor: quick steps run and recorded in the transaction of their lock (DESIGN.md
+    /// "Quick steps"; also counted as claimed and succeeded).
+    pub quick: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -85,6 +88,7 @@ impl std::ops::AddAssign for Counters {
         self.reattached += c.reattached;
         self.pruned += c.pruned;
         self.expanded += c.expanded;
+        self.quick += c.quick;
     }
 }
 
@@ -117,6 +121,7 @@ impl Counters {
             ("Reattached", self.reattached),
             ("Pruned", self.pruned),
             ("Expanded", self.expanded),
+            ("Quick", self.quick),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

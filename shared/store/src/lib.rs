@@ -64,6 +64,7 @@ pub mod lease;
 pub mod listen;
 pub mod map;
 pub mod outcome;
+pub mod quick;
 pub mod read;
 pub mod references;
 pub mod retention;

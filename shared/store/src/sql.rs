@@ -8,6 +8,7 @@
 //!
 //! - the fenced writes, whose files mark where the holder goes (`{holder}`, `{holders}`)
 //!   and get the one predicate of [`fence`];
+//! - the statements that record successes: their heads, then the shared `succeed_tail.sql`;
 //! - the statements that finish steps other than by success: their targets, then the shared
 //!   `finish_tail.sql` (`WITH RECURSIVE targets AS (<targets>), <tail>`);
 //! - `ANALYZE` of each hot table ([`statistics`]).
@@ -50,7 +51,10 @@ pub static HEARTBEAT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("
 pub static PROGRESS: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("progress")));
 pub static ARTIFACT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("artifact")));
 pub static ATTEMPT_VERSION: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("attempt_version")));
-pub static SUCCEED: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("succeed")));
+pub static SUCCEED: LazyLock<String> = LazyLock::new(|| succeed(&fence::batch(sql_file!("succeed")), 5));
+// Quick steps (quick.rs).
+pub const QUICK_LOCK: &str = sql_file!("quick_lock");
+pub static QUICK_SUCCEED: LazyLock<String> = LazyLock::new(|| succeed(sql_file!("quick_succeed"), 7));
 pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("retry")));
 pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
 pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
@@ -120,6 +124,13 @@ fn finish(targets: &str, skip_error: u8) -> String {
     format!("WITH RECURSIVE targets AS (\n{targets}),\n{tail}")
 }
 
+/// `<head>,\n<succeed_tail.sql>`: the statements that record successes, the schedulers' wake-up
+/// channel bound as `$channel`.
+fn succeed(head: &str, channel: u8) -> String {
+    let tail = sql_file!("succeed_tail").replace("{due_channel}", &format!("${channel}::text"));
+    format!("{head},\n{tail}")
+}
+
 const HOLDER: [&str; 3] = ["uuid", "text", "int8"];
 const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
 
@@ -140,6 +151,12 @@ pub fn catalogue() -> Vec<Statement> {
         s("artifact", ARTIFACT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "text", "text", "text", "int8", "text"]),
         s("attempt_version", ATTEMPT_VERSION.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "text"]),
         s("succeed", SUCCEED.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "text"]),
+        s("quick_lock", QUICK_LOCK, &["uuid[]", "uuid[]", "text[]"]),
+        s(
+            "quick_succeed",
+            QUICK_SUCCEED.as_str(),
+            &["uuid[]", "uuid[]", "int8[]", "jsonb[]", "text", "timestamptz", "text"],
+        ),
         s("retry", RETRY.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "int8[]", "int8"]),
         s("fail", FAIL.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "jsonb"]),
         s("release_running", RELEASE_RUNNING.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb", "text"]),

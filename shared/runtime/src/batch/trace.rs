@@ -13,6 +13,16 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use crate::fate::Plan;
 use crate::telemetry::{self, SpanRecord};
 
+/// Who an attempt is, for its spans.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Attempt<'a> {
+    pub run_id: uuid::Uuid,
+    pub step_id: uuid::Uuid,
+    pub operation: &'a str,
+    pub attempt: u32,
+    pub fence: i64,
+}
+
 /// A claimed attempt's place in its run's trace.
 #[derive(Debug, Clone)]
 pub(super) struct AttemptTrace {
@@ -27,27 +37,41 @@ pub(super) struct AttemptTrace {
 impl AttemptTrace {
     /// `None` when the message carries no valid `traceparent` (a run from before tracing).
     pub(super) fn new(traceparent: Option<&str>, step: &ClaimedStep, claimed: SystemTime) -> Option<Self> {
+        let attempt = Attempt {
+            run_id: step.run_id,
+            step_id: step.holder.step_id,
+            operation: &step.operation,
+            attempt: step.attempt,
+            fence: step.holder.fence,
+        };
+        Self::of(traceparent, attempt, claimed)
+    }
+
+    /// The same for any attempt (a quick step's has no [`ClaimedStep`]).
+    pub(super) fn of(traceparent: Option<&str>, step: Attempt<'_>, claimed: SystemTime) -> Option<Self> {
         let run = telemetry::parse_traceparent(traceparent?)?;
         let attempt = step.attempt as i32;
-        let step_id = step.holder.step_id;
+        let step_id = step.step_id;
         Some(AttemptTrace {
             attempt: telemetry::attempt_context(&run, step_id, attempt),
             previous: (attempt > 1).then(|| telemetry::attempt_context(&run, step_id, attempt - 1)),
             run,
             claimed,
-            attributes: telemetry::step_attributes(
-                step.run_id,
-                step_id,
-                &step.operation,
-                attempt,
-                Some(step.holder.fence),
-            ),
+            attributes: telemetry::step_attributes(step.run_id, step_id, step.operation, attempt, Some(step.fence)),
         })
     }
 
     /// The claim statement's span (`start`..`end`), under the attempt.
     pub(super) fn claim(&self, start: SystemTime, end: SystemTime) {
         let mut span = SpanRecord::new("rara.claim", Some(self.attempt.clone()), start, end);
+        span.attributes = self.attributes.clone();
+        span.emit();
+    }
+
+    /// The execution's span (`start`..`end`), under the attempt, for an execution that ran
+    /// without a `tracing` span of its own (a quick step's, inside its lock's transaction).
+    pub(super) fn execute(&self, start: SystemTime, end: SystemTime) {
+        let mut span = SpanRecord::new("rara.execute", Some(self.attempt.clone()), start, end);
         span.attributes = self.attributes.clone();
         span.emit();
     }

@@ -1,0 +1,60 @@
+//! Quick steps end to end (DESIGN.md "Quick steps"), on Postgres + LocalStack's SQS through the
+//! local scheduler and executor runners: `noop` steps are locked, run and recorded in one
+//! transaction; a step that is not quick, and a quick one whose input takes a reference, go
+//! through the ordinary claim in the same batches; every attempt is one row, counted once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use sqlx::PgPool;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+const MIXED: &str = "name: mixed
+steps:
+  - {name: a, operation: noop}
+  - {name: b, operation: noop}
+  - {name: c, operation: noop}
+  - {name: slow, operation: sleep, input: {seconds: 0.1}}
+  - {name: broken, operation: fail, input: {fail_attempts: 1, retryable: false}}
+  - name: echo
+    operation: noop
+    depends_on: [a]
+    input: {got: {$output: a}}
+";
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn quick_steps_are_recorded_in_their_locks_transaction_and_the_rest_as_usual(pool: PgPool) {
+    let (store, _queues, stack) = Stack::fresh(pool.clone(), &[]).await;
+    let run_id = submit(&store, &stack.settings, MIXED).await;
+    let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "failed", "`broken` fails for good");
+    // a, b and c ran quick; `echo` takes a reference (resolved at claim), `slow` and `broken`
+    // are not quick: they went through the claim.
+    assert_eq!(counters.quick, 3, "{counters:?}");
+    assert_eq!((counters.succeeded, counters.failed), (5, 1), "{counters:?}");
+    assert_eq!(counters.claimed, 6, "{counters:?}");
+
+    let run = store.run(run_id).await.unwrap();
+    for step in &run.steps {
+        assert_eq!(step.attempt, 1, "{}", step.name);
+        assert_eq!(step.attempts.len(), 1, "{}: one attempt row", step.name);
+        let attempt = &step.attempts[0];
+        assert!(attempt.finished_at.unwrap() >= attempt.started_at, "{}", step.name);
+        assert_eq!(step.finished_at, attempt.finished_at, "{}", step.name);
+    }
+    let step = |name: &str| run.steps.iter().find(|s| s.name == name).unwrap();
+    assert_eq!(step("a").output, Some(json!({})));
+    assert_eq!(step("echo").status.to_string(), "succeeded");
+    assert_eq!(step("echo").attempts[0].input, Some(json!({"got": {}})), "resolved at claim, and recorded");
+    assert_eq!(step("broken").status.to_string(), "failed");
+    // Every fence is distinct: each attempt was fenced once, quick or not.
+    let mut fences: Vec<i64> = run.steps.iter().map(|s| s.attempts[0].fence).collect();
+    fences.sort_unstable();
+    fences.dedup();
+    assert_eq!(fences.len(), run.steps.len());
+}

@@ -1,0 +1,15 @@
+-- Quick steps (DESIGN.md "Quick steps"): of the batch's pairs, $1 step ids and $2 their lease
+-- tokens, lock (FOR UPDATE, in the transaction that will record them) the steps that the
+-- ordinary claim would claim afresh: leased under the message's token, due, with attempts
+-- left, not detached, not a map step; and whose operation is one of $3, the quick in-process
+-- executors. Each gets the fence of its attempt now. A step another transaction holds is
+-- skipped (the ordinary claim judges it after this transaction ends); so is every pair this
+-- statement leaves out. `locked_at`: when the attempt starts (the database's clock).
+SELECT s.id AS "id!", s.lease_token AS "lease_token!", s.run_id AS "run_id!", s.operation AS "operation!",
+       s.version AS "version?", s.input AS "input!", s.attempt + 1 AS "attempt!", s.map_index AS "map_index?",
+       nextval('rara_fence_seq') AS "fence!", now() AS "locked_at!"
+FROM unnest($1::uuid[], $2::uuid[]) AS i(step_id, lease_token)
+JOIN steps s ON s.id = i.step_id AND s.lease_token = i.lease_token
+WHERE (s.status = 'leased') IS TRUE AND s.next_run_at <= now() AND s.attempt < s.max_attempts
+  AND s.remote_endpoint IS NULL AND s.for_each IS NULL AND s.operation = ANY($3::text[])
+FOR UPDATE OF s SKIP LOCKED

@@ -1,0 +1,23 @@
+-- Quick steps that succeeded, in the transaction that locked them (quick_lock.sql): $1 step
+-- ids, $2 their lease tokens, $3 the fences the lock drew, $4 outputs, for the worker $5, the
+-- attempts started at $6. The step's one write after its lease: the claim's conditions (the
+-- token, `leased`; the lock held since they were read keeps them true) and the success at
+-- once, with the attempt's row written once, finished. The transaction began with the lock,
+-- so `now()` is when the attempt started: the step finishes at `clock_timestamp()`. Then
+-- succeed_tail.sql (sql.rs), its channel $7.
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS t(step_id, lease_token, fence, output)
+),
+done AS (
+    UPDATE steps s
+    SET status = 'succeeded', output = i.output, error = NULL, attempt = s.attempt + 1, fence = i.fence,
+        leased_by = NULL, lease_token = NULL, lease_expires_at = NULL, progress = NULL,
+        finished_at = clock_timestamp(), updated_at = now()
+    FROM input i
+    WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND (s.status = 'leased') IS TRUE
+    RETURNING s.id, s.run_id, s.attempt, s.fence, i.lease_token, s.finished_at
+),
+opened AS (
+    INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token, outcome, started_at, finished_at)
+    SELECT id, attempt, fence, $5::text, lease_token, 'succeeded', $6::timestamptz, finished_at FROM done
+)

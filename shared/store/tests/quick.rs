@@ -1,0 +1,134 @@
+//! Quick steps (DESIGN.md "Quick steps") on a real Postgres: which steps the lock takes, what
+//! the success writes (the attempt once, the run finished, the dependents released), that a
+//! lock held keeps every other worker out, and that a transaction that does not commit leaves
+//! the steps to the ordinary claim with nothing written.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use rara_store::Store;
+use rara_store::claim::{ClaimOutcome, ClaimRequest, StaleReason};
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const CHAIN: &str =
+    "name: chain\nsteps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop, depends_on: [a]}\n";
+
+async fn attempts(pool: &PgPool, step_id: Uuid) -> Vec<(i32, i64, String, String, bool)> {
+    sqlx::query_as(
+        "SELECT attempt, fence, leased_by, outcome::text, finished_at >= started_at
+         FROM step_attempts WHERE step_id = $1 ORDER BY attempt",
+    )
+    .bind(step_id)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_quick_success_is_one_write_its_attempt_one_row_and_it_releases_its_dependents(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let run = store.submit(&plan(CHAIN)).await.unwrap();
+    let a = store.lease_due("scheduler", 10, LEASE).await.unwrap().remove(0);
+
+    let batch = store.quick_lock(&[request(&a)], &["noop"]).await.unwrap();
+    assert_eq!(batch.steps.len(), 1);
+    let step = batch.steps[0].clone();
+    assert_eq!((step.step_id, step.attempt, step.operation.as_str()), (a.step_id, 1, "noop"));
+    assert!(attempts(&pool, a.step_id).await.is_empty(), "nothing is written before the success");
+    let landed = batch.succeed("exec-q", &[(&step, json!({"ok": true}))]).await.unwrap();
+    assert_eq!(landed, vec![a.step_id]);
+
+    assert_eq!(status(&pool, a.step_id).await, "succeeded");
+    assert_eq!(attempts(&pool, a.step_id).await, vec![(1, step.fence, "exec-q".into(), "succeeded".into(), true)]);
+    let (attempt, fence, token): (i32, i64, Option<Uuid>) =
+        sqlx::query_as("SELECT attempt, fence, lease_token FROM steps WHERE id = $1")
+            .bind(a.step_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((attempt, fence, token), (1, step.fence, None));
+    // The dependent is due, and a redelivered message for the step runs nothing.
+    let b = lease_named(&store, &pool, run.run_id, "b").await;
+    let again = store.claim("w", &[request(&a)], LEASE).await.unwrap();
+    assert_eq!(again[0], ClaimOutcome::Stale(StaleReason::Finished));
+    let b_quick = store.quick_lock(&[request(&b)], &["noop"]).await.unwrap();
+    let b_step = b_quick.steps[0].clone();
+    b_quick.succeed("exec-q", &[(&b_step, json!({}))]).await.unwrap();
+    assert_eq!(run_status(&pool, run.run_id).await, "succeeded");
+    assert_eq!(store.run(run.run_id).await.unwrap().steps[0].output, Some(json!({"ok": true})));
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_lock_takes_only_what_the_claim_would_claim_afresh_for_a_quick_operation(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    store
+        .submit(&plan(
+            "name: mixed\nsteps:\n  - {name: q, operation: noop}\n  - {name: slow, operation: sleep}\n  - {name: t, operation: noop}\n  - {name: r, operation: noop}\n",
+        ))
+        .await
+        .unwrap();
+    let leased = store.lease_due("scheduler", 10, LEASE).await.unwrap();
+    let by_name = |name: &str| {
+        let pool = pool.clone();
+        let name = name.to_owned();
+        async move {
+            sqlx::query_scalar::<_, Uuid>("SELECT id FROM steps WHERE name = $1")
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let (q, slow, t, r) = (by_name("q").await, by_name("slow").await, by_name("t").await, by_name("r").await);
+    let find = |id: Uuid| leased.iter().find(|l| l.step_id == id).unwrap();
+    // `r` is claimed the ordinary way first: running, not leased.
+    claim_one(&store, "exec-1", find(r)).await;
+    let requests = [
+        request(find(q)),
+        request(find(q)),
+        request(find(slow)),
+        ClaimRequest { step_id: t, lease_token: Uuid::new_v4() },
+        request(find(r)),
+        ClaimRequest { step_id: Uuid::new_v4(), lease_token: Uuid::new_v4() },
+    ];
+    let batch = store.quick_lock(&requests, &["noop"]).await.unwrap();
+    let locked: Vec<Uuid> = batch.steps.iter().map(|s| s.step_id).collect();
+    assert_eq!(locked, vec![q], "a quick operation, leased under the message's token, once");
+    drop(batch);
+    // Dropped: nothing was written, and the ordinary claim takes every pair as before.
+    assert!(attempts(&pool, q).await.is_empty());
+    let outcomes = store.claim("exec-2", &requests, LEASE).await.unwrap();
+    assert!(matches!(outcomes[0], ClaimOutcome::Claimed(_)), "{outcomes:?}");
+    assert!(matches!(outcomes[2], ClaimOutcome::Claimed(_)), "{outcomes:?}");
+    assert_eq!(outcomes[3], ClaimOutcome::Stale(StaleReason::TokenMismatch));
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_locked_quick_step_is_held_by_its_transaction_alone(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    store.submit(&flat_plan(1)).await.unwrap();
+    let a = store.lease_due("scheduler", 10, LEASE).await.unwrap().remove(0);
+    let batch = store.quick_lock(&[request(&a)], &["noop"]).await.unwrap();
+    assert_eq!(batch.steps.len(), 1);
+
+    // A second quick lock skips it; the ordinary claim and a cancel wait for the transaction.
+    let second = store.quick_lock(&[request(&a)], &["noop"]).await.unwrap();
+    assert!(second.steps.is_empty(), "a step another transaction holds is skipped");
+    drop(second);
+    let claim = {
+        let store = store.clone();
+        let a = request(&a);
+        tokio::spawn(async move { store.claim("exec-2", &[a], LEASE).await.unwrap() })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!claim.is_finished(), "the claim waits for the lock");
+    let step = batch.steps[0].clone();
+    batch.succeed("exec-q", &[(&step, json!({}))]).await.unwrap();
+    let outcome = claim.await.unwrap();
+    assert_eq!(outcome[0], ClaimOutcome::Stale(StaleReason::Finished), "after the success, the claim runs nothing");
+    assert_eq!(attempts(&pool, a.step_id).await.len(), 1);
+}
