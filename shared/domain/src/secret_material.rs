@@ -47,6 +47,16 @@ pub fn reference(value: &Value) -> Option<Reference<'_>> {
     })
 }
 
+/// Whether `value` holds a secret reference anywhere (well-formed or not): an input that must
+/// pass the executor's secret resolution before its step runs.
+pub fn has_reference(value: &Value) -> bool {
+    match value {
+        Value::Object(object) => object.contains_key(REFERENCE_KEY) || object.values().any(has_reference),
+        Value::Array(items) => items.iter().any(has_reference),
+        _ => false,
+    }
+}
+
 fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= MAX_NAME_LEN && !name.chars().any(char::is_control)
 }
@@ -203,6 +213,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn a_reference_anywhere_is_found_and_plain_values_are_not() {
+        assert!(has_reference(&json!({"token": {"$secret": "api"}})));
+        assert!(has_reference(&json!([1, {"deep": [{"$secret": 5}]}])), "a malformed one too");
+        assert!(!has_reference(&json!({"token": "literal", "list": [{"secret": "x"}]})));
+        assert!(!has_reference(&json!("$secret")));
+    }
 
     fn found(input: Value) -> Vec<(String, String)> {
         let mut found: Vec<_> = scan(&input).into_iter().map(|f| (f.path, f.kind.to_string())).collect();

@@ -1,14 +1,17 @@
 //! Quick steps end to end (DESIGN.md "Quick steps"), on Postgres + LocalStack's SQS through the
 //! local scheduler and executor runners: `noop` steps are locked, run and recorded in one
-//! transaction; a step that is not quick, and a quick one whose input takes a reference, go
-//! through the ordinary claim in the same batches; every attempt is one row, counted once.
+//! transaction; a step that is not quick, and a quick one whose input takes a reference or a
+//! secret, go through the ordinary claim in the same batches; every attempt is one row,
+//! counted once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use rara_runtime::secrets::EnvSecretResolver;
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -25,19 +28,25 @@ steps:
     operation: noop
     depends_on: [a]
     input: {got: {$output: a}}
+  - name: secretive
+    operation: noop
+    input: {token: {$secret: quick_token}}
 ";
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn quick_steps_are_recorded_in_their_locks_transaction_and_the_rest_as_usual(pool: PgPool) {
-    let (store, _queues, stack) = Stack::fresh(pool.clone(), &[]).await;
+    let (store, _queues, mut stack) = Stack::fresh(pool.clone(), &[]).await;
+    // `secretive` reads a secret this resolver does not know: resolved at claim, it fails
+    // there for good (SECRET_NOT_FOUND); run quick, it would have succeeded unresolved.
+    stack.executor = stack.executor.clone().with_secrets(Arc::new(EnvSecretResolver::from_lookup([], None)));
     let run_id = submit(&store, &stack.settings, MIXED).await;
     let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
     assert_eq!(status, "failed", "`broken` fails for good");
-    // a, b and c ran quick; `echo` takes a reference (resolved at claim), `slow` and `broken`
-    // are not quick: they went through the claim.
+    // a, b and c ran quick; `echo` takes a reference and `secretive` a secret (both resolved at
+    // claim), `slow` and `broken` are not quick: they went through the claim.
     assert_eq!(counters.quick, 3, "{counters:?}");
-    assert_eq!((counters.succeeded, counters.failed), (5, 1), "{counters:?}");
-    assert_eq!(counters.claimed, 6, "{counters:?}");
+    assert_eq!((counters.succeeded, counters.failed), (5, 2), "{counters:?}");
+    assert_eq!(counters.claimed, 7, "{counters:?}");
 
     let run = store.run(run_id).await.unwrap();
     for step in &run.steps {
@@ -52,6 +61,7 @@ async fn quick_steps_are_recorded_in_their_locks_transaction_and_the_rest_as_usu
     assert_eq!(step("echo").status.to_string(), "succeeded");
     assert_eq!(step("echo").attempts[0].input, Some(json!({"got": {}})), "resolved at claim, and recorded");
     assert_eq!(step("broken").status.to_string(), "failed");
+    assert_eq!(step("secretive").error.as_ref().map(|e| e.code.as_str()), Some("SECRET_NOT_FOUND"));
     // Every fence is distinct: each attempt was fenced once, quick or not.
     let mut fences: Vec<i64> = run.steps.iter().map(|s| s.attempts[0].fence).collect();
     fences.sort_unstable();

@@ -115,7 +115,7 @@ impl BatchExecutor {
     ) -> Vec<(&'a QuickStep, serde_json::Value)> {
         let mut running = JoinSet::new();
         for (i, step) in steps.iter().enumerate() {
-            if !references::scan(&step.input).is_empty() || !secret_material::scan(&step.input).is_empty() {
+            if !references::scan(&step.input).is_empty() || secret_material::has_reference(&step.input) {
                 continue;
             }
             let Some(executor) = self.env.registry.in_process(&step.operation, step.version.as_deref()).cloned() else {
