@@ -62,7 +62,9 @@ impl BatchExecutor {
         let landed = match self.db(batch.succeed(&self.worker, &outputs)).await {
             Ok(landed) => landed,
             Err(e) => {
-                tracing::warn!(error = %e, "quick steps not recorded (nothing was written); they are claimed as usual");
+                // Not written, or (a commit whose answer was lost) not known to be: the claim
+                // judges each step, and a step that did finish is stale to it.
+                tracing::warn!(error = %e, "quick steps not known to be recorded; they are claimed as usual");
                 return valid;
             }
         };
