@@ -107,6 +107,9 @@ pub struct BatchExecutor {
     max_input_bytes: usize,
     /// How long one Postgres call may take ([`Timeouts::db_call`](crate::timeouts::Timeouts::db_call)).
     db_call: Duration,
+    /// The registry's quick operations ([`Executor::quick`](rara_domain::executor::Executor::quick)),
+    /// known at start-up.
+    quick_operations: Arc<[String]>,
 }
 
 impl std::fmt::Debug for BatchExecutor {
@@ -132,6 +135,7 @@ impl BatchExecutor {
     ) -> Self {
         let core = &settings.core;
         let cancels = crate::cancel::CancelWatch::new(store.clone());
+        let quick_operations = registry.quick_names().into_iter().map(str::to_owned).collect();
         BatchExecutor {
             env: Environment {
                 store,
@@ -152,6 +156,7 @@ impl BatchExecutor {
             reattach_interval: settings.reattach_interval,
             max_input_bytes: core.max_input_bytes,
             db_call: settings.timeouts.db_call(),
+            quick_operations,
         }
     }
 

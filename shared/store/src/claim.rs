@@ -129,8 +129,8 @@ struct Row {
     map_tolerated_failures: Option<i32>,
 }
 
-fn duration_ms(ms: Option<i64>) -> Duration {
-    Duration::from_millis(ms.unwrap_or(0).max(0) as u64)
+fn duration_ms(ms: i64) -> Duration {
+    Duration::from_millis(ms.max(0) as u64)
 }
 
 impl Row {
@@ -151,8 +151,8 @@ impl Row {
             attempt: self.attempt.max(1) as u32,
             max_attempts: self.max_attempts.max(1) as u32,
             timeout: Duration::from_secs(self.timeout_seconds.max(1) as u64),
-            retry_initial_delay: duration_ms(Some(self.retry_initial_delay_ms)),
-            retry_max_delay: duration_ms(Some(self.retry_max_delay_ms)),
+            retry_initial_delay: duration_ms(self.retry_initial_delay_ms),
+            retry_max_delay: duration_ms(self.retry_max_delay_ms),
             retry_multiplier: self.retry_multiplier,
             lease_expires_at: self.lease_expires_at,
             took_over: self.took_over,
@@ -180,7 +180,7 @@ fn verdict(verdict: &str, held_ms: i64) -> ClaimOutcome {
         "finished" => ClaimOutcome::Stale(StaleReason::Finished),
         "token_mismatch" => ClaimOutcome::Stale(StaleReason::TokenMismatch),
         "lease_expired" => ClaimOutcome::Stale(StaleReason::LeaseExpired),
-        _ => ClaimOutcome::Held { retry_after: duration_ms(Some(held_ms)) },
+        _ => ClaimOutcome::Held { retry_after: duration_ms(held_ms) },
     }
 }
 

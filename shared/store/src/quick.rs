@@ -48,12 +48,11 @@ impl Store {
     /// Opens a transaction and locks the requested steps that may run quick (`operations`:
     /// the quick executors' names; see `sql/quick_lock.sql` for which steps). A step requested
     /// twice is locked once.
-    pub async fn quick_lock(&self, requests: &[ClaimRequest], operations: &[&str]) -> Result<QuickBatch, Error> {
+    pub async fn quick_lock(&self, requests: &[ClaimRequest], operations: &[String]) -> Result<QuickBatch, Error> {
         let mut tx = self.pool.begin().await?;
         let ids: Vec<Uuid> = requests.iter().map(|r| r.step_id).collect();
         let tokens: Vec<Uuid> = requests.iter().map(|r| r.lease_token).collect();
-        let operations: Vec<String> = operations.iter().map(|o| (*o).to_owned()).collect();
-        let rows = sqlx::query_file!("sql/quick_lock.sql", &ids, &tokens, &operations).fetch_all(&mut *tx).await?;
+        let rows = sqlx::query_file!("sql/quick_lock.sql", &ids, &tokens, operations).fetch_all(&mut *tx).await?;
         let mut started_at = None;
         let mut steps: Vec<QuickStep> = Vec::with_capacity(rows.len());
         for row in rows {
@@ -78,6 +77,12 @@ impl Store {
 }
 
 impl QuickBatch {
+    /// Ends the transaction without writing anything, its locks released now (a dropped
+    /// batch rolls back too, once its connection is back in the pool).
+    pub async fn rollback(self) -> Result<(), Error> {
+        Ok(self.tx.rollback().await?)
+    }
+
     /// Records the successes (`(step, output)`, steps of this batch) in one statement and
     /// commits: the dependents released and the runs finished as by [`Store::succeed`]. Returns
     /// the steps written (all of them: their rows were locked since they were read).

@@ -17,6 +17,11 @@ use uuid::Uuid;
 const CHAIN: &str =
     "name: chain\nsteps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop, depends_on: [a]}\n";
 
+/// The quick operations of these tests.
+fn noop() -> Vec<String> {
+    vec!["noop".to_owned()]
+}
+
 async fn attempts(pool: &PgPool, step_id: Uuid) -> Vec<(i32, i64, String, String, bool)> {
     sqlx::query_as(
         "SELECT attempt, fence, leased_by, outcome::text, finished_at >= started_at
@@ -34,7 +39,7 @@ async fn a_quick_success_is_one_write_its_attempt_one_row_and_it_releases_its_de
     let run = store.submit(&plan(CHAIN)).await.unwrap();
     let a = store.lease_due("scheduler", 10, LEASE).await.unwrap().remove(0);
 
-    let batch = store.quick_lock(&[request(&a)], &["noop"]).await.unwrap();
+    let batch = store.quick_lock(&[request(&a)], &noop()).await.unwrap();
     assert_eq!(batch.steps.len(), 1);
     let step = batch.steps[0].clone();
     assert_eq!((step.step_id, step.attempt, step.operation.as_str()), (a.step_id, 1, "noop"));
@@ -55,7 +60,7 @@ async fn a_quick_success_is_one_write_its_attempt_one_row_and_it_releases_its_de
     let b = lease_named(&store, &pool, run.run_id, "b").await;
     let again = store.claim("w", &[request(&a)], LEASE).await.unwrap();
     assert_eq!(again[0], ClaimOutcome::Stale(StaleReason::Finished));
-    let b_quick = store.quick_lock(&[request(&b)], &["noop"]).await.unwrap();
+    let b_quick = store.quick_lock(&[request(&b)], &noop()).await.unwrap();
     let b_step = b_quick.steps[0].clone();
     b_quick.succeed("exec-q", &[(&b_step, json!({}))]).await.unwrap();
     assert_eq!(run_status(&pool, run.run_id).await, "succeeded");
@@ -65,25 +70,20 @@ async fn a_quick_success_is_one_write_its_attempt_one_row_and_it_releases_its_de
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn the_lock_takes_only_what_the_claim_would_claim_afresh_for_a_quick_operation(pool: PgPool) {
     let store = Store::new(pool.clone());
-    store
+    let run = store
         .submit(&plan(
             "name: mixed\nsteps:\n  - {name: q, operation: noop}\n  - {name: slow, operation: sleep}\n  - {name: t, operation: noop}\n  - {name: r, operation: noop}\n",
         ))
         .await
-        .unwrap();
+        .unwrap()
+        .run_id;
     let leased = store.lease_due("scheduler", 10, LEASE).await.unwrap();
-    let by_name = |name: &str| {
-        let pool = pool.clone();
-        let name = name.to_owned();
-        async move {
-            sqlx::query_scalar::<_, Uuid>("SELECT id FROM steps WHERE name = $1")
-                .bind(name)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
-    };
-    let (q, slow, t, r) = (by_name("q").await, by_name("slow").await, by_name("t").await, by_name("r").await);
+    let [q, slow, t, r] = [
+        step_id(&pool, run, "q").await,
+        step_id(&pool, run, "slow").await,
+        step_id(&pool, run, "t").await,
+        step_id(&pool, run, "r").await,
+    ];
     let find = |id: Uuid| leased.iter().find(|l| l.step_id == id).unwrap();
     // `r` is claimed the ordinary way first: running, not leased.
     claim_one(&store, "exec-1", find(r)).await;
@@ -95,7 +95,7 @@ async fn the_lock_takes_only_what_the_claim_would_claim_afresh_for_a_quick_opera
         request(find(r)),
         ClaimRequest { step_id: Uuid::new_v4(), lease_token: Uuid::new_v4() },
     ];
-    let batch = store.quick_lock(&requests, &["noop"]).await.unwrap();
+    let batch = store.quick_lock(&requests, &noop()).await.unwrap();
     let locked: Vec<Uuid> = batch.steps.iter().map(|s| s.step_id).collect();
     assert_eq!(locked, vec![q], "a quick operation, leased under the message's token, once");
     drop(batch);
@@ -112,11 +112,11 @@ async fn a_locked_quick_step_is_held_by_its_transaction_alone(pool: PgPool) {
     let store = Store::new(pool.clone());
     store.submit(&flat_plan(1)).await.unwrap();
     let a = store.lease_due("scheduler", 10, LEASE).await.unwrap().remove(0);
-    let batch = store.quick_lock(&[request(&a)], &["noop"]).await.unwrap();
+    let batch = store.quick_lock(&[request(&a)], &noop()).await.unwrap();
     assert_eq!(batch.steps.len(), 1);
 
     // A second quick lock skips it; the ordinary claim and a cancel wait for the transaction.
-    let second = store.quick_lock(&[request(&a)], &["noop"]).await.unwrap();
+    let second = store.quick_lock(&[request(&a)], &noop()).await.unwrap();
     assert!(second.steps.is_empty(), "a step another transaction holds is skipped");
     drop(second);
     let claim = {

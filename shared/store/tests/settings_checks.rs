@@ -1,7 +1,8 @@
 //! The rules on what a step is submitted with (migration 000014) and on a run's name and trace
 //! context (migration 000015): checked where those columns are written, on every insert and on
-//! an update that sets one of them, not at the lease, the claim and the outcome. A broken rule is refused with the name of its rule and SQLSTATE 23514
-//! (check_violation), as the CHECK constraints they were said; nothing of the statement lands.
+//! an update that sets one of them, not at the lease, the claim and the outcome. A broken rule
+//! is refused with the name of its rule and SQLSTATE 23514 (check_violation), as the CHECK
+//! constraints they were said; nothing of the statement lands.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

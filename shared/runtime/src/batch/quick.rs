@@ -36,14 +36,13 @@ impl BatchExecutor {
         deadline: Instant,
         report: &mut BatchReport,
     ) -> Vec<(Record, StepMessage)> {
-        let operations = self.env.registry.quick_names();
-        if operations.is_empty() || valid.is_empty() {
+        if self.quick_operations.is_empty() || valid.is_empty() {
             return valid;
         }
         let requests: Vec<ClaimRequest> =
             valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
         let lock_started = SystemTime::now();
-        let mut batch = match self.db(self.env.store.quick_lock(&requests, &operations)).await {
+        let mut batch = match self.db(self.env.store.quick_lock(&requests, &self.quick_operations)).await {
             Ok(batch) if !batch.steps.is_empty() => batch,
             Ok(_) => return valid,
             Err(e) => {
@@ -55,7 +54,11 @@ impl BatchExecutor {
         let steps = std::mem::take(&mut batch.steps);
         let outputs = self.run_quick(&steps, deadline.min(Instant::now() + QUICK_BOUND)).await;
         if outputs.is_empty() {
-            // Dropped, the transaction rolls back: nothing was written.
+            // Nothing was written; the locks go before the claim asks for the same rows (if
+            // the rollback fails, the dropped connection's does it).
+            if let Err(e) = self.db(batch.rollback()).await {
+                tracing::warn!(error = %e, "could not end the quick steps' transaction; its connection ends it");
+            }
             return valid;
         }
         let record_started = SystemTime::now();
