@@ -31,7 +31,8 @@ pub trait Executor: Send + Sync + 'static {
 
     /// Whether the step may run inside its claim's transaction (DESIGN.md "Quick steps"): it
     /// finishes within milliseconds, touches nothing outside, reports nothing, and may run
-    /// again if that transaction does not commit.
+    /// again if that transaction does not commit, or if its commit, which does not wait for
+    /// the WAL flush, is lost in a crash of Postgres.
     fn quick(&self) -> bool {
         false
     }

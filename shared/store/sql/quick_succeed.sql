@@ -5,6 +5,14 @@
 -- once, with the attempt's row written once, finished. The transaction began with the lock,
 -- so `now()` is when the attempt started: the step finishes at `clock_timestamp()`. Then
 -- succeed_tail.sql (sql.rs), its channel $7.
+--
+-- The commit does not wait for the WAL flush unless a run ended (DESIGN.md "Quick steps",
+-- durability): `SET LOCAL synchronous_commit = off`, by `set_config` in `durability`. A
+-- crash of Postgres within about 3 × `wal_writer_delay` of the commit may lose these
+-- successes, all together with their attempts and counters; the steps are then leased again,
+-- and the reaper re-enqueues them, to run again (a quick executor allows it). Whatever
+-- follows from them commits later with a flush that covers them: a released dependent's
+-- lease, a run's end (this statement keeps the flush when a run ended).
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS t(step_id, lease_token, fence, output)
 ),
@@ -20,4 +28,9 @@ done AS (
 opened AS (
     INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token, outcome, started_at, finished_at)
     SELECT id, attempt, fence, $5::text, lease_token, 'succeeded', $6::timestamptz, finished_at FROM done
+),
+{succeed_tail},
+durability AS (
+    SELECT set_config('synchronous_commit', 'off', true) WHERE NOT EXISTS (SELECT FROM runs WHERE finished)
 )
+SELECT d.id FROM done d CROSS JOIN (SELECT count(*) FROM woke) w CROSS JOIN (SELECT count(*) FROM durability) c

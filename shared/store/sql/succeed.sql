@@ -1,5 +1,5 @@
 -- Successes of a batch: $1..$3 the holders (fence.rs), $4 their outputs; closes their
--- attempts. Then succeed_tail.sql (sql.rs composes them): releases the dependents, wakes
+-- attempts. Then succeed_tail.sql (sql.rs puts it in): releases the dependents, wakes
 -- listening schedulers on the channel $5 when one became due, and finishes the runs whose
 -- last step this was. Returns the steps written.
 WITH input AS (
@@ -16,4 +16,6 @@ done AS (
 closed AS (
     UPDATE step_attempts a SET outcome = 'succeeded', finished_at = now()
     FROM done d WHERE a.step_id = d.id AND a.attempt = d.attempt AND a.outcome = 'running'
-)
+),
+{succeed_tail}
+SELECT d.id FROM done d CROSS JOIN (SELECT count(*) FROM woke) w

@@ -1,8 +1,9 @@
--- The shared tail of the statements that record successes (succeed.sql, quick_succeed.sql),
--- composed as `<head>,\n<this>` (sql.rs). It expects a `done` CTE with the columns (id, run_id)
--- of the steps that succeeded. It releases their dependents, wakes the listening schedulers on
--- the channel bound where `{due_channel}` stands when one became due, and finishes the runs
--- whose last step this was. Returns the steps written.
+-- The shared middle of the statements that record successes (succeed.sql, quick_succeed.sql):
+-- sql.rs puts it where they write `{succeed_tail}`, after a `done` CTE with the columns (id,
+-- run_id) of the steps that succeeded. It releases their dependents, wakes the listening
+-- schedulers on the channel bound where `{due_channel}` stands when one became due, and
+-- finishes the runs whose last step this was (`runs`: one row per run written, `finished`
+-- when it ended). The statement's own final SELECT follows.
 released AS (
     UPDATE steps s SET pending_deps = s.pending_deps - r.n, updated_at = now()
     FROM (SELECT dep.step_id, count(*)::int AS n
@@ -27,5 +28,5 @@ runs AS (
         updated_at = now()
     FROM (SELECT run_id, count(*)::int AS n FROM done GROUP BY run_id) f
     WHERE w.id = f.run_id
+    RETURNING w.steps_unfinished = 0 AS finished
 )
-SELECT d.id FROM done d CROSS JOIN (SELECT count(*) FROM woke) w

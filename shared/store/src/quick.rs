@@ -5,6 +5,9 @@
 //! each from `leased` into `succeeded` under the claim's conditions and writes its attempt's
 //! one row. If the transaction does not commit, nothing was written: the steps are leased as
 //! before and the ordinary claim takes them (they may run again, which a quick executor allows).
+//! The commit waits for the WAL flush only when a run ended (DESIGN.md "Quick steps",
+//! durability): a success lost in a crash of Postgres leaves its steps leased, and they run
+//! again.
 
 use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};

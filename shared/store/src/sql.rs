@@ -8,7 +8,8 @@
 //!
 //! - the fenced writes, whose files mark where the holder goes (`{holder}`, `{holders}`)
 //!   and get the one predicate of [`fence`];
-//! - the statements that record successes: their heads, then the shared `succeed_tail.sql`;
+//! - the statements that record successes, with the shared `succeed_tail.sql` where they
+//!   write `{succeed_tail}`;
 //! - the statements that finish steps other than by success: their targets, then the shared
 //!   `finish_tail.sql` (`WITH RECURSIVE targets AS (<targets>), <tail>`);
 //! - `ANALYZE` of each hot table ([`statistics`]).
@@ -124,11 +125,11 @@ fn finish(targets: &str, skip_error: u8) -> String {
     format!("WITH RECURSIVE targets AS (\n{targets}),\n{tail}")
 }
 
-/// `<head>,\n<succeed_tail.sql>`: the statements that record successes, the schedulers' wake-up
-/// channel bound as `$channel`.
-fn succeed(head: &str, channel: u8) -> String {
+/// A statement that records successes with `succeed_tail.sql` where it writes
+/// `{succeed_tail}`, the schedulers' wake-up channel bound as `$channel`.
+fn succeed(statement: &str, channel: u8) -> String {
     let tail = sql_file!("succeed_tail").replace("{due_channel}", &format!("${channel}::text"));
-    format!("{head},\n{tail}")
+    statement.replace("{succeed_tail}", tail.trim_end())
 }
 
 const HOLDER: [&str; 3] = ["uuid", "text", "int8"];
