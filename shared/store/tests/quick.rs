@@ -135,8 +135,11 @@ async fn a_locked_quick_step_is_held_by_its_transaction_alone(pool: PgPool) {
 
 /// The quick success statement in a transaction of the test's own: what `synchronous_commit`
 /// its commit would use.
-async fn commit_mode_after_quick_success(pool: &PgPool, steps: &[&rara_store::lease::Leased]) -> String {
-    let mut tx = pool.begin().await.unwrap();
+async fn commit_mode_after_quick_success(
+    connection: &mut sqlx::PgConnection,
+    steps: &[&rara_store::lease::Leased],
+) -> String {
+    let mut tx = sqlx::Connection::begin(&mut *connection).await.unwrap();
     let ids: Vec<Uuid> = steps.iter().map(|s| s.step_id).collect();
     let tokens: Vec<Uuid> = steps.iter().map(|s| s.lease_token).collect();
     let landed: Vec<Uuid> = sqlx::query_scalar(rara_store::sql::QUICK_SUCCEED.as_str())
@@ -166,14 +169,15 @@ async fn a_quick_success_commits_without_the_flush_unless_it_ends_a_run(pool: Pg
         .unwrap();
     let leased = store.lease_due("scheduler", 10, LEASE).await.unwrap();
     assert_eq!(leased.len(), 2);
-    let server: String = sqlx::query_scalar("SHOW synchronous_commit").fetch_one(&pool).await.unwrap();
+    let mut connection = pool.acquire().await.unwrap();
+    let server: String = sqlx::query_scalar("SHOW synchronous_commit").fetch_one(&mut *connection).await.unwrap();
     assert_eq!(server, "on", "the test server flushes at every commit");
 
     // One of the two: the run goes on, the commit does not wait for the flush.
-    assert_eq!(commit_mode_after_quick_success(&pool, &[&leased[0]]).await, "off");
-    // Both: the run ends, and its end is flushed before the commit returns.
-    assert_eq!(commit_mode_after_quick_success(&pool, &[&leased[0], &leased[1]]).await, "on");
-    // The setting was the transaction's alone.
-    let after: String = sqlx::query_scalar("SHOW synchronous_commit").fetch_one(&pool).await.unwrap();
+    assert_eq!(commit_mode_after_quick_success(&mut connection, &[&leased[0]]).await, "off");
+    // The setting was that transaction's alone.
+    let after: String = sqlx::query_scalar("SHOW synchronous_commit").fetch_one(&mut *connection).await.unwrap();
     assert_eq!(after, "on");
+    // Both: the run ends, and its end is flushed before the commit returns.
+    assert_eq!(commit_mode_after_quick_success(&mut connection, &[&leased[0], &leased[1]]).await, "on");
 }
