@@ -6,7 +6,8 @@
 //! Beside the lease rounds, on timers of its own, its maintenance: reap expired leases every
 //! `RARA_REAP_INTERVAL_MS`; refresh the statistics of hot tables that grew past them
 //! ([`rara_store::statistics`]) every [`STATISTICS_INTERVAL`]; delete a slice of the finished
-//! runs older than the retention ([`rara_store::retention`]) every [`PRUNE_INTERVAL`]. A
+//! runs older than the retention ([`rara_store::retention`]) every [`PRUNE_INTERVAL`]; turn the
+//! console's triggers off once no console registration lasts every [`CONSOLE_INTERVAL`]. A
 //! running scheduler ([`Scheduler::run`]) does its maintenance in a task of its own, so that
 //! a prune or an ANALYZE never delays a lease round; a single [`Scheduler::pass`] does what
 //! is due first, then leases.
@@ -58,6 +59,12 @@ pub const STATISTICS_INTERVAL: Duration = Duration::from_secs(1);
 /// 3,000 steps/s one call every 5 s deleted ~15,000 steps and took ~217 ms.
 pub const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How often a running scheduler turns the console's triggers off when no console listens any
+/// more (one catalog query; at most `RARA_REAP_INTERVAL_MS`): a console whose container froze
+/// lets its registration lapse (60 s) without ending it, and the triggers cost every statement
+/// that writes `steps` while they are on (migration `…000016`).
+pub const CONSOLE_INTERVAL: Duration = Duration::from_secs(30);
+
 /// The shortest wait of the maintenance task between two looks at its timers.
 const MAINTENANCE_TICK: Duration = Duration::from_millis(100);
 
@@ -82,6 +89,8 @@ pub struct Scheduler {
     last_statistics: Arc<Mutex<Option<Instant>>>,
     /// When finished runs were last pruned (`None`: never).
     last_prune: Arc<Mutex<Option<Instant>>>,
+    /// When the console's triggers were last checked (`None`: never).
+    last_console: Arc<Mutex<Option<Instant>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
 }
@@ -102,6 +111,7 @@ impl Scheduler {
             last_reap: Arc::default(),
             last_statistics: Arc::default(),
             last_prune: Arc::default(),
+            last_console: Arc::default(),
             sends,
         }
     }
@@ -134,8 +144,8 @@ impl Scheduler {
     }
 
     /// The maintenance whose timer is due: reap (a failure is returned, and the reaper tries
-    /// again at the next look), the statistics check and a slice of the retention (their
-    /// failures are logged: they only slow things down or cost space).
+    /// again at the next look), the statistics check, a slice of the retention and the console's
+    /// triggers (their failures are logged: they only slow things down or cost space).
     async fn maintain(&self) -> Result<Counters, Error> {
         let mut counters = Counters::default();
         if self.reap_due() {
@@ -147,6 +157,9 @@ impl Scheduler {
         }
         if self.settings.retention.is_some() && due(&self.last_prune, PRUNE_INTERVAL.min(reap_interval)) {
             self.prune(&mut counters).await;
+        }
+        if due(&self.last_console, CONSOLE_INTERVAL.min(reap_interval)) {
+            self.quiet_console().await;
         }
         Ok(counters)
     }
@@ -210,6 +223,16 @@ impl Scheduler {
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not refresh planner statistics"),
+        }
+    }
+
+    /// Turns the console's triggers off if no console listens any more. Triggers left on only
+    /// cost time: a failure here is logged, and the next check tries again.
+    async fn quiet_console(&self) {
+        match self.db(self.store.quiet_console()).await {
+            Ok(true) => tracing::info!("no console listens any more: its triggers are off"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "could not turn the console's triggers off"),
         }
     }
 

@@ -153,17 +153,35 @@ impl Store {
 
     /// Registers the console listener `id` (or refreshes it) for `ttl`: while any
     /// registration lasts, every change is notified on [`CONSOLE_CHANNEL`]; while none does,
-    /// nothing is, and the hot path pays no notification. Answers whether this turned
-    /// notifications on: a change whose statement ran just before may then commit after, not
-    /// notified, and a listener should reload what it shows a moment later.
+    /// nothing is, and the hot path pays nothing: the console's triggers are enabled here, when
+    /// they are not (migration `…000016`). Answers whether this turned notifications on: a
+    /// change whose statement ran just before may then commit after, not notified, and a
+    /// listener should reload what it shows a moment later.
     pub async fn register_console_listener(&self, id: Uuid, ttl: std::time::Duration) -> Result<bool, Error> {
-        Ok(sqlx::query_file_scalar!("sql/console_register.sql", id, crate::millis(ttl)).fetch_one(&self.pool).await?)
+        let registered: bool =
+            sqlx::query_file_scalar!("sql/console_register.sql", id, crate::millis(ttl)).fetch_one(&self.pool).await?;
+        let enabled = self.console_notifications(true).await?;
+        Ok(registered || enabled)
     }
 
-    /// Ends the registration of the console listener `id` (and any that expired).
+    /// Ends the registration of the console listener `id` (and any that expired), and
+    /// disables the console's triggers when no other registration lasts.
     pub async fn unregister_console_listener(&self, id: Uuid) -> Result<(), Error> {
         sqlx::query_file!("sql/console_unregister.sql", id).execute(&self.pool).await?;
+        self.quiet_console().await?;
         Ok(())
+    }
+
+    /// Disables the console's triggers if no console registration lasts (a console whose
+    /// container froze lets its registration lapse without ending it): the scheduler's
+    /// maintenance calls it. Answers whether it disabled them.
+    pub async fn quiet_console(&self) -> Result<bool, Error> {
+        self.console_notifications(false).await
+    }
+
+    /// `rara_console_notifications(wanted)` (migration `…000016`): whether it changed them.
+    async fn console_notifications(&self, wanted: bool) -> Result<bool, Error> {
+        Ok(sqlx::query_file_scalar!("sql/console_notifications.sql", wanted).fetch_one(&self.pool).await?)
     }
 
     /// Listens on [`CONSOLE_CHANNEL`] over a connection of its own (never one of the pool's).

@@ -88,6 +88,7 @@ pub const STEP_EXISTS: &str = sql_file!("step_exists");
 pub const LIST_RUNS: &str = sql_file!("list_runs");
 pub const CONSOLE_REGISTER: &str = sql_file!("console_register");
 pub const CONSOLE_UNREGISTER: &str = sql_file!("console_unregister");
+pub const CONSOLE_NOTIFICATIONS: &str = sql_file!("console_notifications");
 pub const RUN_OF_STEP: &str = sql_file!("run_of_step");
 pub const LOST_REASON: &str = sql_file!("lost_reason");
 pub const DLQ_STEP: &str = sql_file!("dlq_step");
@@ -200,6 +201,7 @@ pub fn catalogue() -> Vec<Statement> {
         s("list_runs", LIST_RUNS, &["rara_run_status", "int8"]),
         s("console_register", CONSOLE_REGISTER, &["uuid", "int8"]),
         s("console_unregister", CONSOLE_UNREGISTER, &["uuid"]),
+        s("console_notifications", CONSOLE_NOTIFICATIONS, &["bool"]),
         s("run_of_step", RUN_OF_STEP, &["uuid"]),
         s("lost_reason", LOST_REASON, &["uuid"]),
         s("dlq_step", DLQ_STEP, &["uuid[]"]),

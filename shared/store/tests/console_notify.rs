@@ -91,3 +91,51 @@ async fn changes_are_notified_only_while_a_console_listener_is_registered(pool: 
     assert_eq!(drain(&mut listener).await, Vec::<String>::new(), "notified after the registration lapsed");
     assert!(store.register_console_listener(server, Duration::from_secs(60)).await.unwrap(), "turned on again");
 }
+
+/// Whether each of the console's triggers is enabled, by name.
+async fn console_triggers(pool: &PgPool) -> Vec<(String, bool)> {
+    sqlx::query_as(
+        "SELECT tgname::text, tgenabled <> 'D' FROM pg_trigger
+         WHERE tgname IN ('steps_console_notify', 'workflow_runs_console_notify_insert',
+                          'workflow_runs_console_notify_update')
+         ORDER BY tgname",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+fn all(enabled: bool) -> Vec<(String, bool)> {
+    ["steps_console_notify", "workflow_runs_console_notify_insert", "workflow_runs_console_notify_update"]
+        .into_iter()
+        .map(|name| (name.to_owned(), enabled))
+        .collect()
+}
+
+/// The console's triggers run only while a console listens (migration 000016): off on a new
+/// database, on with the first registration, off again when the last one ends, and, when a
+/// registration lapses instead, at the scheduler's next check (`quiet_console`), which leaves
+/// them on while any registration lasts.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_console_triggers_run_only_while_a_console_listens(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    assert_eq!(console_triggers(&pool).await, all(false), "a new database runs no console trigger");
+    assert!(!store.quiet_console().await.unwrap(), "nothing to turn off");
+
+    let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
+    assert!(store.register_console_listener(first, Duration::from_secs(60)).await.unwrap());
+    assert_eq!(console_triggers(&pool).await, all(true));
+    assert!(!store.register_console_listener(second, Duration::from_secs(60)).await.unwrap(), "already on");
+    store.unregister_console_listener(first).await.unwrap();
+    assert_eq!(console_triggers(&pool).await, all(true), "the second still listens");
+    assert!(!store.quiet_console().await.unwrap(), "the second still listens");
+    store.unregister_console_listener(second).await.unwrap();
+    assert_eq!(console_triggers(&pool).await, all(false), "the last one ended");
+
+    // A registration that lapses (its console froze) leaves them on until the next check.
+    assert!(store.register_console_listener(first, Duration::from_millis(1)).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(console_triggers(&pool).await, all(true));
+    assert!(store.quiet_console().await.unwrap(), "turned off");
+    assert_eq!(console_triggers(&pool).await, all(false));
+}
