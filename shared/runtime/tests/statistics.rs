@@ -1,6 +1,7 @@
 //! The scheduler's statistics check against a real Postgres: every second, not on the
 //! reaper's timer, so a fresh database's first plans (made while `step_attempts` held a few
-//! rows) are made again within about a second of the table outgrowing them.
+//! rows) are made again within about a second of the table outgrowing them. And its check of
+//! the console's triggers, turned off once no console listens.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -56,4 +57,40 @@ async fn unseen_attempt_changes(pool: &PgPool) -> i64 {
         .fetch_one(pool)
         .await
         .unwrap()
+}
+
+/// Whether the console's triggers are on (migration 000016).
+async fn console_triggers_enabled(pool: &PgPool) -> bool {
+    sqlx::query_scalar("SELECT rara_console_triggers_enabled()").fetch_one(pool).await.unwrap()
+}
+
+/// The console's triggers cost every write of `steps` while they are on. A console that ends
+/// its registration turns them off itself; one whose container froze lets its registration
+/// lapse, and the scheduler's maintenance turns them off at its next check (every
+/// `CONSOLE_INTERVAL`, at most the reap interval), never while a registration lasts.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_scheduler_turns_the_console_triggers_off_once_no_console_listens(pool: PgPool) {
+    let vars = [("RARA_QUEUE_URL", "memory://console"), ("RARA_REAP_INTERVAL_MS", "200")];
+    let settings =
+        Settings::from_lookup("test", |k| vars.iter().find(|(name, _)| *name == k).map(|(_, v)| (*v).to_owned()))
+            .unwrap();
+    let queue = Arc::new(MemoryQueue::new(Duration::from_secs(30), 10));
+    let store = Store::new(pool.clone());
+    let scheduler = Scheduler::new(store.clone(), queue, Arc::new(settings));
+
+    let (lasting, frozen) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    store.register_console_listener(lasting, Duration::from_secs(60)).await.unwrap();
+    assert!(console_triggers_enabled(&pool).await);
+    scheduler.pass().await.unwrap();
+    assert!(console_triggers_enabled(&pool).await, "a registration lasts: the triggers stay on");
+
+    store.unregister_console_listener(lasting).await.unwrap();
+    store.register_console_listener(frozen, Duration::from_millis(1)).await.unwrap();
+    assert!(console_triggers_enabled(&pool).await);
+    let lapsed = Instant::now();
+    while console_triggers_enabled(&pool).await {
+        assert!(lapsed.elapsed() < Duration::from_secs(5), "the scheduler left the console's triggers on");
+        scheduler.pass().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
