@@ -17,12 +17,7 @@ use tokio::time::Instant;
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn the_scheduler_checks_statistics_every_second_and_reaps_on_its_own_timer(pool: PgPool) {
-    let vars = [("RARA_QUEUE_URL", "memory://statistics"), ("RARA_REAP_INTERVAL_MS", "60000")];
-    let settings =
-        Settings::from_lookup("test", |k| vars.iter().find(|(name, _)| *name == k).map(|(_, v)| (*v).to_owned()))
-            .unwrap();
-    let queue = Arc::new(MemoryQueue::new(Duration::from_secs(30), 10));
-    let scheduler = Scheduler::new(Store::new(pool.clone()), queue, Arc::new(settings));
+    let scheduler = scheduler(&pool, "60000");
 
     let first = scheduler.pass().await.unwrap();
     assert_eq!((first.reaper_runs, first.statistics_checks), (1, 1), "the first pass does both");
@@ -51,6 +46,16 @@ async fn the_scheduler_checks_statistics_every_second_and_reaps_on_its_own_timer
     assert_eq!(unseen_attempt_changes(&pool).await, 0, "analyzed");
 }
 
+/// A scheduler on an in-memory queue, its reaper every `reap_interval_ms`.
+fn scheduler(pool: &PgPool, reap_interval_ms: &str) -> Scheduler {
+    let vars = [("RARA_QUEUE_URL", "memory://maintenance"), ("RARA_REAP_INTERVAL_MS", reap_interval_ms)];
+    let settings =
+        Settings::from_lookup("test", |k| vars.iter().find(|(name, _)| *name == k).map(|(_, v)| (*v).to_owned()))
+            .unwrap();
+    let queue = Arc::new(MemoryQueue::new(Duration::from_secs(30), 10));
+    Scheduler::new(Store::new(pool.clone()), queue, Arc::new(settings))
+}
+
 /// Changes to `step_attempts` since its last analyze.
 async fn unseen_attempt_changes(pool: &PgPool) -> i64 {
     sqlx::query_scalar("SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = 'step_attempts'")
@@ -70,13 +75,8 @@ async fn console_triggers_enabled(pool: &PgPool) -> bool {
 /// `CONSOLE_INTERVAL`, at most the reap interval), never while a registration lasts.
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn the_scheduler_turns_the_console_triggers_off_once_no_console_listens(pool: PgPool) {
-    let vars = [("RARA_QUEUE_URL", "memory://console"), ("RARA_REAP_INTERVAL_MS", "200")];
-    let settings =
-        Settings::from_lookup("test", |k| vars.iter().find(|(name, _)| *name == k).map(|(_, v)| (*v).to_owned()))
-            .unwrap();
-    let queue = Arc::new(MemoryQueue::new(Duration::from_secs(30), 10));
     let store = Store::new(pool.clone());
-    let scheduler = Scheduler::new(store.clone(), queue, Arc::new(settings));
+    let scheduler = scheduler(&pool, "200");
 
     let (lasting, frozen) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
     store.register_console_listener(lasting, Duration::from_secs(60)).await.unwrap();
