@@ -37,13 +37,15 @@ pub const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 60 * 60);
 
 #[async_trait::async_trait]
 pub trait Queue: Send + Sync {
-    /// Sends messages (any number; batched by 10). Returns the ids of entries that failed.
+    /// Sends messages (any number; batched by 10, the batches concurrently). Returns the ids
+    /// of entries that failed.
     async fn send(&self, messages: &[Outgoing]) -> Result<Vec<String>, Error>;
     /// Hides a received message for `timeout` from now (capped at 12 hours).
     async fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> Result<(), Error>;
     /// Receives up to `max` (≤ 10) messages, waiting up to `wait` for the first.
     async fn receive(&self, max: u32, wait: Duration) -> Result<Vec<Received>, Error>;
-    /// Deletes received messages. Returns the receipt handles that could not be deleted.
+    /// Deletes received messages (batched by 10, the batches concurrently). Returns the
+    /// receipt handles that could not be deleted; an error when a batch request failed.
     async fn delete(&self, receipt_handles: &[String]) -> Result<Vec<String>, Error>;
     /// Puts a body that cannot be processed on the dead-letter queue with its reason.
     async fn dead_letter(&self, body: &str, reason_code: &str, reason: &str) -> Result<(), Error>;

@@ -7,9 +7,13 @@ use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
     DeleteMessageBatchRequestEntry, MessageAttributeValue, MessageSystemAttributeName, SendMessageBatchRequestEntry,
 };
+use futures::StreamExt;
 
 use crate::port::{Error, MAX_VISIBILITY, Outgoing, Queue, Received};
 
+/// How many batch requests (`SendMessageBatch`, `DeleteMessageBatch`) of one call are under
+/// way at once.
+pub const BATCH_CONCURRENCY: usize = 10;
 /// The attribute carrying the trace context from scheduler to executor.
 pub const TRACEPARENT: &str = "traceparent";
 /// Attributes set on a message moved to the DLQ by the executor.
@@ -72,6 +76,19 @@ fn string_attribute(value: &str) -> Result<MessageAttributeValue, Error> {
         .map_err(|e| sqs_error("build attribute", e))
 }
 
+/// The batch requests of one call (one per ten items, SQS's limit), up to
+/// [`BATCH_CONCURRENCY`] of them under way at once: a lease round of 1,000 messages waits
+/// about ten round trips to SQS, not a hundred. What failed, of all of them; the first error
+/// of a request that failed as a whole.
+async fn concurrently(requests: Vec<impl Future<Output = Result<Vec<String>, Error>>>) -> Result<Vec<String>, Error> {
+    let results: Vec<_> = futures::stream::iter(requests).buffer_unordered(BATCH_CONCURRENCY).collect().await;
+    let mut failed = Vec::new();
+    for result in results {
+        failed.extend(result?);
+    }
+    Ok(failed)
+}
+
 impl SqsQueue {
     pub fn new(client: Client, queue_url: impl Into<String>, dlq_url: Option<String>) -> Self {
         SqsQueue { client, queue_url: queue_url.into(), dlq_url }
@@ -89,6 +106,54 @@ impl SqsQueue {
 
     pub fn queue_url(&self) -> &str {
         &self.queue_url
+    }
+
+    /// One `SendMessageBatch` of at most ten messages; the ids of those that failed (all of
+    /// them when the request failed as a whole).
+    async fn send_batch(&self, chunk: &[Outgoing]) -> Result<Vec<String>, Error> {
+        let mut entries = Vec::with_capacity(chunk.len());
+        for m in chunk {
+            let mut entry = SendMessageBatchRequestEntry::builder().id(&m.id).message_body(&m.body);
+            if let Some(tp) = &m.traceparent {
+                entry = entry.message_attributes(TRACEPARENT, string_attribute(tp)?);
+            }
+            entries.push(entry.build().map_err(|e| sqs_error("build entry", e))?);
+        }
+        Ok(match self.client.send_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {
+            Ok(out) => out.failed().iter().map(|f| f.id().to_owned()).collect(),
+            Err(e) => {
+                tracing::warn!(error = %sqs_error("SendMessageBatch", e), "a send batch failed as a whole");
+                chunk.iter().map(|m| m.id.clone()).collect()
+            }
+        })
+    }
+
+    /// One `DeleteMessageBatch` of at most ten receipt handles; those that failed.
+    async fn delete_batch(&self, chunk: &[String]) -> Result<Vec<String>, Error> {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(r)
+                    .build()
+                    .map_err(|e| sqs_error("build entry", e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = self
+            .client
+            .delete_message_batch()
+            .queue_url(&self.queue_url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| sqs_error("DeleteMessageBatch", e))?;
+        Ok(out
+            .failed()
+            .iter()
+            .filter_map(|f| f.id().parse::<usize>().ok().and_then(|i| chunk.get(i)).cloned())
+            .collect())
     }
 
     /// Like [`Queue::receive`], with every string message attribute (e.g. the DLQ reason).
@@ -166,25 +231,9 @@ impl Queue for SqsQueue {
     }
 
     async fn send(&self, messages: &[Outgoing]) -> Result<Vec<String>, Error> {
-        let mut failed = Vec::new();
-        for chunk in messages.chunks(10) {
-            let mut entries = Vec::with_capacity(chunk.len());
-            for m in chunk {
-                let mut entry = SendMessageBatchRequestEntry::builder().id(&m.id).message_body(&m.body);
-                if let Some(tp) = &m.traceparent {
-                    entry = entry.message_attributes(TRACEPARENT, string_attribute(tp)?);
-                }
-                entries.push(entry.build().map_err(|e| sqs_error("build entry", e))?);
-            }
-            match self.client.send_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {
-                Ok(out) => failed.extend(out.failed().iter().map(|f| f.id().to_owned())),
-                Err(e) => {
-                    tracing::warn!(error = %sqs_error("SendMessageBatch", e), "a send batch failed as a whole");
-                    failed.extend(chunk.iter().map(|m| m.id.clone()));
-                }
-            }
-        }
-        Ok(failed)
+        // Collected first: a closure inside the stream would make the future not `Send`
+        // for async_trait (rust-lang/rust#64552).
+        concurrently(messages.chunks(10).map(|chunk| self.send_batch(chunk)).collect()).await
     }
 
     async fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> Result<(), Error> {
@@ -205,34 +254,7 @@ impl Queue for SqsQueue {
     }
 
     async fn delete(&self, receipt_handles: &[String]) -> Result<Vec<String>, Error> {
-        let mut failed = Vec::new();
-        for chunk in receipt_handles.chunks(10) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    DeleteMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .receipt_handle(r)
-                        .build()
-                        .map_err(|e| sqs_error("build entry", e))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let out = self
-                .client
-                .delete_message_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(|e| sqs_error("DeleteMessageBatch", e))?;
-            for f in out.failed() {
-                if let Some(r) = f.id().parse::<usize>().ok().and_then(|i| chunk.get(i)) {
-                    failed.push(r.clone());
-                }
-            }
-        }
-        Ok(failed)
+        concurrently(receipt_handles.chunks(10).map(|chunk| self.delete_batch(chunk)).collect()).await
     }
 
     async fn dead_letter(&self, body: &str, reason_code: &str, reason: &str) -> Result<(), Error> {

@@ -102,6 +102,33 @@ async fn batches_hold_at_most_ten(h: Harness) {
     assert_eq!(first.len() + rest.len(), 15);
 }
 
+/// A send and a delete of many batches at once (the SQS adapter runs their batch requests
+/// concurrently): every message arrives once, one delete call removes them all.
+async fn many_batches_arrive_whole_and_delete_in_one_call(h: Harness) {
+    let q = h.queue();
+    let bodies: Vec<String> = (0..95).map(|i| format!("m{i}")).collect();
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    assert!(q.send(&outgoing(&refs)).await.unwrap().is_empty());
+    // By message id, the latest receipt: a message whose short visibility ended while the
+    // others were received may come twice, as the same message.
+    let mut latest: std::collections::BTreeMap<String, Received> = std::collections::BTreeMap::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while latest.len() < 95 && tokio::time::Instant::now() < end {
+        for m in q.receive(10, Duration::from_secs(1)).await.unwrap() {
+            latest.insert(m.message_id.clone(), m);
+        }
+    }
+    let mut received: Vec<&str> = latest.values().map(|m| m.body.as_str()).collect();
+    received.sort_unstable();
+    let mut expected = refs.clone();
+    expected.sort_unstable();
+    assert_eq!(received, expected, "each body once, under one message id");
+    let receipts: Vec<String> = latest.values().map(|m| m.receipt_handle.clone()).collect();
+    assert!(q.delete(&receipts).await.unwrap().is_empty());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(q.receive(10, Duration::from_secs(1)).await.unwrap().is_empty());
+}
+
 async fn visibility_hides_then_returns(h: Harness) {
     let q = h.queue();
     q.send(&outgoing(&["hidden"])).await.unwrap();
@@ -183,6 +210,7 @@ macro_rules! suite {
 suite!(
     send_receive_delete,
     batches_hold_at_most_ten,
+    many_batches_arrive_whole_and_delete_in_one_call,
     visibility_hides_then_returns,
     change_visibility_returns_early_or_hides_longer,
     redrives_to_the_dlq_after_max_receive_count,
