@@ -41,7 +41,11 @@ children AS (
     FROM unnest($5::uuid[], $6::uuid[], $7::int[], $8::text[], $9::jsonb[]) AS c(parent, id, idx, name, input)
     JOIN expanded e ON e.id = c.parent
     JOIN before b ON b.id = e.id
-    RETURNING id, parent_id, map_index
+    RETURNING id, parent_id, map_index, run_id, name
+),
+-- The children's names (migration 000017).
+child_names AS (
+    INSERT INTO step_names (run_id, name, step_id) SELECT run_id, name, id FROM children
 ),
 waits AS (
     INSERT INTO step_dependencies (step_id, depends_on)

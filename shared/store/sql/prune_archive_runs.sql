@@ -1,7 +1,8 @@
 -- Retention with `RARA_ARCHIVE=true` (and `rara prune --archive`): `prune_runs.sql`, copying
 -- each run and everything under it (steps, dependencies, attempts, artifacts) into the
 -- `archived_*` tables in the same statement, so a run is either live or archived, never lost
--- nor both. Every part reads the same snapshot; the cascade runs after the copies.
+-- nor both. Every part reads the same snapshot; the deletion of the runs' names and steps (the
+-- trigger of migration 000017) and the cascades run after the copies.
 WITH doomed AS (
     SELECT id FROM workflow_runs
     WHERE finished_at < now() - $1::bigint * interval '1 millisecond'
@@ -10,7 +11,8 @@ WITH doomed AS (
     LIMIT $2::bigint
     FOR UPDATE SKIP LOCKED
 ), doomed_steps AS (
-    SELECT s.* FROM steps s WHERE s.run_id = ANY(ARRAY(SELECT id FROM doomed))
+    SELECT s.* FROM steps s
+    WHERE s.id = ANY(ARRAY(SELECT n.step_id FROM step_names n WHERE n.run_id = ANY(ARRAY(SELECT id FROM doomed))))
 ), archived_runs AS (
     INSERT INTO archived_workflow_runs
     SELECT r.* FROM workflow_runs r WHERE r.id = ANY(ARRAY(SELECT id FROM doomed))

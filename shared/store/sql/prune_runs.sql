@@ -1,7 +1,8 @@
 -- Retention (the scheduler's maintenance pass, `rara prune`): deletes up to $2 finished runs
 -- (succeeded, failed, cancelled) that finished more than $1 milliseconds before now(), oldest
--- first, with everything under them (steps, dependencies and artifacts by their foreign keys' ON
--- DELETE CASCADE, attempts by the trigger of migration 000014). No step of a finished run is held,
+-- first, with everything under them (their names and steps by the trigger of migration 000017,
+-- dependencies and artifacts by their foreign keys' ON DELETE CASCADE, attempts by the trigger of
+-- migration 000014). No step of a finished run is held,
 -- so nothing the claim needs is locked; a run another transaction holds (a late counter update) is
 -- skipped, never waited for. Returns how many runs and steps were deleted. The runs are deleted by
 -- primary key (`= ANY(ARRAY(..))`): a join with `doomed` gets a generic plan that hashes the whole

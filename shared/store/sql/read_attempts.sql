@@ -3,4 +3,4 @@ SELECT a.step_id, a.attempt, a.fence, a.leased_by, a.outcome AS "outcome: Attemp
        a.error AS "error: Json<StepError>", a.started_at, a.finished_at, a.retry_at, a.remote_endpoint, a.capability_version,
        a.detached_spans AS "detached_spans: Json<Vec<DetachedSpan>>", a.input
 FROM step_attempts a JOIN steps s ON s.id = a.step_id
-WHERE s.run_id = $1::uuid ORDER BY a.attempt
+WHERE s.id IN (SELECT n.step_id FROM step_names n WHERE n.run_id = $1::uuid) ORDER BY a.attempt

@@ -4,4 +4,4 @@
 SELECT d.step_id, up.name
 FROM step_dependencies d
 JOIN steps s ON s.id = d.step_id JOIN steps up ON up.id = d.depends_on
-WHERE s.run_id = $1::uuid AND up.parent_id IS NULL ORDER BY up.position
+WHERE s.id IN (SELECT n.step_id FROM step_names n WHERE n.run_id = $1::uuid) AND up.parent_id IS NULL ORDER BY up.position

@@ -6,12 +6,14 @@
 SELECT 'output' AS "kind!", s.run_id AS "run_id!", s.name AS "step?", NULL::text AS "artifact?",
        coalesce(s.output, 'null'::jsonb) AS "value!"
 FROM unnest($1::uuid[], $2::text[]) AS t(run_id, step)
-JOIN steps s ON s.run_id = t.run_id AND s.name = t.step
+JOIN step_names n ON n.run_id = t.run_id AND n.name = t.step
+JOIN steps s ON s.id = n.step_id
 WHERE s.status = 'succeeded'
 UNION ALL
 SELECT 'artifact', s.run_id, s.name, t.artifact, d.descriptor
 FROM unnest($3::uuid[], $4::text[], $5::text[]) AS t(run_id, step, artifact)
-JOIN steps s ON s.run_id = t.run_id AND s.name = t.step
+JOIN step_names n ON n.run_id = t.run_id AND n.name = t.step
+JOIN steps s ON s.id = n.step_id
 CROSS JOIN LATERAL (
     SELECT jsonb_build_object('uri', a.uri, 'media_type', a.media_type, 'size_bytes', a.size_bytes,
                               'digest', a.digest) AS descriptor

@@ -135,7 +135,7 @@ impl Store {
 
     /// Each step's input as stored (secret references stay references), by step id.
     pub async fn step_inputs(&self, run_id: Uuid) -> Result<Vec<(Uuid, serde_json::Value)>, Error> {
-        Ok(sqlx::query!("SELECT id, input FROM steps WHERE run_id = $1::uuid ORDER BY position", run_id)
+        Ok(sqlx::query!("SELECT id, input FROM steps WHERE id IN (SELECT n.step_id FROM step_names n WHERE n.run_id = $1::uuid) ORDER BY position", run_id)
             .fetch_all(&self.pool)
             .await?
             .into_iter()
