@@ -126,6 +126,18 @@ async fn a_map_runs_once_per_element_and_its_dependents_get_the_outputs_in_order
     // The run counts its children among its steps.
     let (total, unfinished, _) = counters(&store, run_id).await;
     assert_eq!((total, unfinished), (6, 0));
+    // Every step of the run, the children included, has its name in `step_names` (migration
+    // 000017), through which the reads by run find it.
+    let named: Vec<String> = sqlx::query_scalar(
+        "SELECT n.name FROM step_names n JOIN steps s ON s.id = n.step_id AND s.run_id = n.run_id AND s.name = n.name
+         WHERE n.run_id = $1 ORDER BY n.name",
+    )
+    .bind(run_id)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(named.len(), 6, "{named:?}");
+    assert!(["each[0]", "each[1]", "each[2]"].iter().all(|c| named.iter().any(|n| n == c)), "{named:?}");
     // The map step's history: the attempt that expanded it, then the one that gathered.
     let outcomes: Vec<String> = sqlx::query_scalar(
         "SELECT a.outcome::text FROM step_attempts a JOIN steps s ON s.id = a.step_id

@@ -91,7 +91,7 @@ async fn old_finished_runs_go_with_everything_under_them_and_the_rest_stays(pool
     let store = Store::new(pool.clone());
     let old = succeeded_run(&store, &pool, 40).await;
     let old_steps = step_ids(&pool, old).await;
-    for table in ["step_dependencies", "step_attempts", "artifacts"] {
+    for table in ["step_names", "step_dependencies", "step_attempts", "artifacts"] {
         assert!(rows(&pool, table, &old_steps).await > 0, "the old run has {table}");
     }
     let recent = succeeded_run(&store, &pool, 10).await;
@@ -111,7 +111,7 @@ async fn old_finished_runs_go_with_everything_under_them_and_the_rest_stays(pool
     assert_eq!(pruned, Pruned { runs: 2, steps: 5 });
     assert!(!run_exists(&store, old).await && !run_exists(&store, old_cancelled).await);
     assert!(step_ids(&pool, old).await.is_empty(), "its steps are gone");
-    for table in ["step_dependencies", "step_attempts", "artifacts"] {
+    for table in ["step_names", "step_dependencies", "step_attempts", "artifacts"] {
         assert_eq!(rows(&pool, table, &old_steps).await, 0, "its {table} are gone");
     }
     assert!(run_exists(&store, recent).await, "a run finished 10 days ago stays");

@@ -633,3 +633,40 @@ async fn dlq_steps_reads_a_page_of_steps_and_leaves_unknown_ids_out(pool: PgPool
         "the unknown id is absent"
     );
 }
+
+/// A run's step names live in `step_names` (migration 000017): one row per step, through which
+/// the reads by run find the steps; a second step of one name in a run is refused under the
+/// constraint's old name, `steps_name_unique_in_run`.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_runs_step_names_find_its_steps_and_stay_unique(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let run_id = store.submit(&flat_plan(3)).await.unwrap().run_id;
+    let other = store.submit(&flat_plan(2)).await.unwrap().run_id;
+    let names: Vec<(String, Uuid)> =
+        sqlx::query_as("SELECT name, step_id FROM step_names WHERE run_id = $1 ORDER BY name")
+            .bind(run_id)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(names.iter().map(|n| n.0.as_str()).collect::<Vec<_>>(), ["s0", "s1", "s2"]);
+    for (name, id) in &names {
+        assert_eq!(step_id(&pool, run_id, name).await, *id, "{name}");
+    }
+    let view = store.run(run_id).await.unwrap();
+    let mut read: Vec<Uuid> = view.steps.iter().map(|s| s.id).collect();
+    read.sort_unstable();
+    let mut expected: Vec<Uuid> = names.iter().map(|n| n.1).collect();
+    expected.sort_unstable();
+    assert_eq!(read, expected, "the run's steps, and only them (not the other run's)");
+    assert_eq!(store.run(other).await.unwrap().steps.len(), 2);
+
+    let err = sqlx::query("INSERT INTO step_names (run_id, name, step_id) VALUES ($1, 's1', $2)")
+        .bind(run_id)
+        .bind(Uuid::new_v4())
+        .execute(&pool)
+        .await
+        .unwrap_err();
+    let db = err.as_database_error().expect("a database error");
+    assert_eq!(db.code().as_deref(), Some("23505"), "{db}");
+    assert_eq!(db.constraint(), Some("steps_name_unique_in_run"), "{db}");
+}
