@@ -212,7 +212,7 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Analyzes the hot tables that changed as much as their size since their last analyze.
+    /// Analyzes the hot tables that grew to twice the rows their statistics saw.
     /// Stale statistics only slow things down: a failure here is logged, not fatal.
     async fn refresh_statistics(&self, counters: &mut Counters) {
         counters.statistics_checks += 1;

@@ -1,6 +1,7 @@
 //! The scheduler's statistics check against a real Postgres: every second, not on the
 //! reaper's timer, so a fresh database's first plans (made while `step_attempts` held a few
-//! rows) are made again within about a second of the table outgrowing them. And its check of
+//! rows) are made again within about a second of the table outgrowing them; a table that only
+//! changed, without growing, is left to autovacuum. And its check of
 //! the console's triggers, turned off once no console listens.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -26,24 +27,56 @@ async fn the_scheduler_checks_statistics_every_second_and_reaps_on_its_own_timer
 
     // 2,000 attempts the statistics have not seen, once the backends publish their counts.
     rara_store::testing::fill_history(&pool, 0, 2_000).await.unwrap();
-    let published = Instant::now() + Duration::from_secs(30);
-    while unseen_attempt_changes(&pool).await < 2_000 {
-        assert!(Instant::now() < published, "the inserts never showed in pg_stat_user_tables");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    published(&pool, 2_000).await;
 
     // Passes every 100 ms: the next check analyzes step_attempts, within about a second.
     let seen = Instant::now();
-    let mut passes = Counters::default();
-    while passes.statistics_refreshes == 0 && seen.elapsed() < STATISTICS_INTERVAL * 3 {
-        passes += scheduler.pass().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let passes = passes_until_analyzed(&scheduler, STATISTICS_INTERVAL * 3).await;
     assert!(passes.statistics_refreshes >= 1, "step_attempts outgrew its statistics: {passes:?}");
     assert!(seen.elapsed() <= STATISTICS_INTERVAL + Duration::from_millis(500), "{:?}", seen.elapsed());
     assert!(passes.statistics_checks <= 2, "once a second, not every pass: {passes:?}");
     assert_eq!(passes.reaper_runs, 0, "the reaper waits for its own interval");
     assert_eq!(unseen_attempt_changes(&pool).await, 0, "analyzed");
+
+    // Every attempt changed once more (as many changes as rows), none added: the statistics
+    // still describe the table's size, and the checks of two seconds analyze nothing.
+    sqlx::query("UPDATE step_attempts SET finished_at = finished_at + interval '1 second'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    published(&pool, 2_000).await;
+    let passes = passes_until_analyzed(&scheduler, STATISTICS_INTERVAL * 2).await;
+    assert!(passes.statistics_checks >= 1, "{passes:?}");
+    assert_eq!(passes.statistics_refreshes, 0, "changes without growth: {passes:?}");
+    assert_eq!(unseen_attempt_changes(&pool).await, 2_000, "not analyzed");
+
+    // 2,000 more: the table doubled, and the next check analyzes it.
+    rara_store::testing::fill_history(&pool, 2_000, 4_000).await.unwrap();
+    published(&pool, 4_000).await;
+    let passes = passes_until_analyzed(&scheduler, STATISTICS_INTERVAL * 3).await;
+    assert!(passes.statistics_refreshes >= 1, "step_attempts doubled: {passes:?}");
+    assert_eq!(unseen_attempt_changes(&pool).await, 0, "analyzed");
+}
+
+/// Scheduler passes every 100 ms until one analyzed a table or `within` passed.
+async fn passes_until_analyzed(scheduler: &Scheduler, within: Duration) -> Counters {
+    let start = Instant::now();
+    let mut passes = Counters::default();
+    while passes.statistics_refreshes == 0 && start.elapsed() < within {
+        passes += scheduler.pass().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    passes
+}
+
+/// Waits until `step_attempts` shows `changes` changes since its last analyze (the backends
+/// publish their counts within about a second).
+async fn published(pool: &PgPool, changes: i64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while unseen_attempt_changes(pool).await < changes {
+        assert!(Instant::now() < deadline, "the changes never showed in pg_stat_user_tables");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A scheduler on an in-memory queue, its reaper every `reap_interval_ms`.
