@@ -419,7 +419,7 @@ impl Scheduler {
         if leased.is_empty() {
             return Ok(Counters { lease_rounds: 1, ..Counters::default() });
         }
-        let traces = trace::RoundTrace::read(&self.store, &leased, self.settings.timeouts.db_call()).await;
+        let traces = trace::RoundTrace::of(&leased);
         let messages: Vec<Outgoing> = leased
             .iter()
             .enumerate()

@@ -1,5 +1,5 @@
 -- The scheduler's lease (DESIGN.md "Flow control"): up to $1 due steps for the holder $2, in
--- one statement. $3 (ms) is the delivery timeout: how long the message may take to be claimed
+-- one statement, which also returns what their messages carry. $3 (ms) is the delivery timeout: how long the message may take to be claimed
 -- before the reaper leases the step again (RARA_DELIVERY_TIMEOUT_SECONDS). $4 is the time to
 -- lease at (NULL: now(); tests pass a clock).
 --
@@ -173,12 +173,22 @@ written AS (
     SET epoch = excluded.epoch, tokens = excluded.tokens, refilled_at = excluded.refilled_at
     WHERE f.epoch = excluded.epoch - 1
     RETURNING f.name
+),
+leased AS (
+    UPDATE steps s
+    SET status = 'leased', leased_by = $2::text, lease_token = gen_random_uuid(),
+        lease_expires_at = c.now + $3::bigint * interval '1 millisecond', updated_at = now()
+    FROM chosen ch, clock c
+    WHERE s.id = ch.id
+      AND (ch.key IS NULL OR ch.key IN (SELECT w.name FROM written w))
+      AND (ch.grp IS NULL OR ch.grp IN (SELECT w.name FROM written w))
+    RETURNING s.id, s.run_id, s.lease_token, s.operation,
+              CASE WHEN s.remote_endpoint IS NULL THEN s.attempt + 1 ELSE s.attempt END AS attempt
 )
-UPDATE steps s
-SET status = 'leased', leased_by = $2::text, lease_token = gen_random_uuid(),
-    lease_expires_at = c.now + $3::bigint * interval '1 millisecond', updated_at = now()
-FROM chosen ch, clock c
-WHERE s.id = ch.id
-  AND (ch.key IS NULL OR ch.key IN (SELECT w.name FROM written w))
-  AND (ch.grp IS NULL OR ch.grp IN (SELECT w.name FROM written w))
-RETURNING s.id AS step_id, s.run_id, s.lease_token AS "lease_token!"
+-- Each leased step with what its message and spans carry (DESIGN.md "Tracing"): the attempt
+-- the claim will run (the next one, or the same one when it re-attaches to a detached attempt:
+-- claim.sql) and its run's trace context, by the run's primary key.
+SELECT l.id AS "step_id!", l.run_id AS "run_id!", l.lease_token AS "lease_token!", l.operation AS "operation!",
+       l.attempt AS "attempt!", r.trace_context
+FROM leased l
+LEFT JOIN workflow_runs r ON r.id = l.run_id

@@ -12,12 +12,18 @@ use uuid::Uuid;
 use crate::outcome::dependency_failed;
 use crate::{Error, Store, millis, sql};
 
-/// A step the scheduler leased; its message carries `step_id` and `lease_token` only.
+/// A step the scheduler leased; its message carries `step_id` and `lease_token`, and its run's
+/// trace context (DESIGN.md "Tracing").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leased {
     pub step_id: Uuid,
     pub run_id: Uuid,
     pub lease_token: Uuid,
+    pub operation: String,
+    /// The attempt the claim will run (the next one; the same one for a detached attempt).
+    pub attempt: i32,
+    /// The run's W3C `traceparent` (`None` for a run from before tracing).
+    pub trace_context: Option<String>,
 }
 
 /// What one reaper pass did.

@@ -40,7 +40,6 @@ pub struct Statement {
 // The scheduler (lease.rs).
 pub const LEASE_DUE: &str = sql_file!("lease_due");
 pub const RELEASE: &str = sql_file!("release");
-pub const LEASE_TRACES: &str = sql_file!("lease_traces");
 pub const REAP_RELEASE: &str = sql_file!("reap_release");
 pub static REAP_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("reap_fail_targets"), 3));
 
@@ -142,7 +141,6 @@ pub fn catalogue() -> Vec<Statement> {
     let mut all = vec![
         s("lease_due", LEASE_DUE, &["int8", "text", "int8", "timestamptz"]),
         s("release", RELEASE, &["uuid[]", "uuid[]"]),
-        s("lease_traces", LEASE_TRACES, &["uuid[]"]),
         s("reap_release", REAP_RELEASE, &["int8", "jsonb"]),
         s("reap_fail", REAP_FAIL.as_str(), &["int8", "jsonb", "jsonb"]),
         s("claim", CLAIM, &["uuid[]", "uuid[]", "text", "int8", "jsonb"]),

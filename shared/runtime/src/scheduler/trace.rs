@@ -1,16 +1,14 @@
 //! The scheduler's part of a run's trace (DESIGN.md "Tracing"): each leased step's message
 //! carries its run's context (the attempt's parent), and the lease and the send are spans
 //! under the attempt (whose id the scheduler derives, as the executor does, from step id and
-//! attempt). The runs' contexts come from one statement per lease round.
+//! attempt). The runs' contexts come with the lease itself.
 
 use std::collections::HashMap;
 use std::time::SystemTime;
 
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanContext, SpanKind};
-use rara_store::Store;
 use rara_store::lease::Leased;
-use rara_store::trace::LeaseTrace;
 use uuid::Uuid;
 
 use crate::telemetry::{self, SpanRecord};
@@ -18,27 +16,17 @@ use crate::telemetry::{self, SpanRecord};
 /// The traces of one lease round's steps, by step id.
 #[derive(Debug, Default)]
 pub(super) struct RoundTrace {
-    steps: HashMap<Uuid, (SpanContext, LeaseTrace)>,
+    steps: HashMap<Uuid, (SpanContext, Leased)>,
 }
 
 impl RoundTrace {
-    /// Reads the runs' contexts of `leased` (one statement, for at most `bound`). A failure
-    /// only costs the round its spans: the messages then start fresh traces, and the steps
-    /// run as always.
-    pub(super) async fn read(store: &Store, leased: &[Leased], bound: std::time::Duration) -> Self {
-        let ids: Vec<Uuid> = leased.iter().map(|l| l.step_id).collect();
-        let traces = match crate::timeouts::db_call(bound, store.lease_traces(&ids)).await {
-            Ok(traces) => traces,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the leased steps' traces; their messages start new ones");
-                return RoundTrace::default();
-            }
-        };
-        let steps = traces
-            .into_iter()
-            .filter_map(|t| {
-                let run = telemetry::parse_traceparent(t.trace_context.as_deref()?)?;
-                Some((t.step_id, (run, t)))
+    /// The runs' contexts of `leased`, which the lease returned with them.
+    pub(super) fn of(leased: &[Leased]) -> Self {
+        let steps = leased
+            .iter()
+            .filter_map(|l| {
+                let run = telemetry::parse_traceparent(l.trace_context.as_deref()?)?;
+                Some((l.step_id, (run, l.clone())))
             })
             .collect();
         RoundTrace { steps }
