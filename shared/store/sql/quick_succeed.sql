@@ -4,7 +4,8 @@
 -- token, `leased`; the lock held since they were read keeps them true) and the success at
 -- once, with the attempt's row written once, finished. The transaction began with the lock,
 -- so `now()` is when the attempt started: the step finishes at `clock_timestamp()`. Then
--- succeed_tail.sql (sql.rs), its channel $7.
+-- succeed_release.sql, its channel $7, and succeed_tail.sql (sql.rs); for a batch none of whose
+-- steps has dependents, succeed_tail.sql alone (QUICK_SUCCEED_LEAVES, without $7).
 --
 -- The commit does not wait for the WAL flush unless a run ended (DESIGN.md "Quick steps",
 -- durability): `SET LOCAL synchronous_commit = off`, by `set_config` in `durability`. A

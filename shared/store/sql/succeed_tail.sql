@@ -1,21 +1,8 @@
--- The shared middle of the statements that record successes (succeed.sql, quick_succeed.sql):
+-- The shared end of the statements that record successes (succeed.sql, quick_succeed.sql):
 -- sql.rs puts it where they write `{succeed_tail}`, after a `done` CTE with the columns (id,
--- run_id) of the steps that succeeded. It releases their dependents, wakes the listening
--- schedulers on the channel bound where `{due_channel}` stands when one became due, and
--- finishes the runs whose last step this was (`runs`: one row per run written, `finished`
--- when it ended). The statement's own final SELECT follows.
-released AS (
-    UPDATE steps s SET pending_deps = s.pending_deps - r.n, updated_at = now()
-    FROM (SELECT dep.step_id, count(*)::int AS n
-          FROM step_dependencies dep JOIN done d ON dep.depends_on = d.id
-          GROUP BY dep.step_id) r
-    WHERE s.id = r.step_id
-    RETURNING s.status, s.pending_deps
-),
--- A dependent that became due wakes the listening schedulers (delivered at commit).
-woke AS (
-    SELECT pg_notify({due_channel}, '') FROM released WHERE status = 'pending' AND pending_deps = 0 LIMIT 1
-),
+-- run_id) of the steps that succeeded and after succeed_release.sql (their dependents
+-- released, `woke`). It finishes the runs whose last step this was (`runs`: one row per run
+-- written, `finished` when it ended). The statement's own final SELECT follows.
 runs AS (
     UPDATE workflow_runs w
     SET steps_unfinished = w.steps_unfinished - f.n,

@@ -30,6 +30,8 @@ pub struct QuickStep {
     /// The fence of this attempt, drawn by the lock and written with the success.
     pub fence: i64,
     pub map_index: Option<u32>,
+    /// Whether any step depends on this one (fixed when it was written).
+    pub has_dependents: bool,
 }
 
 /// The open transaction that holds the locks of a batch's quick steps. Dropped without
@@ -73,6 +75,7 @@ impl Store {
                 attempt: u32::try_from(row.attempt).unwrap_or(1),
                 fence: row.fence,
                 map_index: row.map_index.and_then(|i| u32::try_from(i).ok()),
+                has_dependents: row.has_dependents,
             });
         }
         Ok(QuickBatch { tx, steps, started_at: started_at.unwrap_or_else(Utc::now) })
@@ -87,7 +90,9 @@ impl QuickBatch {
     }
 
     /// Records the successes (`(step, output)`, steps of this batch) in one statement and
-    /// commits: the dependents released and the runs finished as by [`Store::succeed`]. Returns
+    /// commits: the dependents released and the runs finished as by [`Store::succeed`] (a
+    /// batch none of whose steps has dependents by a statement that does not look for them:
+    /// [`QuickStep::has_dependents`]). Returns
     /// the steps written (all of them: their rows were locked since they were read).
     pub async fn succeed(
         mut self,
@@ -98,16 +103,18 @@ impl QuickBatch {
         let tokens: Vec<Uuid> = items.iter().map(|(s, _)| s.lease_token).collect();
         let fences: Vec<i64> = items.iter().map(|(s, _)| s.fence).collect();
         let outputs: Vec<&serde_json::Value> = items.iter().map(|(_, o)| o).collect();
-        let landed: Vec<Uuid> = sqlx::query_scalar(sql::QUICK_SUCCEED.as_str())
+        // Without dependents in the batch, the statement that does not look for them.
+        let leaves = items.iter().all(|(s, _)| !s.has_dependents);
+        let statement = if leaves { sql::QUICK_SUCCEED_LEAVES.as_str() } else { sql::QUICK_SUCCEED.as_str() };
+        let query = sqlx::query_scalar(statement)
             .bind(&ids)
             .bind(&tokens)
             .bind(&fences)
             .bind(&outputs)
             .bind(worker)
-            .bind(self.started_at)
-            .bind(DUE_CHANNEL)
-            .fetch_all(&mut *self.tx)
-            .await?;
+            .bind(self.started_at);
+        let query = if leaves { query } else { query.bind(DUE_CHANNEL) };
+        let landed: Vec<Uuid> = query.fetch_all(&mut *self.tx).await?;
         self.tx.commit().await?;
         Ok(landed)
     }

@@ -8,8 +8,8 @@
 //!
 //! - the fenced writes, whose files mark where the holder goes (`{holder}`, `{holders}`)
 //!   and get the one predicate of [`fence`];
-//! - the statements that record successes, with the shared `succeed_tail.sql` where they
-//!   write `{succeed_tail}`;
+//! - the statements that record successes, with the shared `succeed_release.sql` (unless
+//!   none of the steps has dependents) and `succeed_tail.sql` where they write `{succeed_tail}`;
 //! - the statements that finish steps other than by success: their targets, then the shared
 //!   `finish_tail.sql` (`WITH RECURSIVE targets AS (<targets>), <tail>`);
 //! - `ANALYZE` of each hot table ([`statistics`]).
@@ -51,10 +51,15 @@ pub static HEARTBEAT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("
 pub static PROGRESS: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("progress")));
 pub static ARTIFACT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("artifact")));
 pub static ATTEMPT_VERSION: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("attempt_version")));
-pub static SUCCEED: LazyLock<String> = LazyLock::new(|| succeed(&fence::batch(sql_file!("succeed")), 5));
+pub static SUCCEED: LazyLock<String> =
+    LazyLock::new(|| succeed(&fence::batch(sql_file!("succeed")), Dependents::Release(5)));
 // Quick steps (quick.rs).
 pub const QUICK_LOCK: &str = sql_file!("quick_lock");
-pub static QUICK_SUCCEED: LazyLock<String> = LazyLock::new(|| succeed(sql_file!("quick_succeed"), 7));
+pub static QUICK_SUCCEED: LazyLock<String> =
+    LazyLock::new(|| succeed(sql_file!("quick_succeed"), Dependents::Release(7)));
+/// [`QUICK_SUCCEED`] for a batch none of whose steps has dependents: six parameters.
+pub static QUICK_SUCCEED_LEAVES: LazyLock<String> =
+    LazyLock::new(|| succeed(sql_file!("quick_succeed"), Dependents::None));
 pub static RETRY: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("retry")));
 pub static FAIL: LazyLock<String> = LazyLock::new(|| finish(&fence::batch(sql_file!("fail_targets")), 5));
 pub static RELEASE_RUNNING: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("release_running")));
@@ -125,11 +130,29 @@ fn finish(targets: &str, skip_error: u8) -> String {
     format!("WITH RECURSIVE targets AS (\n{targets}),\n{tail}")
 }
 
-/// A statement that records successes with `succeed_tail.sql` where it writes
-/// `{succeed_tail}`, the schedulers' wake-up channel bound as `$channel`.
-fn succeed(statement: &str, channel: u8) -> String {
-    let tail = sql_file!("succeed_tail").replace("{due_channel}", &format!("${channel}::text"));
-    statement.replace("{succeed_tail}", tail.trim_end())
+/// What a statement that records successes does for the steps' dependents.
+enum Dependents {
+    /// Releases them (`succeed_release.sql`), waking the schedulers on the channel bound as
+    /// `$n` when one became due.
+    Release(u8),
+    /// None of the batch's steps has any (DESIGN.md "Quick steps", steps without dependents):
+    /// nothing to release, nobody to wake (`woke` is empty), and no statement part that would
+    /// look for them.
+    None,
+}
+
+/// A statement that records successes, where it writes `{succeed_tail}`:
+/// `succeed_release.sql` (or an empty `woke`, [`Dependents::None`]) then `succeed_tail.sql`.
+fn succeed(statement: &str, dependents: Dependents) -> String {
+    let release = match dependents {
+        Dependents::Release(channel) => {
+            sql_file!("succeed_release").replace("{due_channel}", &format!("${channel}::text"))
+        }
+        Dependents::None => "woke AS (SELECT WHERE false),\n".to_owned(),
+    };
+    let body = |file: &str| file.lines().skip_while(|l| l.starts_with("--")).collect::<Vec<_>>().join("\n");
+    let tail = format!("{}\n{}", body(&release).trim_end(), body(sql_file!("succeed_tail")).trim_end());
+    statement.replace("{succeed_tail}", &tail)
 }
 
 const HOLDER: [&str; 3] = ["uuid", "text", "int8"];
@@ -156,6 +179,11 @@ pub fn catalogue() -> Vec<Statement> {
             "quick_succeed",
             QUICK_SUCCEED.as_str(),
             &["uuid[]", "uuid[]", "int8[]", "jsonb[]", "text", "timestamptz", "text"],
+        ),
+        s(
+            "quick_succeed_leaves",
+            QUICK_SUCCEED_LEAVES.as_str(),
+            &["uuid[]", "uuid[]", "int8[]", "jsonb[]", "text", "timestamptz"],
         ),
         s("retry", RETRY.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "int8[]", "int8"]),
         s("fail", FAIL.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]", "jsonb"]),

@@ -13,8 +13,9 @@
 //! autovacuum follows a table that churns at its size. Counting changes (each step is leased
 //! and finished: two) analyzed a 20,000-step `steps` again after every 10,000 steps, 40–60 ms
 //! each, 2–7 % of the Postgres CPU of a 20,000-step benchmark run (BENCHMARKS.md "Statistics by
-//! growth, the lease with its traces"). The table doubles between two such analyzes, so they
-//! are rare once it is large; each costs a sample of at most 30,000 rows.
+//! growth, the lease with its traces, successes without dependents"). The table doubles
+//! between two such analyzes, so they are rare once it is large; each costs a sample of at most
+//! 30,000 rows.
 
 use crate::{Error, Store, sql};
 

@@ -140,8 +140,17 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
 }
 
 /// The batch statements that address steps (and their attempts) by id.
-const BATCHES: [&str; 8] =
-    ["claim", "claim_verdicts", "quick_lock", "quick_succeed", "succeed", "retry", "fail", "release"];
+const BATCHES: [&str; 9] = [
+    "claim",
+    "claim_verdicts",
+    "quick_lock",
+    "quick_succeed",
+    "quick_succeed_leaves",
+    "succeed",
+    "retry",
+    "fail",
+    "release",
+];
 
 /// The generic plan (what a prepared statement runs after five executions) of each catalogued
 /// statement named in `names`, over `conn`'s session: `(name, EXPLAIN (FORMAT JSON))`.

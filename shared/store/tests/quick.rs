@@ -67,6 +67,48 @@ async fn a_quick_success_is_one_write_its_attempt_one_row_and_it_releases_its_de
     assert_eq!(store.run(run.run_id).await.unwrap().steps[0].output, Some(json!({"ok": true})));
 }
 
+/// A batch none of whose steps has dependents is recorded by the statement that does not look
+/// for them; a batch with one that has them releases them, wherever that step is in the batch.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_batch_with_one_step_that_has_dependents_releases_them(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let yaml = "name: mixed\nsteps:\n  - {name: a, operation: noop}\n  - {name: c, operation: noop}\n  \
+                - {name: d, operation: noop}\n  - {name: b, operation: noop, depends_on: [a]}\n";
+    let run = store.submit(&plan(yaml)).await.unwrap();
+    let leased = store.lease_due("scheduler", 10, LEASE).await.unwrap();
+    assert_eq!(leased.len(), 3, "a, c and d are due");
+    let mut named = Vec::new();
+    for name in ["a", "c", "d"] {
+        let id = step_id(&pool, run.run_id, name).await;
+        named.push(leased.iter().find(|l| l.step_id == id).unwrap().clone());
+    }
+    let [a, c, d] = <[_; 3]>::try_from(named).unwrap();
+
+    // c alone: no dependents; the run goes on.
+    let batch = store.quick_lock(&[request(&c)], &noop()).await.unwrap();
+    assert!(!batch.steps[0].has_dependents, "nothing depends on c");
+    let step = batch.steps[0].clone();
+    assert_eq!(batch.succeed("exec-q", &[(&step, json!({}))]).await.unwrap(), vec![c.step_id]);
+    assert_eq!(status(&pool, c.step_id).await, "succeeded");
+    assert_eq!(run_status(&pool, run.run_id).await, "running");
+
+    // d (none) first, then a (b depends on it): b becomes due.
+    let batch = store.quick_lock(&[request(&d), request(&a)], &noop()).await.unwrap();
+    let flags: Vec<(Uuid, bool)> = batch.steps.iter().map(|s| (s.step_id, s.has_dependents)).collect();
+    assert!(flags.contains(&(d.step_id, false)) && flags.contains(&(a.step_id, true)), "{flags:?}");
+    let steps = batch.steps.clone();
+    let items: Vec<_> = steps.iter().map(|s| (s, json!({}))).collect();
+    assert_eq!(batch.succeed("exec-q", &items).await.unwrap().len(), 2);
+    let b = lease_named(&store, &pool, run.run_id, "b").await;
+
+    // b, the last: its batch has no dependents either, and it ends the run.
+    let batch = store.quick_lock(&[request(&b)], &noop()).await.unwrap();
+    assert!(!batch.steps[0].has_dependents);
+    let step = batch.steps[0].clone();
+    batch.succeed("exec-q", &[(&step, json!({}))]).await.unwrap();
+    assert_eq!(run_status(&pool, run.run_id).await, "succeeded");
+}
+
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn the_lock_takes_only_what_the_claim_would_claim_afresh_for_a_quick_operation(pool: PgPool) {
     let store = Store::new(pool.clone());
