@@ -187,8 +187,8 @@ leased AS (
 )
 -- Each leased step with what its message and spans carry (DESIGN.md "Tracing"): the attempt
 -- the claim will run (the next one, or the same one when it re-attaches to a detached attempt:
--- claim.sql) and its run's trace context, by the run's primary key.
+-- claim.sql) and its run's trace context, one probe of the run's primary key per step (a
+-- subquery, so that no plan reads the runs otherwise).
 SELECT l.id AS "step_id!", l.run_id AS "run_id!", l.lease_token AS "lease_token!", l.operation AS "operation!",
-       l.attempt AS "attempt!", r.trace_context
+       l.attempt AS "attempt!", (SELECT r.trace_context FROM workflow_runs r WHERE r.id = l.run_id) AS trace_context
 FROM leased l
-LEFT JOIN workflow_runs r ON r.id = l.run_id
