@@ -5,13 +5,14 @@
 -- executors. Each gets the fence of its attempt now. A step another transaction holds is
 -- skipped (the ordinary claim judges it after this transaction ends); so is every pair this
 -- statement leaves out. `locked_at`: when the attempt starts (the database's clock).
--- `has_dependents`: whether any step depends on it (a step's dependencies are written with it,
--- at submission or expansion, so this does not change while it is leased); a batch none of
--- whose steps has any is recorded without looking for them (sql.rs, QUICK_SUCCEED_LEAVES).
+-- `leaves`: whether no step depends on any of the requested steps, one index scan for the
+-- batch (a step's dependencies are written with it, at submission or expansion, so this does
+-- not change while it is leased); such a batch is recorded without looking for dependents
+-- (sql.rs, QUICK_SUCCEED_LEAVES).
 SELECT s.id AS "id!", s.lease_token AS "lease_token!", s.run_id AS "run_id!", s.operation AS "operation!",
        s.version AS "version?", s.input AS "input!", s.attempt + 1 AS "attempt!", s.map_index AS "map_index?",
        nextval('rara_fence_seq') AS "fence!", now() AS "locked_at!",
-       EXISTS (SELECT 1 FROM step_dependencies d WHERE d.depends_on = s.id) AS "has_dependents!"
+       NOT EXISTS (SELECT FROM step_dependencies d WHERE d.depends_on = ANY($1::uuid[])) AS "leaves!"
 FROM unnest($1::uuid[], $2::uuid[]) AS i(step_id, lease_token)
 JOIN steps s ON s.id = i.step_id AND s.lease_token = i.lease_token
 WHERE (s.status = 'leased') IS TRUE AND s.next_run_at <= now() AND s.attempt < s.max_attempts

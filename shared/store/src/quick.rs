@@ -30,8 +30,6 @@ pub struct QuickStep {
     /// The fence of this attempt, drawn by the lock and written with the success.
     pub fence: i64,
     pub map_index: Option<u32>,
-    /// Whether any step depends on this one (fixed when it was written).
-    pub has_dependents: bool,
 }
 
 /// The open transaction that holds the locks of a batch's quick steps. Dropped without
@@ -41,6 +39,9 @@ pub struct QuickBatch {
     pub steps: Vec<QuickStep>,
     /// When the attempts started (the lock; the database's clock).
     pub started_at: DateTime<Utc>,
+    /// No step depends on any of the requested steps (fixed when they were written): the
+    /// successes are recorded without looking for dependents.
+    pub leaves: bool,
 }
 
 impl std::fmt::Debug for QuickBatch {
@@ -59,9 +60,11 @@ impl Store {
         let tokens: Vec<Uuid> = requests.iter().map(|r| r.lease_token).collect();
         let rows = sqlx::query_file!("sql/quick_lock.sql", &ids, &tokens, operations).fetch_all(&mut *tx).await?;
         let mut started_at = None;
+        let mut leaves = false;
         let mut steps: Vec<QuickStep> = Vec::with_capacity(rows.len());
         for row in rows {
             started_at.get_or_insert(row.locked_at);
+            leaves = row.leaves;
             if steps.iter().any(|s| s.step_id == row.id) {
                 continue;
             }
@@ -75,10 +78,9 @@ impl Store {
                 attempt: u32::try_from(row.attempt).unwrap_or(1),
                 fence: row.fence,
                 map_index: row.map_index.and_then(|i| u32::try_from(i).ok()),
-                has_dependents: row.has_dependents,
             });
         }
-        Ok(QuickBatch { tx, steps, started_at: started_at.unwrap_or_else(Utc::now) })
+        Ok(QuickBatch { tx, steps, started_at: started_at.unwrap_or_else(Utc::now), leaves })
     }
 }
 
@@ -92,7 +94,7 @@ impl QuickBatch {
     /// Records the successes (`(step, output)`, steps of this batch) in one statement and
     /// commits: the dependents released and the runs finished as by [`Store::succeed`] (a
     /// batch none of whose steps has dependents by a statement that does not look for them:
-    /// [`QuickStep::has_dependents`]). Returns
+    /// [`QuickBatch::leaves`]). Returns
     /// the steps written (all of them: their rows were locked since they were read).
     pub async fn succeed(
         mut self,
@@ -104,7 +106,7 @@ impl QuickBatch {
         let fences: Vec<i64> = items.iter().map(|(s, _)| s.fence).collect();
         let outputs: Vec<&serde_json::Value> = items.iter().map(|(_, o)| o).collect();
         // Without dependents in the batch, the statement that does not look for them.
-        let leaves = items.iter().all(|(s, _)| !s.has_dependents);
+        let leaves = self.leaves;
         let statement = if leaves { sql::QUICK_SUCCEED_LEAVES.as_str() } else { sql::QUICK_SUCCEED.as_str() };
         let query = sqlx::query_scalar(statement)
             .bind(&ids)
