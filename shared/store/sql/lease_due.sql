@@ -1,7 +1,8 @@
 -- The scheduler's lease (DESIGN.md "Flow control"): up to $1 due steps for the holder $2, in
--- one statement, which also returns what their messages carry. $3 (ms) is the delivery timeout: how long the message may take to be claimed
--- before the reaper leases the step again (RARA_DELIVERY_TIMEOUT_SECONDS). $4 is the time to
--- lease at (NULL: now(); tests pass a clock).
+-- one statement, which also returns what their messages carry. $3 (ms) is the delivery
+-- timeout: how long the message may take to be claimed before the reaper leases the step
+-- again (RARA_DELIVERY_TIMEOUT_SECONDS). $4 is the time to lease at (NULL: now(); tests pass
+-- a clock).
 --
 -- Steps without a concurrency key come from the partial index steps_due, highest priority
 -- first, then oldest (`make explain`). Steps with a key come from steps_due_key, a few per

@@ -94,8 +94,8 @@ impl QuickBatch {
     /// Records the successes (`(step, output)`, steps of this batch) in one statement and
     /// commits: the dependents released and the runs finished as by [`Store::succeed`] (a
     /// batch none of whose steps has dependents by a statement that does not look for them:
-    /// [`QuickBatch::leaves`]). Returns
-    /// the steps written (all of them: their rows were locked since they were read).
+    /// [`QuickBatch::leaves`]). Returns the steps written (all of them: their rows were locked
+    /// since they were read).
     pub async fn succeed(
         mut self,
         worker: &str,
