@@ -59,12 +59,12 @@ impl Store {
         let ids: Vec<Uuid> = requests.iter().map(|r| r.step_id).collect();
         let tokens: Vec<Uuid> = requests.iter().map(|r| r.lease_token).collect();
         let rows = sqlx::query_file!("sql/quick_lock.sql", &ids, &tokens, operations).fetch_all(&mut *tx).await?;
+        // The same for every row: whether the requested steps have dependents.
+        let leaves = rows.first().is_some_and(|r| r.leaves);
         let mut started_at = None;
-        let mut leaves = false;
         let mut steps: Vec<QuickStep> = Vec::with_capacity(rows.len());
         for row in rows {
             started_at.get_or_insert(row.locked_at);
-            leaves = row.leaves;
             if steps.iter().any(|s| s.step_id == row.id) {
                 continue;
             }
@@ -106,8 +106,7 @@ impl QuickBatch {
         let fences: Vec<i64> = items.iter().map(|(s, _)| s.fence).collect();
         let outputs: Vec<&serde_json::Value> = items.iter().map(|(_, o)| o).collect();
         // Without dependents in the batch, the statement that does not look for them.
-        let leaves = self.leaves;
-        let statement = if leaves { sql::QUICK_SUCCEED_LEAVES.as_str() } else { sql::QUICK_SUCCEED.as_str() };
+        let statement = if self.leaves { sql::QUICK_SUCCEED_LEAVES.as_str() } else { sql::QUICK_SUCCEED.as_str() };
         let query = sqlx::query_scalar(statement)
             .bind(&ids)
             .bind(&tokens)
@@ -115,7 +114,7 @@ impl QuickBatch {
             .bind(&outputs)
             .bind(worker)
             .bind(self.started_at);
-        let query = if leaves { query } else { query.bind(DUE_CHANNEL) };
+        let query = if self.leaves { query } else { query.bind(DUE_CHANNEL) };
         let landed: Vec<Uuid> = query.fetch_all(&mut *self.tx).await?;
         self.tx.commit().await?;
         Ok(landed)

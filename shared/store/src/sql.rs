@@ -150,9 +150,7 @@ fn succeed(statement: &str, dependents: Dependents) -> String {
         }
         Dependents::None => "woke AS (SELECT WHERE false),\n".to_owned(),
     };
-    let body = |file: &str| file.lines().skip_while(|l| l.starts_with("--")).collect::<Vec<_>>().join("\n");
-    let tail = format!("{}\n{}", body(&release).trim_end(), body(sql_file!("succeed_tail")).trim_end());
-    statement.replace("{succeed_tail}", &tail)
+    statement.replace("{succeed_tail}", &format!("{release}{}", sql_file!("succeed_tail").trim_end()))
 }
 
 const HOLDER: [&str; 3] = ["uuid", "text", "int8"];

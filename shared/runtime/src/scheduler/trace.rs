@@ -14,19 +14,19 @@ use uuid::Uuid;
 use crate::telemetry::{self, SpanRecord};
 
 /// The traces of one lease round's steps, by step id.
-#[derive(Debug, Default)]
-pub(super) struct RoundTrace {
-    steps: HashMap<Uuid, (SpanContext, Leased)>,
+#[derive(Debug)]
+pub(super) struct RoundTrace<'a> {
+    steps: HashMap<Uuid, (SpanContext, &'a Leased)>,
 }
 
-impl RoundTrace {
+impl<'a> RoundTrace<'a> {
     /// The runs' contexts of `leased`, which the lease returned with them.
-    pub(super) fn of(leased: &[Leased]) -> Self {
+    pub(super) fn of(leased: &'a [Leased]) -> Self {
         let steps = leased
             .iter()
             .filter_map(|l| {
                 let run = telemetry::parse_traceparent(l.trace_context.as_deref()?)?;
-                Some((l.step_id, (run, l.clone())))
+                Some((l.step_id, (run, l)))
             })
             .collect();
         RoundTrace { steps }
