@@ -19,6 +19,9 @@ def fmt(value, digits=3):
 
 def name(report):
     if "batch" in report:
+        packed = report.get("steps_per_message", 1.0)
+        if packed > 1.05:
+            return f"rara batch {report['batch']} × {packed:.0f} steps/message"
         return f"rara batch {report['batch']}"
     if report.get("system") == "graphile-worker":
         return f"Graphile Worker {report['version']}"

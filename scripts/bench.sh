@@ -12,7 +12,8 @@
 #                     autovacuum on; started and removed here unless it was running) or both
 #   DATABASE_URL      the machine's server (scratch databases are created and dropped)
 #   BENCH_STEPS (20000; also Graphile's jobs), BENCH_BATCHES ("10 100": the event source's
-#   BatchSize; above 10 gathered within a 20 ms batching window), BENCH_EXECUTORS (2),
+#   BatchSize; above 10 gathered within a 20 ms batching window), BENCH_PACKING ("1 10": the
+#   scheduler's RARA_STEPS_PER_MESSAGE, each at batch 10 only), BENCH_EXECUTORS (2),
 #   BENCH_RUNS (2), BENCH_GRAPHILE (1; 0 skips it), and the PGBENCH_* variables of
 #   scripts/pgbench-lease-complete.sh and GRAPHILE_* of scripts/graphile-bench.sh.
 set -euo pipefail
@@ -21,6 +22,7 @@ source "$(dirname "$0")/lib.sh"
 
 steps=${BENCH_STEPS:-20000}
 batches=${BENCH_BATCHES:-10 100}
+packings=${BENCH_PACKING:-1 10}
 executors=${BENCH_EXECUTORS:-2}
 runs=${BENCH_RUNS:-2}
 graphile=${BENCH_GRAPHILE:-1}
@@ -61,9 +63,14 @@ for server in "${servers[@]}"; do
             reports+=("$work/graphile.json")
         fi
         for batch in $batches; do
-            "$bench" flat --steps "$steps" --batch "$batch" --executors "$executors" --json > "$work/rara-$batch.json"
-            echo "rara (batch $batch): $(cat "$work/rara-$batch.json")"
-            reports+=("$work/rara-$batch.json")
+            for packing in $packings; do
+                # Several steps per message only at the event source's default batch.
+                if [[ $packing != 1 && $batch != 10 ]]; then continue; fi
+                out="$work/rara-$batch-$packing.json"
+                RARA_STEPS_PER_MESSAGE=$packing "$bench" flat --steps "$steps" --batch "$batch" --executors "$executors" --json > "$out"
+                echo "rara (batch $batch, $packing steps per message): $(cat "$out")"
+                reports+=("$out")
+            done
         done
         python3 scripts/bench-table.py "${reports[@]}"
     done

@@ -94,13 +94,17 @@ def lambda_record(message, queue_arn, region):
     return record
 
 
-def step_id(body):
-    """The step id of a rara step message (identifiers only), else None."""
+def step_ids(body):
+    """The step ids a rara step message names (format 1: one; format 2: several), else [None]."""
     try:
         parsed = json.loads(body)
     except ValueError:
-        return None
-    return parsed.get("step_id") if isinstance(parsed, dict) else None
+        return [None]
+    if not isinstance(parsed, dict):
+        return [None]
+    if parsed.get("v") == 2 and isinstance(parsed.get("steps"), list):
+        return [s[0] for s in parsed["steps"] if isinstance(s, list) and s] or [None]
+    return [parsed.get("step_id")]
 
 
 def invoke(url, event, timeout):
@@ -235,16 +239,17 @@ def main():
         undeleted = delete(sqs, args.queue_url, [m for m in messages if m["MessageId"] not in returned])
         note({"invocation_ms": elapsed_ms, "records": len(messages), "returned": len(returned), "error": error})
         for m in messages:
-            note(
-                {
-                    "message_id": m["MessageId"],
-                    "step_id": step_id(m["Body"]),
-                    "receive_count": int(m.get("Attributes", {}).get("ApproximateReceiveCount", "0")),
-                    "fate": "returned"
-                    if m["MessageId"] in returned
-                    else "undeleted" if m["MessageId"] in undeleted else "deleted",
-                }
-            )
+            for step in step_ids(m["Body"]):
+                note(
+                    {
+                        "message_id": m["MessageId"],
+                        "step_id": step,
+                        "receive_count": int(m.get("Attributes", {}).get("ApproximateReceiveCount", "0")),
+                        "fate": "returned"
+                        if m["MessageId"] in returned
+                        else "undeleted" if m["MessageId"] in undeleted else "deleted",
+                    }
+                )
         deleted = len(messages) - len(returned) - len(undeleted)
         log(f"batch of {len(messages)} in {elapsed_ms} ms: {deleted} deleted, {len(returned)} come back")
     if journal:

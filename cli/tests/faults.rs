@@ -541,7 +541,7 @@ impl Stack {
         let report = history::check(&self.pool, &self.ledger).await.unwrap();
         let secs = self.started.elapsed().as_secs_f64();
         let line = format!(
-            "{:<36} workflows {:>3}  steps {:>4}  attempts {:>4}  faults {:>3}  duplicate outcomes {}  lost steps {}  messages unaccounted {}  (sent {} + injected {}, acknowledged {}, removed by test {}, left on queue {}, DLQ {}, balance {}{})  {:.1}s{}",
+            "{:<36} workflows {:>3}  steps {:>4}  attempts {:>4}  faults {:>3}  duplicate outcomes {}  lost steps {}  messages unaccounted {}  (sent {} ({} steps) + injected {}, acknowledged {}, removed by test {}, left on queue {}, DLQ {}, balance {}{})  {:.1}s{}",
             self.scenario,
             self.workflows,
             report.steps,
@@ -550,6 +550,7 @@ impl Stack {
             report.duplicate_outcomes,
             report.lost_steps,
             report.messages_unaccounted,
+            report.counters.messages,
             report.counters.sent,
             report.injected,
             report.acknowledged,
@@ -878,8 +879,9 @@ async fn older_lease_tokens_are_stale_after_a_new_lease() {
             .messages
             .unwrap_or_default();
         for m in received {
-            let message = StepMessage::parse(m.body().unwrap()).unwrap();
-            first.insert(message.step_id, message.lease_token);
+            for step in rara_queue::parse_steps(m.body().unwrap()).unwrap() {
+                first.insert(step.message.step_id, step.message.lease_token);
+            }
             s.queues
                 .client
                 .delete_message()
@@ -963,7 +965,7 @@ async fn poison_messages_end_in_the_dlq_with_a_reason() {
     for _ in 0..3 {
         let (step, token) = (Uuid::new_v4(), Uuid::new_v4());
         poison.push("{\"v\":1,\"step_id\":".to_owned());
-        poison.push(format!(r#"{{"v":2,"step_id":"{step}","lease_token":"{token}"}}"#));
+        poison.push(format!(r#"{{"v":3,"step_id":"{step}","lease_token":"{token}"}}"#));
         poison.push(StepMessage::new(step, token).to_body());
         poison.push(format!(
             r#"{{"v":1,"step_id":"{step}","lease_token":"{token}","pad":"{}"}}"#,
@@ -1323,7 +1325,10 @@ async fn the_checker_reports_a_success_written_without_the_fence() {
         .execute(&pool)
         .await
         .unwrap();
-    let ledger = Ledger { runners: vec![Counters { leased: 1, sent: 1, ..Counters::default() }], ..Ledger::default() };
+    let ledger = Ledger {
+        runners: vec![Counters { leased: 1, sent: 1, messages: 1, ..Counters::default() }],
+        ..Ledger::default()
+    };
     let broken = history::check(&pool, &ledger).await.unwrap();
     let rules: Vec<&str> = broken.check().iter().map(|v| v.rule).collect();
     assert!(rules.contains(&"fences strictly grow per step"), "{rules:?}");

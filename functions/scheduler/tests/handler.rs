@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lambda_runtime::{Context, LambdaEvent};
-use rara_queue::{Queue, StepMessage};
+use rara_queue::Queue;
 use rara_runtime::scheduler::Scheduler;
 use rara_store::Store;
 use rara_testkit::{Queues, settings, submit};
@@ -32,23 +32,27 @@ async fn a_scheduled_event_leases_and_enqueues_every_due_step(pool: PgPool) {
         scheduler::handle(&scheduler, Duration::ZERO, Duration::from_secs(1), common::scheduled_event()).await.unwrap();
     assert_eq!((counters.leased, counters.sent, counters.released), (2, 2, 0), "c waits for a");
 
-    let mut messages = queues.queue().receive(10, Duration::from_secs(1)).await.unwrap();
-    if messages.len() < 2 {
-        messages.extend(queues.queue().receive(10, Duration::from_secs(1)).await.unwrap());
-    }
-    assert_eq!(messages.len(), 2);
+    // Both in one message (`RARA_STEPS_PER_MESSAGE`, 10 by default).
+    let messages = queues.queue().receive(10, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(messages.len(), 1);
     let due: Vec<uuid::Uuid> =
         sqlx::query_scalar("SELECT id FROM steps WHERE run_id = $1 AND status = 'leased' ORDER BY name")
             .bind(run_id)
             .fetch_all(store.pool())
             .await
             .unwrap();
-    for m in &messages {
-        let message = StepMessage::parse(&m.body).expect("only identifiers travel");
-        assert!(due.contains(&message.step_id));
-        let traceparent = m.traceparent.as_deref().expect("the trace context travels as an attribute");
+    let steps = rara_queue::parse_steps(&messages[0].body).expect("only identifiers travel");
+    let mut named: Vec<uuid::Uuid> = steps.iter().map(|s| s.message.step_id).collect();
+    named.sort();
+    let mut due = due;
+    due.sort();
+    assert_eq!(named, due);
+    for step in &steps {
+        let traceparent = step.traceparent.as_deref().expect("each step carries its run's trace context");
         assert!(rara_runtime::trace_id(traceparent).is_some(), "{traceparent}");
     }
+    let attribute = messages[0].traceparent.as_deref().expect("and the message its first step's, as an attribute");
+    assert_eq!(Some(attribute), steps[0].traceparent.as_deref());
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]

@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //!
-//! - [`message`]: the step message (format version, step id, lease token) and its strict parser.
+//! - [`message`]: the step message (format version, step ids, lease tokens; one step or
+//!   several) and its strict parser.
 //! - [`port`]: the [`Queue`] trait the scheduler and the executor use, and its value types.
 //! - [`sqs`]: the SQS adapter (AWS SDK; `AWS_ENDPOINT_URL` points it at LocalStack).
 //! - `memory` (feature `memory`): an in-memory queue with SQS semantics (visibility, receive counts,
@@ -18,5 +19,5 @@ pub mod sqs;
 
 #[cfg(feature = "memory")]
 pub use memory::MemoryQueue;
-pub use message::StepMessage;
+pub use message::{MessageStep, StepMessage, encode_steps, parse_steps};
 pub use port::{Error, Outgoing, Queue, Received};

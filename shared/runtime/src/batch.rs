@@ -17,6 +17,13 @@
 //!   `EXECUTOR_PANICKED` failure, recorded like any other;
 //! - an outcome that could not be recorded (database trouble), or anything else the code
 //!   did not settle: comes back.
+//!
+//! A message that names several steps (format 2, `RARA_STEPS_PER_MESSAGE`) is taken apart
+//! into one record per step (same message id and receipt handle, the step's own body and
+//! `traceparent`): each step gets its fate as above, the message is acknowledged when all of
+//! them are, and when one must come back the whole message does, hidden until the soonest of
+//! its steps' instants (set once, when the batch ends); on its return the steps that settled
+//! are stale.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +32,7 @@ use std::time::{Duration, SystemTime};
 use rara_domain::StepError;
 use rara_domain::retry::RetryPolicy;
 use rara_domain::step_error::codes;
-use rara_queue::{Queue, StepMessage};
+use rara_queue::{MessageStep, Queue, StepMessage};
 use rara_store::Store;
 use rara_store::claim::{ClaimOutcome, ClaimRequest, ClaimedStep};
 use tokio::task::{JoinError, JoinSet};
@@ -189,8 +196,11 @@ impl BatchExecutor {
         let mut report = BatchReport::new(records.iter().map(|r| r.message_id.clone()).collect());
         let mut valid: Vec<(Record, StepMessage)> = Vec::with_capacity(records.len());
         for record in records {
-            match StepMessage::parse(&record.body) {
-                Ok(message) => valid.push((record, message)),
+            match rara_queue::parse_steps(&record.body) {
+                Ok(steps) => {
+                    report.packs(&record.message_id, steps.len());
+                    unpack(record, steps, &mut valid);
+                }
                 Err(e) => self.dead_letter(record, e.code(), &e.to_string(), &mut report).await,
             }
         }
@@ -211,6 +221,9 @@ impl BatchExecutor {
                     "the batch did not settle after the interrupt (is Postgres answering?); its unsettled messages come back"
                 );
             }
+        }
+        for (receipt_handle, at) in report.comebacks() {
+            self.set_visibility(&receipt_handle, at.saturating_duration_since(Instant::now())).await;
         }
         report.close();
         report
@@ -269,7 +282,7 @@ impl BatchExecutor {
                     report.counters.held += 1;
                     let wait = retry_after.max(Duration::from_secs(1));
                     tracing::info!(step_id = %message.step_id, wait_ms = wait.as_millis() as u64, "step is held; the message comes back when the hold ends");
-                    self.come_back(&record, wait).await;
+                    self.come_back(&record, wait, report).await;
                 }
                 ClaimOutcome::UnknownStep => {
                     let reason = format!("step {} does not exist", message.step_id);
@@ -372,9 +385,18 @@ impl BatchExecutor {
 
     /// Sets the message's visibility so that it comes back after `wait` (if that fails it
     /// comes back after the queue's visibility timeout and the claim tells it to wait again).
-    /// It is not acknowledged.
-    async fn come_back(&self, record: &Record, wait: Duration) {
-        let change = self.env.queue.change_visibility(&record.receipt_handle, wait);
+    /// It is not acknowledged. A message of several steps is hidden once, when the batch ends,
+    /// until the soonest instant its steps asked for.
+    async fn come_back(&self, record: &Record, wait: Duration, report: &mut BatchReport) {
+        if report.is_packed(&record.message_id) {
+            report.come_back_at(&record.message_id, &record.receipt_handle, Instant::now() + wait);
+        } else {
+            self.set_visibility(&record.receipt_handle, wait).await;
+        }
+    }
+
+    async fn set_visibility(&self, receipt_handle: &str, wait: Duration) {
+        let change = self.env.queue.change_visibility(receipt_handle, wait);
         match after_interrupt(&self.env.interrupt, change).await {
             Some(Ok(())) => {}
             Some(Err(e)) => {
@@ -407,6 +429,23 @@ impl BatchExecutor {
             multiplier: step.retry_multiplier,
             non_retryable_codes: self.non_retryable_codes.to_vec(),
         }
+    }
+}
+
+/// One record per step of a message: the message's id and receipt handle, the step's own
+/// body (format 1, so that a dead letter names only its step) and its run's `traceparent`.
+fn unpack(record: Record, steps: Vec<MessageStep>, valid: &mut Vec<(Record, StepMessage)>) {
+    if let [one] = steps.as_slice() {
+        valid.push((record, one.message));
+        return;
+    }
+    for MessageStep { message, traceparent } in steps {
+        let step_record = Record {
+            body: message.to_body(),
+            traceparent: traceparent.or_else(|| record.traceparent.clone()),
+            ..record.clone()
+        };
+        valid.push((step_record, message));
     }
 }
 

@@ -8,7 +8,7 @@
 //! [`plan`] is the pure half of recording an outcome: from how an execution ended to what
 //! must be written (succeed, fail, retry by message, retry by Postgres, nothing).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use rand::Rng;
@@ -54,9 +54,19 @@ pub struct Acknowledged {
 }
 
 /// What a batch did. Records not in [`acknowledged`](Self::acknowledged) come back.
+///
+/// A message that names several steps (format 2) is acknowledged when each of its steps is:
+/// [`acknowledged`](Self::acknowledged) lists the steps' fates, each under its message's id.
+/// When one of them must come back, the whole message does, and on its return the steps that
+/// settled are stale to the claim.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BatchReport {
     received: Vec<String>,
+    /// The steps of each message that names more than one.
+    packed: HashMap<String, usize>,
+    /// When each message that names several steps should come back at the soonest, and its
+    /// receipt handle: set when the batch ends, not by each of its steps.
+    comebacks: HashMap<String, (String, tokio::time::Instant)>,
     pub acknowledged: Vec<Acknowledged>,
     pub counters: Counters,
     /// Outcomes, attempt durations and queue ages per operation (EMF, `metrics.rs`).
@@ -67,7 +77,44 @@ impl BatchReport {
     /// A report for a batch of these message ids, none acknowledged yet.
     pub fn new(message_ids: Vec<String>) -> Self {
         let counters = Counters { received: message_ids.len() as u64, ..Default::default() };
-        BatchReport { received: message_ids, acknowledged: Vec::new(), counters, operations: Default::default() }
+        BatchReport {
+            received: message_ids,
+            packed: HashMap::new(),
+            comebacks: HashMap::new(),
+            acknowledged: Vec::new(),
+            counters,
+            operations: Default::default(),
+        }
+    }
+
+    /// Notes that message `message_id` names `steps` steps, each to be acknowledged.
+    pub(crate) fn packs(&mut self, message_id: &str, steps: usize) {
+        if steps > 1 {
+            self.packed.insert(message_id.to_owned(), steps);
+            self.counters.packed += steps as u64 - 1;
+        }
+    }
+
+    /// Whether `message_id` names several steps (its visibility is set once, when the batch
+    /// ends: [`come_back_at`](Self::come_back_at)).
+    pub(crate) fn is_packed(&self, message_id: &str) -> bool {
+        self.packed.contains_key(message_id)
+    }
+
+    /// One step of a message of several must come back at `at`: the message comes back at the
+    /// soonest of its steps' instants.
+    pub(crate) fn come_back_at(&mut self, message_id: &str, receipt_handle: &str, at: tokio::time::Instant) {
+        let soonest = self.comebacks.entry(message_id.to_owned()).or_insert((receipt_handle.to_owned(), at));
+        soonest.1 = soonest.1.min(at);
+    }
+
+    /// The messages of several steps that come back, with their receipt handles and when.
+    pub(crate) fn comebacks(&self) -> Vec<(String, tokio::time::Instant)> {
+        self.comebacks
+            .iter()
+            .filter(|(id, _)| !self.is_acknowledged(id))
+            .map(|(_, (receipt, at))| (receipt.clone(), *at))
+            .collect()
     }
 
     /// Marks a record as settled: its message may be deleted.
@@ -75,19 +122,32 @@ impl BatchReport {
         self.acknowledged.push(Acknowledged { message_id, why });
     }
 
+    /// Whether the message is settled: its step acknowledged, or each of its steps.
     pub fn is_acknowledged(&self, message_id: &str) -> bool {
-        self.acknowledged.iter().any(|a| a.message_id == message_id)
+        let steps = self.packed.get(message_id).copied().unwrap_or(1);
+        self.acknowledged.iter().filter(|a| a.message_id == message_id).count() >= steps
     }
 
-    /// Every record that was not acknowledged, in the batch's order: these come back.
+    /// Every message that was not acknowledged (one of whose steps was not), in the batch's
+    /// order: these come back.
     pub fn returned(&self) -> Vec<String> {
-        let acked: HashSet<&str> = self.acknowledged.iter().map(|a| a.message_id.as_str()).collect();
-        self.received.iter().filter(|id| !acked.contains(id.as_str())).cloned().collect()
+        let mut acked: HashMap<&str, usize> = HashMap::new();
+        for a in &self.acknowledged {
+            *acked.entry(a.message_id.as_str()).or_default() += 1;
+        }
+        self.received
+            .iter()
+            .filter(|id| acked.get(id.as_str()).copied().unwrap_or(0) < self.packed.get(*id).copied().unwrap_or(1))
+            .cloned()
+            .collect()
     }
 
-    /// Fills the `returned` counter from the fates (call once, when the batch is done).
+    /// Fills the `returned` and `unsettled` counters from the fates (call once, when the
+    /// batch is done).
     pub(crate) fn close(&mut self) {
         self.counters.returned = self.returned().len() as u64;
+        let steps = self.counters.received + self.counters.packed;
+        self.counters.unsettled = steps.saturating_sub(self.acknowledged.len() as u64);
     }
 }
 
@@ -213,7 +273,31 @@ mod tests {
         report.acknowledge("a".into(), Ack::DeadLettered { code: "MALFORMED_MESSAGE".into() });
         report.close();
         assert_eq!(report.returned(), vec!["b".to_owned(), "d".to_owned()]);
-        assert_eq!((report.counters.received, report.counters.returned), (4, 2));
+        assert_eq!((report.counters.received, report.counters.returned, report.counters.unsettled), (4, 2, 2));
         assert!(report.is_acknowledged("c") && !report.is_acknowledged("d"));
+    }
+
+    #[test]
+    fn a_message_of_several_steps_is_acknowledged_when_each_of_them_is() {
+        let mut report = BatchReport::new(vec!["one".into(), "three".into(), "two".into()]);
+        report.packs("one", 1);
+        report.packs("three", 3);
+        report.packs("two", 2);
+        assert!(report.is_packed("three") && !report.is_packed("one"));
+        report.acknowledge("one".into(), Ack::Succeeded);
+        report.acknowledge("three".into(), Ack::Succeeded);
+        report.acknowledge("three".into(), Ack::Stale(StaleReason::DuplicateInBatch));
+        report.acknowledge("two".into(), Ack::Succeeded);
+        report.acknowledge("two".into(), Ack::LeaseLost);
+        let now = tokio::time::Instant::now();
+        report.come_back_at("three", "r3", now + Duration::from_secs(9));
+        report.come_back_at("three", "r3", now + Duration::from_secs(2));
+        report.come_back_at("two", "r2", now);
+        report.close();
+        assert_eq!(report.returned(), vec!["three".to_owned()], "one step of three is not settled");
+        assert!(!report.is_acknowledged("three") && report.is_acknowledged("two"));
+        assert_eq!(report.comebacks(), vec![("r3".to_owned(), now + Duration::from_secs(2))], "the soonest, once");
+        let c = report.counters;
+        assert_eq!((c.received, c.packed, c.returned, c.unsettled), (3, 3, 1, 1), "six steps, one not settled");
     }
 }

@@ -59,11 +59,26 @@ pub struct Counters {
     /// Executor: quick steps run and recorded in the transaction of their lock (DESIGN.md
     /// "Quick steps"; also counted as claimed and succeeded).
     pub quick: u64,
+    /// Scheduler: messages sent (`sent` counts their steps; they differ when
+    /// `RARA_STEPS_PER_MESSAGE` is above 1).
+    #[serde(default)]
+    pub messages: u64,
+    /// Executor: steps received beyond one per message (`received` counts messages): every
+    /// received step gets one fate.
+    #[serde(default)]
+    pub packed: u64,
+    /// Executor: received steps not acknowledged (each message of `returned` has at least
+    /// one; equal to `returned` when every message names one step).
+    #[serde(default)]
+    pub unsettled: u64,
 }
 
 impl std::ops::AddAssign for Counters {
     fn add_assign(&mut self, c: Counters) {
         self.received += c.received;
+        self.messages += c.messages;
+        self.packed += c.packed;
+        self.unsettled += c.unsettled;
         self.leased += c.leased;
         self.sent += c.sent;
         self.released += c.released;
@@ -122,6 +137,9 @@ impl Counters {
             ("Pruned", self.pruned),
             ("Expanded", self.expanded),
             ("Quick", self.quick),
+            ("Messages", self.messages),
+            ("Packed", self.packed),
+            ("Unsettled", self.unsettled),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

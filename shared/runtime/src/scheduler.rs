@@ -1,6 +1,7 @@
-//! The scheduler: lease due steps in batches and send one message per step (identifiers
-//! only). Entries that fail to send have their lease released at once, so the step is due
-//! again instead of waiting for the reaper. Between passes it waits for a `NOTIFY` on
+//! The scheduler: lease due steps in batches and send one message per step, or per
+//! `RARA_STEPS_PER_MESSAGE` steps (identifiers only). Entries that fail to send have their
+//! steps' leases released at once, so the steps are due again instead of waiting for the
+//! reaper. Between passes it waits for a `NOTIFY` on
 //! [`rara_store::DUE_CHANNEL`] or the poll interval, whichever comes first.
 //!
 //! Beside the lease rounds, on timers of its own, its maintenance: reap expired leases every
@@ -15,7 +16,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use rara_queue::{Outgoing, Queue, StepMessage};
+use rara_queue::{MessageStep, Outgoing, Queue, StepMessage};
 use rara_store::{DueListener, Store};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -420,13 +421,24 @@ impl Scheduler {
             return Ok(Counters { lease_rounds: 1, ..Counters::default() });
         }
         let traces = trace::RoundTrace::of(&leased);
-        let messages: Vec<Outgoing> = leased
+        // Message `i` names the steps of chunk `i`.
+        let chunks: Vec<&[rara_store::lease::Leased]> = leased.chunks(self.settings.steps_per_message).collect();
+        let messages: Vec<Outgoing> = chunks
             .iter()
             .enumerate()
-            .map(|(i, l)| Outgoing {
-                id: i.to_string(),
-                body: StepMessage::new(l.step_id, l.lease_token).to_body(),
-                traceparent: Some(traces.traceparent(l.step_id)),
+            .map(|(i, chunk)| {
+                let steps: Vec<MessageStep> = chunk
+                    .iter()
+                    .map(|l| MessageStep {
+                        message: StepMessage::new(l.step_id, l.lease_token),
+                        traceparent: Some(traces.traceparent(l.step_id)),
+                    })
+                    .collect();
+                Outgoing {
+                    id: i.to_string(),
+                    body: rara_queue::encode_steps(&steps),
+                    traceparent: steps.first().and_then(|s| s.traceparent.clone()),
+                }
             })
             .collect();
         let send_started = SystemTime::now();
@@ -457,8 +469,8 @@ impl Scheduler {
         };
         let unsent: Vec<(uuid::Uuid, uuid::Uuid)> = failed_ids
             .iter()
-            .filter_map(|id| id.parse::<usize>().ok().and_then(|i| leased.get(i)))
-            .map(|l| (l.step_id, l.lease_token))
+            .filter_map(|id| id.parse::<usize>().ok().and_then(|i| chunks.get(i)))
+            .flat_map(|chunk| chunk.iter().map(|l| (l.step_id, l.lease_token)))
             .collect();
         let send_ended = SystemTime::now();
         let unsent_ids: std::collections::HashSet<uuid::Uuid> = unsent.iter().map(|(id, _)| *id).collect();
@@ -472,6 +484,7 @@ impl Scheduler {
             lease_rounds: 1,
             leased: leased.len() as u64,
             sent: (leased.len() - unsent.len()) as u64,
+            messages: (messages.len() - failed_ids.len().min(messages.len())) as u64,
             released,
             ..Counters::default()
         })

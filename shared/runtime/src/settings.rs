@@ -20,6 +20,10 @@ pub const DEFAULT_PROGRESS_INTERVAL_MS: u64 = 1000;
 pub const DEFAULT_REATTACH_INTERVAL_SECONDS: u64 = 30;
 pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 pub const DEFAULT_PRUNE_BATCH: u32 = 500;
+/// Steps per message: an executor batch of ten messages (the event source's default) then
+/// claims and records up to a hundred steps with the statements of one batch (BENCHMARKS.md
+/// "Several steps per message").
+pub const DEFAULT_STEPS_PER_MESSAGE: u32 = 10;
 
 /// Settings of both functions.
 #[derive(Debug, Clone)]
@@ -31,6 +35,14 @@ pub struct Settings {
     pub dlq_url: Option<String>,
     /// `RARA_LEASE_BATCH_SIZE`: steps leased per scheduler round.
     pub lease_batch: u32,
+    /// `RARA_STEPS_PER_MESSAGE`: at most how many of a lease round's steps one message names
+    /// (1 to [`MAX_STEPS_PER_MESSAGE`](rara_queue::message::MAX_STEPS_PER_MESSAGE), default
+    /// [`DEFAULT_STEPS_PER_MESSAGE`]; 1 writes only format 1, which every earlier executor
+    /// reads). Above 1, an executor batch of ten messages claims and records up to that many
+    /// times more steps with the same statements, and SQS carries that many times fewer
+    /// messages; a message comes back whole when one of its steps must (DESIGN.md "Several
+    /// steps per message").
+    pub steps_per_message: usize,
     /// `RARA_REAP_BATCH_SIZE`: expired leases returned per reaper pass.
     pub reap_batch: u32,
     /// `RARA_SCHEDULER_BUDGET_SECONDS`: how long one scheduler invocation keeps polling.
@@ -101,6 +113,7 @@ impl Settings {
             queue_url: vars.required("RARA_QUEUE_URL", "the URL of the step queue")?,
             dlq_url: vars.optional("RARA_DLQ_URL"),
             lease_batch: vars.count("RARA_LEASE_BATCH_SIZE", DEFAULT_LEASE_BATCH)?,
+            steps_per_message: vars.count("RARA_STEPS_PER_MESSAGE", DEFAULT_STEPS_PER_MESSAGE)? as usize,
             reap_batch: vars.count("RARA_REAP_BATCH_SIZE", DEFAULT_REAP_BATCH)?,
             scheduler_budget: Duration::from_secs(vars.parse(
                 "RARA_SCHEDULER_BUDGET_SECONDS",
@@ -160,6 +173,13 @@ impl Settings {
                 var: "RARA_LEASE_BATCH_SIZE",
                 value: "0".into(),
                 reason: "must be at least 1".into(),
+            });
+        }
+        if !(1..=rara_queue::message::MAX_STEPS_PER_MESSAGE).contains(&settings.steps_per_message) {
+            return Err(Error::Invalid {
+                var: "RARA_STEPS_PER_MESSAGE",
+                value: settings.steps_per_message.to_string(),
+                reason: format!("must be from 1 to {}", rara_queue::message::MAX_STEPS_PER_MESSAGE),
             });
         }
         if settings.prune_batch == 0 {

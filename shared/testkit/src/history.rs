@@ -303,20 +303,22 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
     let mut total = Counters::default();
     for (i, c) in ledger.runners.iter().enumerate() {
         total += *c;
-        // Every receipt gets exactly one fate. The counters do not name every fate
-        // (a claim or DLQ failure only shows in `returned`), so this is a pair of bounds.
+        // Every received step (one per message, or several: `packed`) gets exactly one fate.
+        // The counters do not name every fate (a claim or DLQ failure only shows in
+        // `unsettled`), so this is a pair of bounds.
+        let steps = c.received + c.packed;
         let fated = c.claimed + c.stale + c.held + c.dead_lettered;
-        if c.received < fated || c.received > c.claimed + c.stale + c.dead_lettered + c.returned {
+        if steps < fated || steps > c.claimed + c.stale + c.dead_lettered + c.unsettled {
             v.push(Violation {
                 rule: "every received message gets one fate",
-                detail: format!("runner {i}: received {} but {c:?}", c.received),
+                detail: format!("runner {i}: received {steps} steps but {c:?}"),
             });
         }
         // A message is deleted only for a settled fate: an outcome recorded (success, failure
         // for good, retry in Postgres, a map expanded), a step given back by a stopping runner
         // (released in Postgres, fenced), a lost lease, a stale verdict or a dead letter.
         // Anything else (a panic, an outcome that did not land) comes back.
-        let acknowledged = c.received.saturating_sub(c.returned);
+        let acknowledged = steps.saturating_sub(c.unsettled);
         // `released` also counts a scheduler's leases given back after failed sends; only an
         // executor (a runner that receives messages) gives back steps it claimed.
         let released = if c.received > 0 { c.released } else { 0 };
@@ -330,16 +332,16 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
         }
         // Every claim ends in at most one recorded outcome (or lease lost, or comes back).
         let ended = c.succeeded + c.failed + c.retried + c.expanded + released + c.lease_lost;
-        if ended > c.claimed || c.claimed > ended + c.returned {
+        if ended > c.claimed || c.claimed > ended + c.unsettled {
             v.push(Violation {
                 rule: "every claim ends once",
                 detail: format!("runner {i}: claimed {} but ended {ended} ({c:?})", c.claimed),
             });
         }
-        if c.sent > c.leased {
+        if c.sent > c.leased || c.messages > c.sent {
             v.push(Violation {
                 rule: "a message is sent per lease",
-                detail: format!("runner {i}: sent {} > leased {}", c.sent, c.leased),
+                detail: format!("runner {i}: sent {} (in {} messages), leased {}", c.sent, c.messages, c.leased),
             });
         }
     }
@@ -368,7 +370,7 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
     report.on_dlq = ledger.on_dlq;
     report.acknowledged = total.received.saturating_sub(total.returned);
     let redriven = ledger.on_dlq as i64 - total.dead_lettered as i64;
-    let balance = (total.sent + ledger.injected) as i64
+    let balance = (total.messages + ledger.injected) as i64
         - ledger.removed_by_test as i64
         - report.acknowledged as i64
         - ledger.left_on_queue as i64
@@ -388,7 +390,7 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
             rule: "every message is accounted for",
             detail: format!(
                 "sent {} + injected {} - removed by the test {} - acknowledged {} - left on the queue {} - redriven {redriven} = {balance}, allowed {low}..={} ({} killed executors, {} pauses)",
-                total.sent,
+                total.messages,
                 ledger.injected,
                 ledger.removed_by_test,
                 report.acknowledged,

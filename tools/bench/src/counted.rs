@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rara_queue::{Outgoing, Queue, Received, StepMessage};
+use rara_queue::{Outgoing, Queue, Received};
 use tokio::time::Instant;
 
 /// When something happened to each step (or run), by id.
@@ -22,6 +22,8 @@ pub struct QueueStats {
     pub received: AtomicU64,
     pub delete_requests: AtomicU64,
     pub deleted: AtomicU64,
+    /// Steps named by the deleted messages (more than `deleted` when a message names several).
+    pub steps_deleted: AtomicU64,
     pub change_visibility: AtomicU64,
     pub batches: AtomicU64,
     pub batch_nanos: AtomicU64,
@@ -41,16 +43,24 @@ pub struct Counted {
     batch_started: Mutex<Option<Instant>>,
     /// When each step's message was first handed to the queue (the scheduler's side).
     sent_at: Option<Arc<Instants>>,
+    /// The steps each received message names, by receipt handle, until it is deleted.
+    steps: Mutex<HashMap<String, u64>>,
 }
 
 impl Counted {
     pub fn new(inner: Arc<dyn Queue>, stats: Arc<QueueStats>) -> Arc<Self> {
-        Arc::new(Counted { inner, stats, batch_started: Mutex::new(None), sent_at: None })
+        Arc::new(Counted { inner, stats, batch_started: Mutex::new(None), sent_at: None, steps: Mutex::default() })
     }
 
     /// A queue that also records when each step's message was sent.
     pub fn recording(inner: Arc<dyn Queue>, stats: Arc<QueueStats>, sent_at: Arc<Instants>) -> Arc<Self> {
-        Arc::new(Counted { inner, stats, batch_started: Mutex::new(None), sent_at: Some(sent_at) })
+        Arc::new(Counted {
+            inner,
+            stats,
+            batch_started: Mutex::new(None),
+            sent_at: Some(sent_at),
+            steps: Mutex::default(),
+        })
     }
 }
 
@@ -68,8 +78,8 @@ impl Queue for Counted {
             let now = Instant::now();
             if let Ok(mut map) = sent_at.lock() {
                 for m in messages {
-                    if let Ok(message) = StepMessage::parse(&m.body) {
-                        map.entry(message.step_id).or_insert(now);
+                    for step in rara_queue::parse_steps(&m.body).unwrap_or_default() {
+                        map.entry(step.message.step_id).or_insert(now);
                     }
                 }
             }
@@ -89,6 +99,12 @@ impl Queue for Counted {
             self.stats.empty_receives.fetch_add(1, Ordering::Relaxed);
         } else {
             self.stats.received.fetch_add(got.len() as u64, Ordering::Relaxed);
+            if let Ok(mut steps) = self.steps.lock() {
+                for m in &got {
+                    let n = rara_queue::parse_steps(&m.body).map_or(1, |s| s.len() as u64);
+                    steps.insert(m.receipt_handle.clone(), n);
+                }
+            }
             if let Ok(mut started) = self.batch_started.lock() {
                 *started = Some(Instant::now());
             }
@@ -104,6 +120,11 @@ impl Queue for Counted {
         self.stats.delete_requests.fetch_add(requests(receipt_handles.len()), Ordering::Relaxed);
         let failed = self.inner.delete(receipt_handles).await?;
         self.stats.deleted.fetch_add((receipt_handles.len() - failed.len()) as u64, Ordering::Relaxed);
+        if let Ok(mut steps) = self.steps.lock() {
+            let deleted = receipt_handles.iter().filter(|h| !failed.contains(h));
+            let n: u64 = deleted.map(|h| steps.remove(h).unwrap_or(1)).sum();
+            self.stats.steps_deleted.fetch_add(n, Ordering::Relaxed);
+        }
         Ok(failed)
     }
 

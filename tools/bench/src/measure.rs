@@ -224,6 +224,7 @@ fn assemble(
         queue: options.queue.name(),
         steps,
         batch: options.batch,
+        steps_per_message: scheduler.sent as f64 / scheduler.messages.max(1) as f64,
         executors: options.executors,
         elapsed_s: elapsed,
         steps_per_s: steps as f64 / elapsed,

@@ -11,6 +11,9 @@ pub struct Report {
     pub queue: &'static str,
     pub steps: u64,
     pub batch: u32,
+    /// Steps per message the scheduler sent (`RARA_STEPS_PER_MESSAGE`, measured: steps sent ÷
+    /// messages sent); an executor batch of `batch` messages names this many times more steps.
+    pub steps_per_message: f64,
     pub executors: u32,
     pub elapsed_s: f64,
     pub steps_per_s: f64,
@@ -185,8 +188,8 @@ pub fn percentiles(mut values: Vec<f64>) -> Latency {
 pub fn print(r: &Report) {
     let opt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
     println!(
-        "rara-bench: {} steps ({}, {} queue), batch {}, {} executors",
-        r.steps, r.mode, r.queue, r.batch, r.executors
+        "rara-bench: {} steps ({}, {} queue), batch {} ({:.1} steps per message), {} executors",
+        r.steps, r.mode, r.queue, r.batch, r.steps_per_message, r.executors
     );
     println!("  throughput          {:.0} steps/s ({:.2} s)", r.steps_per_s, r.elapsed_s);
     println!(

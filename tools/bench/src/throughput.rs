@@ -418,7 +418,7 @@ async fn wait(options: &Options, loops: &Loops, t0: Instant, target: u64) -> any
     let bar = progress_bar(Some(target));
     let elapsed = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let done = loops.stats.deleted.load(Ordering::Relaxed);
+        let done = loops.stats.steps_deleted.load(Ordering::Relaxed);
         bar.set_position(done);
         if done >= target && loops.submitted.load(Ordering::Relaxed) >= target {
             break t0.elapsed();
@@ -481,7 +481,7 @@ async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPoo
 /// Shows progress until `end`; returns the steps finished by then.
 async fn progress_until(loops: &Loops, bar: &ProgressBar, end: Instant) -> anyhow::Result<u64> {
     loop {
-        let done = loops.stats.deleted.load(Ordering::Relaxed);
+        let done = loops.stats.steps_deleted.load(Ordering::Relaxed);
         bar.set_position(done);
         if loops.broken() {
             bail!("a scheduler or executor loop stopped early ({done} steps)");

@@ -158,7 +158,7 @@ impl Submitter {
     async fn topping_up(self) -> anyhow::Result<()> {
         let run = flat(RUN_SIZE);
         while !self.stop.is_cancelled() {
-            let done = self.stats.deleted.load(Ordering::Relaxed);
+            let done = self.stats.steps_deleted.load(Ordering::Relaxed);
             if self.submitted.load(Ordering::Relaxed).saturating_sub(done) < SOAK_BACKLOG {
                 let n = submit_all(&self.store, &self.settings, &run, None).await?;
                 self.submitted.fetch_add(n, Ordering::Relaxed);

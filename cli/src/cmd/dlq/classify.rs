@@ -33,13 +33,13 @@ pub struct Classification {
     pub own: bool,
 }
 
-/// The step a message names, when its body is a step message and rara did not dead-letter it
-/// itself (only those need a look-up).
-pub fn step_to_look_up(body: &str, attributes: &HashMap<String, String>) -> Option<Uuid> {
+/// The steps a message names (one, or several in format 2), when its body is a step message
+/// and rara did not dead-letter it itself (only those need a look-up).
+pub fn steps_to_look_up(body: &str, attributes: &HashMap<String, String>) -> Vec<Uuid> {
     if attributes.contains_key(DLQ_REASON_CODE) {
-        return None;
+        return Vec::new();
     }
-    StepMessage::parse(body).ok().map(|m| m.step_id)
+    rara_queue::parse_steps(body).map(|steps| steps.iter().map(|s| s.message.step_id).collect()).unwrap_or_default()
 }
 
 /// Classifies one entry; `steps` holds what the store knows of the page's steps.
@@ -52,10 +52,30 @@ pub fn classify(body: &str, attributes: &HashMap<String, String>, steps: &HashMa
         };
         return Classification { state: State::Rejected, why, own: true };
     }
-    let message = match StepMessage::parse(body) {
-        Ok(message) => message,
+    let named = match rara_queue::parse_steps(body) {
+        Ok(named) => named,
         Err(e) => return class(State::Rejected, format!("not a step message: {e}")),
     };
+    let mut each: Vec<Classification> = named.iter().map(|s| classify_step(&s.message, steps)).collect();
+    if each.len() == 1 {
+        return each.remove(0);
+    }
+    // A message of several steps: live when one of them still waits for it.
+    let n = each.len();
+    let count = |state| each.iter().filter(|c| c.state == state).count();
+    let (live, unknown) = (count(State::Live), count(State::Unknown));
+    if live > 0 {
+        class(State::Live, format!("live: {live} of its {n} steps still wait for this message (redrive it)"))
+    } else if unknown == n {
+        class(State::Unknown, format!("unknown steps (all {n})"))
+    } else {
+        class(State::Stale, format!("stale: its {n} steps moved on ({unknown} unknown)"))
+    }
+}
+
+/// What one step a message names is now.
+fn classify_step(message: &StepMessage, steps: &HashMap<Uuid, DlqStep>) -> Classification {
+    let class = |state, why: String| Classification { state, why, own: false };
     let Some(step) = steps.get(&message.step_id) else {
         return class(State::Unknown, "unknown step".into());
     };
@@ -124,6 +144,29 @@ mod tests {
         ]);
         let c = classify("x", &attributes, &HashMap::new());
         assert_eq!((c.state, c.why.as_str(), c.own), (State::Rejected, "MALFORMED_MESSAGE: bad body", true));
-        assert_eq!(step_to_look_up(&body(Uuid::nil(), Uuid::nil()), &attributes), None);
+        assert_eq!(steps_to_look_up(&body(Uuid::nil(), Uuid::nil()), &attributes), Vec::<Uuid>::new());
+    }
+
+    #[test]
+    fn a_message_of_several_steps_is_live_while_one_of_them_waits_for_it() {
+        let (id, token, other) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let named = |pairs: &[(Uuid, Uuid)]| {
+            let steps: Vec<rara_queue::MessageStep> = pairs
+                .iter()
+                .map(|(s, t)| rara_queue::MessageStep { message: StepMessage::new(*s, *t), traceparent: None })
+                .collect();
+            rara_queue::encode_steps(&steps)
+        };
+        let none = HashMap::new();
+        let packed = named(&[(id, token), (other, token)]);
+        assert_eq!(steps_to_look_up(&packed, &none), vec![id, other]);
+        let live = classify(&packed, &none, &steps(step(StepStatus::Running, Some(token))));
+        assert_eq!(
+            (live.state, live.why.as_str()),
+            (State::Live, "live: 1 of its 2 steps still wait for this message (redrive it)")
+        );
+        let stale = classify(&packed, &none, &steps(step(StepStatus::Succeeded, None)));
+        assert_eq!((stale.state, stale.why.as_str()), (State::Stale, "stale: its 2 steps moved on (1 unknown)"));
+        assert_eq!(classify(&packed, &none, &HashMap::new()).why, "unknown steps (all 2)");
     }
 }

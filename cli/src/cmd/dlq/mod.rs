@@ -112,7 +112,7 @@ async fn peek(dlq: &SqsQueue, limit: u32) -> Result<Vec<Entry>, Failure> {
         if fresh.is_empty() {
             break;
         }
-        let ids: Vec<_> = fresh.iter().filter_map(|(m, a)| classify::step_to_look_up(&m.body, a)).collect();
+        let ids: Vec<_> = fresh.iter().flat_map(|(m, a)| classify::steps_to_look_up(&m.body, a)).collect();
         let mut steps = HashMap::new();
         if !ids.is_empty() {
             if store.is_none() {

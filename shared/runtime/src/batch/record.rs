@@ -105,7 +105,7 @@ impl BatchExecutor {
                     step_id = %park.holder.step_id, endpoint = %park.resume.endpoint, sequence = park.resume.sequence,
                     reattach_in_ms = interval.as_millis() as u64, "attempt parked; it runs on detached"
                 );
-                self.come_back(&record, interval).await;
+                self.come_back(&record, interval, report).await;
             }
         }
         if !via_message.is_empty() {
@@ -117,7 +117,7 @@ impl BatchExecutor {
             for (record, (holder, error, delay)) in self.settle(records, items, results, report) {
                 report.counters.retried += 1;
                 tracing::info!(step_id = %holder.step_id, code = %error.code, delay_ms = delay.as_millis() as u64, "retry scheduled; the message comes back after the delay");
-                self.come_back(&record, delay).await;
+                self.come_back(&record, delay, report).await;
             }
         }
     }
