@@ -20,4 +20,4 @@ pub mod sqs;
 #[cfg(feature = "memory")]
 pub use memory::MemoryQueue;
 pub use message::{MessageStep, StepMessage, encode_steps, parse_steps};
-pub use port::{Error, Outgoing, Queue, Received};
+pub use port::{Error, MAX_SEND_DELAY, Outgoing, Queue, Received};

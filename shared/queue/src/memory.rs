@@ -181,9 +181,11 @@ impl Queue for MemoryQueue {
     async fn send(&self, messages: &[Outgoing]) -> Result<Vec<String>, Error> {
         {
             let mut state = self.state();
+            let now = Instant::now();
             for m in messages {
                 let seq = state.next_seq;
                 state.next_seq += 1;
+                let delayed = !m.delay.is_zero();
                 state.messages.insert(
                     seq,
                     Message {
@@ -193,10 +195,16 @@ impl Queue for MemoryQueue {
                         receive_count: 0,
                         receipt_generation: 0,
                         heap_generation: 0,
-                        in_flight: false,
+                        // A delayed message waits in the heap like one whose visibility ends.
+                        in_flight: delayed,
                     },
                 );
-                state.visible.push_back(seq);
+                if delayed {
+                    let at = now + m.delay.min(crate::port::MAX_SEND_DELAY);
+                    state.invisible.push(Reverse((at, seq, 0)));
+                } else {
+                    state.visible.push_back(seq);
+                }
             }
         }
         self.arrived.notify_waiters();
@@ -287,9 +295,7 @@ mod tests {
     async fn deleted_messages_do_not_pile_up_until_their_visibility_would_end() {
         let queue = MemoryQueue::new(Duration::from_secs(360), 5);
         for round in 0..500 {
-            let batch: Vec<Outgoing> = (0..10)
-                .map(|i| Outgoing { id: i.to_string(), body: format!("{round}-{i}"), traceparent: None })
-                .collect();
+            let batch: Vec<Outgoing> = (0..10).map(|i| Outgoing::new(i.to_string(), format!("{round}-{i}"))).collect();
             queue.send(&batch).await.unwrap();
             let received = queue.receive(10, Duration::ZERO).await.unwrap();
             let handles: Vec<String> = received.into_iter().map(|m| m.receipt_handle).collect();

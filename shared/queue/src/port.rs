@@ -12,7 +12,20 @@ pub struct Outgoing {
     pub body: String,
     /// W3C `traceparent`, carried as a message attribute.
     pub traceparent: Option<String>,
+    /// Hidden this long after the send (SQS `DelaySeconds`, rounded up to a second, at most
+    /// [`MAX_SEND_DELAY`]); zero: visible at once.
+    pub delay: Duration,
 }
+
+impl Outgoing {
+    /// A message with this id (unique within its batch) and body, no trace context, no delay.
+    pub fn new(id: impl Into<String>, body: impl Into<String>) -> Self {
+        Outgoing { id: id.into(), body: body.into(), traceparent: None, delay: Duration::ZERO }
+    }
+}
+
+/// The longest delay SQS accepts on a send (15 minutes).
+pub const MAX_SEND_DELAY: Duration = Duration::from_secs(15 * 60);
 
 /// A received message (the local runner's view; Lambda hands the same fields in its event).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -117,6 +117,9 @@ impl SqsQueue {
             if let Some(tp) = &m.traceparent {
                 entry = entry.message_attributes(TRACEPARENT, string_attribute(tp)?);
             }
+            if !m.delay.is_zero() {
+                entry = entry.delay_seconds(m.delay.min(crate::port::MAX_SEND_DELAY).as_secs_f64().ceil() as i32);
+            }
             entries.push(entry.build().map_err(|e| sqs_error("build entry", e))?);
         }
         Ok(match self.client.send_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {

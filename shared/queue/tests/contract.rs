@@ -59,11 +59,7 @@ impl Harness {
 }
 
 fn outgoing(bodies: &[&str]) -> Vec<Outgoing> {
-    bodies
-        .iter()
-        .enumerate()
-        .map(|(i, b)| Outgoing { id: i.to_string(), body: (*b).to_owned(), traceparent: None })
-        .collect()
+    bodies.iter().enumerate().map(|(i, b)| Outgoing::new(i.to_string(), *b)).collect()
 }
 
 /// Receives until `count` messages arrived or `within` passed.
@@ -160,6 +156,21 @@ async fn change_visibility_returns_early_or_hides_longer(h: Harness) {
     assert!(q.delete(std::slice::from_ref(&again[0].receipt_handle)).await.unwrap().is_empty());
 }
 
+async fn a_delayed_send_arrives_after_its_delay(h: Harness) {
+    let q = h.queue();
+    let mut delayed = outgoing(&["later", "now"]);
+    delayed[0].delay = Duration::from_secs(2);
+    let sent = tokio::time::Instant::now();
+    assert!(q.send(&delayed).await.unwrap().is_empty());
+    let first = receive_some(q, 1, Duration::from_secs(5)).await;
+    assert_eq!(first.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(), ["now"], "the other is hidden");
+    assert!(q.delete(std::slice::from_ref(&first[0].receipt_handle)).await.unwrap().is_empty());
+    let later = receive_some(q, 1, Duration::from_secs(6)).await;
+    assert_eq!(later.len(), 1, "the delayed message arrives");
+    assert_eq!((later[0].body.as_str(), later[0].receive_count), ("later", 1));
+    assert!(sent.elapsed() >= Duration::from_millis(1900), "after {:?}", sent.elapsed());
+}
+
 async fn redrives_to_the_dlq_after_max_receive_count(h: Harness) {
     let q = h.queue();
     q.send(&outgoing(&["poison"])).await.unwrap();
@@ -209,6 +220,7 @@ macro_rules! suite {
 
 suite!(
     send_receive_delete,
+    a_delayed_send_arrives_after_its_delay,
     batches_hold_at_most_ten,
     many_batches_arrive_whole_and_delete_in_one_call,
     visibility_hides_then_returns,

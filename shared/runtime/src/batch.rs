@@ -20,9 +20,11 @@
 //!
 //! A message that names several steps (format 2, `RARA_STEPS_PER_MESSAGE`) is taken apart
 //! into one record per step (same message id and receipt handle, the step's own body and
-//! `traceparent`): each step gets its fate as above, the message is acknowledged when all of
-//! them are, and when one must come back the whole message does, hidden until the soonest of
-//! its steps' instants (set once, when the batch ends); on its return the steps that settled
+//! `traceparent`): each step gets its fate as above, and the message is acknowledged when all
+//! of them are. A step that must come back (a retry, a hold, a park) within 15 minutes is
+//! moved into a message of its own, sent with that delay when the batch ends; a later one, or
+//! one whose send failed, brings the whole message back, hidden until the soonest of its
+//! steps' instants (set once, when the batch ends), and on its return the steps that settled
 //! are stale.
 
 use std::collections::HashMap;
@@ -222,6 +224,7 @@ impl BatchExecutor {
                 );
             }
         }
+        self.move_steps(&mut report).await;
         for (receipt_handle, at) in report.comebacks() {
             self.set_visibility(&receipt_handle, at.saturating_duration_since(Instant::now())).await;
         }
@@ -388,10 +391,52 @@ impl BatchExecutor {
     /// It is not acknowledged. A message of several steps is hidden once, when the batch ends,
     /// until the soonest instant its steps asked for.
     async fn come_back(&self, record: &Record, wait: Duration, report: &mut BatchReport) {
-        if report.is_packed(&record.message_id) {
-            report.come_back_at(&record.message_id, &record.receipt_handle, Instant::now() + wait);
-        } else {
+        if !report.is_packed(&record.message_id) {
             self.set_visibility(&record.receipt_handle, wait).await;
+        } else if wait <= rara_queue::MAX_SEND_DELAY {
+            report.move_at(record, Instant::now() + wait);
+        } else {
+            report.come_back_at(&record.message_id, &record.receipt_handle, Instant::now() + wait);
+        }
+    }
+
+    /// Sends each step of a message of several that must come back in a message of its own,
+    /// hidden until its instant (one `SendMessageBatch` per ten), and acknowledges it: its
+    /// siblings' message is then deleted once they settle, and never returns for them nor
+    /// counts a receive per sibling's retry. A step whose send failed brings its message back
+    /// instead.
+    async fn move_steps(&self, report: &mut BatchReport) {
+        let moves = report.take_moves();
+        if moves.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let outgoing: Vec<rara_queue::Outgoing> = moves
+            .iter()
+            .enumerate()
+            .map(|(i, (record, at))| rara_queue::Outgoing {
+                id: i.to_string(),
+                body: record.body.clone(),
+                traceparent: record.traceparent.clone(),
+                delay: at.saturating_duration_since(now),
+            })
+            .collect();
+        let failed: Vec<String> = match after_interrupt(&self.env.interrupt, self.env.queue.send(&outgoing)).await {
+            Some(Ok(failed)) => failed,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "could not move steps into messages of their own; their messages come back");
+                outgoing.iter().map(|o| o.id.clone()).collect()
+            }
+            None => outgoing.iter().map(|o| o.id.clone()).collect(),
+        };
+        for (o, (record, at)) in outgoing.iter().zip(moves) {
+            if failed.contains(&o.id) {
+                report.come_back_at(&record.message_id, &record.receipt_handle, at);
+            } else {
+                report.counters.moved += 1;
+                report.counters.messages += 1;
+                report.acknowledge(record.message_id, Ack::Moved);
+            }
         }
     }
 

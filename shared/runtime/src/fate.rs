@@ -44,6 +44,9 @@ pub enum Ack {
     DeadLettered { code: String },
     /// A map step was expanded into its children; its next claim gathers their outputs.
     Expanded,
+    /// A step of a message of several that must come back was sent in a message of its own,
+    /// hidden until then (the other steps' message is deleted when they settle).
+    Moved,
 }
 
 /// One acknowledged record.
@@ -67,6 +70,9 @@ pub struct BatchReport {
     /// When each message that names several steps should come back at the soonest, and its
     /// receipt handle: set when the batch ends, not by each of its steps.
     comebacks: HashMap<String, (String, tokio::time::Instant)>,
+    /// Steps of messages of several that must come back, to move into messages of their own
+    /// when the batch ends: each step's record (its own body and `traceparent`) and when.
+    moves: Vec<(crate::batch::Record, tokio::time::Instant)>,
     pub acknowledged: Vec<Acknowledged>,
     pub counters: Counters,
     /// Outcomes, attempt durations and queue ages per operation (EMF, `metrics.rs`).
@@ -81,6 +87,7 @@ impl BatchReport {
             received: message_ids,
             packed: HashMap::new(),
             comebacks: HashMap::new(),
+            moves: Vec::new(),
             acknowledged: Vec::new(),
             counters,
             operations: Default::default(),
@@ -106,6 +113,18 @@ impl BatchReport {
     pub(crate) fn come_back_at(&mut self, message_id: &str, receipt_handle: &str, at: tokio::time::Instant) {
         let soonest = self.comebacks.entry(message_id.to_owned()).or_insert((receipt_handle.to_owned(), at));
         soonest.1 = soonest.1.min(at);
+    }
+
+    /// One step of a message of several must come back at `at`, within
+    /// [`MAX_SEND_DELAY`](rara_queue::MAX_SEND_DELAY): it is to be moved into a message of its
+    /// own ([`take_moves`](Self::take_moves)).
+    pub(crate) fn move_at(&mut self, record: &crate::batch::Record, at: tokio::time::Instant) {
+        self.moves.push((record.clone(), at));
+    }
+
+    /// The steps to move, once.
+    pub(crate) fn take_moves(&mut self) -> Vec<(crate::batch::Record, tokio::time::Instant)> {
+        std::mem::take(&mut self.moves)
     }
 
     /// The messages of several steps that come back, with their receipt handles and when.

@@ -59,14 +59,19 @@ pub struct Counters {
     /// Executor: quick steps run and recorded in the transaction of their lock (DESIGN.md
     /// "Quick steps"; also counted as claimed and succeeded).
     pub quick: u64,
-    /// Scheduler: messages sent (`sent` counts their steps; they differ when
-    /// `RARA_STEPS_PER_MESSAGE` is above 1).
+    /// Messages sent: the scheduler's (`sent` counts their steps; they differ when
+    /// `RARA_STEPS_PER_MESSAGE` is above 1), and an executor's (`moved`).
     #[serde(default)]
     pub messages: u64,
     /// Executor: steps received beyond one per message (`received` counts messages): every
     /// received step gets one fate.
     #[serde(default)]
     pub packed: u64,
+    /// Executor: steps of a message of several that had to come back (a retry, a hold, a
+    /// park), moved into a message of their own, sent with that delay (their unit
+    /// acknowledged; also counted in `messages`).
+    #[serde(default)]
+    pub moved: u64,
     /// Executor: received steps not acknowledged (each message of `returned` has at least
     /// one; equal to `returned` when every message names one step).
     #[serde(default)]
@@ -79,6 +84,7 @@ impl std::ops::AddAssign for Counters {
         self.messages += c.messages;
         self.packed += c.packed;
         self.unsettled += c.unsettled;
+        self.moved += c.moved;
         self.leased += c.leased;
         self.sent += c.sent;
         self.released += c.released;
@@ -140,6 +146,7 @@ impl Counters {
             ("Messages", self.messages),
             ("Packed", self.packed),
             ("Unsettled", self.unsettled),
+            ("Moved", self.moved),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

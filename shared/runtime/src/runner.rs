@@ -176,8 +176,7 @@ mod tests {
 
     async fn queue_with(n: usize) -> MemoryQueue {
         let queue = MemoryQueue::new(Duration::from_secs(30), 5);
-        let messages: Vec<Outgoing> =
-            (0..n).map(|i| Outgoing { id: i.to_string(), body: format!("m{i}"), traceparent: None }).collect();
+        let messages: Vec<Outgoing> = (0..n).map(|i| Outgoing::new(i.to_string(), format!("m{i}"))).collect();
         for chunk in messages.chunks(10) {
             assert!(queue.send(chunk).await.unwrap().is_empty());
         }

@@ -438,6 +438,7 @@ impl Scheduler {
                     id: i.to_string(),
                     body: rara_queue::encode_steps(&steps),
                     traceparent: steps.first().and_then(|s| s.traceparent.clone()),
+                    delay: Duration::ZERO,
                 }
             })
             .collect();

@@ -201,7 +201,7 @@ async fn entries_that_fail_to_send_have_their_lease_released(pool: PgPool) {
     assert_eq!(step_status(&store, run_id, "a").await, "pending", "due again at once");
     let failed: Vec<String> =
         rara_queue::sqs::SqsQueue::new(queues.client.clone(), format!("{}-missing", queues.url), None)
-            .send(&[Outgoing { id: "x".into(), body: "{}".into(), traceparent: None }])
+            .send(&[Outgoing::new("x", "{}")])
             .await
             .unwrap();
     assert_eq!(failed, vec!["x".to_string()]);

@@ -1,7 +1,7 @@
 //! Several steps per message (`RARA_STEPS_PER_MESSAGE`, message format 2) on Postgres +
 //! LocalStack's SQS: the scheduler packs a round's steps, the executor settles each step of a
-//! message, deletes the message once all are settled, and hides it until the soonest instant
-//! its unsettled steps asked for when one must come back.
+//! message, moves a step that must come back into a message of its own (sent with the delay),
+//! and deletes the message once all are settled.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -63,9 +63,9 @@ async fn a_workflow_runs_to_its_end_with_four_steps_per_message(pool: PgPool) {
     let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
     assert_eq!(status, "succeeded");
     assert_eq!((counters.succeeded, counters.retried), (9, 1));
-    // The flaky step's message came back whole after its retry delay; its three other steps,
-    // already recorded, were stale to the claim then.
-    assert!(counters.stale >= 3, "{counters:?}");
+    // The flaky step's retry moved into a message of its own, sent with the retry's delay:
+    // its three siblings' message was deleted once they succeeded and never came back.
+    assert_eq!((counters.moved, counters.stale, counters.unsettled), (1, 0, 0), "{counters:?}");
     let run = store.run(run_id).await.unwrap();
     let flaky = run.steps.iter().find(|s| s.name == "flaky").unwrap();
     assert_eq!(flaky.attempts.len(), 2);
@@ -77,7 +77,7 @@ async fn a_workflow_runs_to_its_end_with_four_steps_per_message(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
-async fn each_step_of_a_message_gets_its_fate_and_the_message_comes_back_for_the_held_one(pool: PgPool) {
+async fn each_step_of_a_message_gets_its_fate_and_the_held_one_moves_into_a_message_of_its_own(pool: PgPool) {
     let (store, queues, stack) = Stack::fresh(pool, &[("RARA_STEPS_PER_MESSAGE", "2")]).await;
     let run_id = submit(
         &store,
@@ -106,24 +106,29 @@ async fn each_step_of_a_message_gets_its_fate_and_the_message_comes_back_for_the
     let body = rara_queue::encode_steps(&[a.clone(), b.clone(), MessageStep { message: unknown, traceparent: None }]);
     queues.send_raw(&body).await;
     let message = receive(stack.queue.as_ref(), 1, Duration::from_secs(5)).await.remove(0);
-    let message_id = message.message_id.clone();
+    let (message_id, receipt_handle) = (message.message_id.clone(), message.receipt_handle.clone());
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let report = stack.executor.process(vec![record(message)], deadline).await;
     let processed = Instant::now();
     let c = report.counters;
-    assert_eq!((c.received, c.succeeded, c.held, c.dead_lettered, c.returned), (1, 1, 1, 1, 1), "{c:?}");
-    assert_eq!(report.returned(), vec![message_id.clone()], "b is not settled: the message comes back");
-    assert_eq!(report.acknowledged.len(), 2, "a's success and the unknown step's dead letter");
+    assert_eq!((c.received, c.packed, c.succeeded, c.held, c.dead_lettered, c.moved), (1, 2, 1, 1, 1, 1), "{c:?}");
+    assert_eq!((c.returned, c.unsettled), (0, 0), "{c:?}");
+    assert!(report.returned().is_empty(), "every step settled: the message is deleted");
     assert_eq!(step_status(&store, run_id, "a").await, "succeeded");
     // The dead letter names only its own step, in format 1, with its reason.
     let dead = queues.dead_letters().await;
     assert_eq!(dead, vec![(unknown.to_body(), Some("UNKNOWN_STEP".to_owned()))]);
 
-    // Hidden until b's hold ends (about 3 s), not for the queue's 30 s.
+    stack.queue.delete(&[receipt_handle]).await.unwrap();
+
+    // b alone, in a message of its own (format 1, its run's context), hidden until its hold
+    // ends (about 3 s).
     let back = receive(stack.queue.as_ref(), 1, Duration::from_secs(12)).await;
     let waited = processed.elapsed();
-    assert_eq!(back.len(), 1, "the message came back");
-    assert_eq!(back[0].message_id, message_id);
-    assert!(waited >= Duration::from_secs(1) && waited < Duration::from_secs(8), "came back after {waited:?}");
+    assert_eq!(back.len(), 1, "b's message arrived");
+    assert_ne!(back[0].message_id, message_id);
+    assert_eq!(back[0].body, b.message.to_body());
+    assert_eq!(back[0].traceparent, b.traceparent);
+    assert!(waited >= Duration::from_secs(1) && waited < Duration::from_secs(8), "arrived after {waited:?}");
 }

@@ -308,7 +308,7 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
         // `unsettled`), so this is a pair of bounds.
         let steps = c.received + c.packed;
         let fated = c.claimed + c.stale + c.held + c.dead_lettered;
-        if steps < fated || steps > c.claimed + c.stale + c.dead_lettered + c.unsettled {
+        if steps < fated || steps > c.claimed + c.stale + c.dead_lettered + c.unsettled + c.moved {
             v.push(Violation {
                 rule: "every received message gets one fate",
                 detail: format!("runner {i}: received {steps} steps but {c:?}"),
@@ -322,8 +322,15 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
         // `released` also counts a scheduler's leases given back after failed sends; only an
         // executor (a runner that receives messages) gives back steps it claimed.
         let released = if c.received > 0 { c.released } else { 0 };
-        let settled =
-            c.succeeded + c.failed + c.deferred + c.expanded + released + c.lease_lost + c.stale + c.dead_lettered;
+        let settled = c.succeeded
+            + c.failed
+            + c.deferred
+            + c.expanded
+            + released
+            + c.lease_lost
+            + c.stale
+            + c.dead_lettered
+            + c.moved;
         if acknowledged != settled {
             v.push(Violation {
                 rule: "a message is acknowledged only for a settled fate",
@@ -332,16 +339,21 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
         }
         // Every claim ends in at most one recorded outcome (or lease lost, or comes back).
         let ended = c.succeeded + c.failed + c.retried + c.expanded + released + c.lease_lost;
-        if ended > c.claimed || c.claimed > ended + c.unsettled {
+        // (A claimed step moved into a message of its own was retried or parked.)
+        if ended > c.claimed || c.claimed > ended + c.unsettled + c.moved {
             v.push(Violation {
                 rule: "every claim ends once",
                 detail: format!("runner {i}: claimed {} but ended {ended} ({c:?})", c.claimed),
             });
         }
-        if c.sent > c.leased || c.messages > c.sent {
+        // A scheduler sends at most a message per step it sent; an executor one per step moved.
+        if c.sent > c.leased || c.messages > c.sent + c.moved {
             v.push(Violation {
                 rule: "a message is sent per lease",
-                detail: format!("runner {i}: sent {} (in {} messages), leased {}", c.sent, c.messages, c.leased),
+                detail: format!(
+                    "runner {i}: sent {} steps and moved {} in {} messages, leased {}",
+                    c.sent, c.moved, c.messages, c.leased
+                ),
             });
         }
     }

@@ -186,6 +186,7 @@ async fn redrive(limit: u32, json: bool) -> Result<(), Failure> {
             id: i.to_string(),
             body: e.message.body.clone(),
             traceparent: e.message.traceparent.clone(),
+            delay: std::time::Duration::ZERO,
         })
         .collect();
     let failed = queue.send(&outgoing).await?;
