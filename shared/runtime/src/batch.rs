@@ -388,8 +388,9 @@ impl BatchExecutor {
 
     /// Sets the message's visibility so that it comes back after `wait` (if that fails it
     /// comes back after the queue's visibility timeout and the claim tells it to wait again).
-    /// It is not acknowledged. A message of several steps is hidden once, when the batch ends,
-    /// until the soonest instant its steps asked for.
+    /// It is not acknowledged. A step of a message of several is moved into a message of its
+    /// own when the batch ends ([`move_steps`](Self::move_steps)); past SQS's longest delay its
+    /// message is hidden once, when the batch ends, until the soonest instant its steps asked for.
     async fn come_back(&self, record: &Record, wait: Duration, report: &mut BatchReport) {
         if !report.is_packed(&record.message_id) {
             self.set_visibility(&record.receipt_handle, wait).await;

@@ -60,8 +60,9 @@ pub struct Acknowledged {
 ///
 /// A message that names several steps (format 2) is acknowledged when each of its steps is:
 /// [`acknowledged`](Self::acknowledged) lists the steps' fates, each under its message's id.
-/// When one of them must come back, the whole message does, and on its return the steps that
-/// settled are stale to the claim.
+/// A step that must come back is moved into a message of its own ([`Ack::Moved`]) or, past
+/// SQS's longest delay or when that send fails, brings the whole message back, and on its
+/// return the steps that settled are stale to the claim.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BatchReport {
     received: Vec<String>,
