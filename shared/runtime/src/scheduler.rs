@@ -1,8 +1,8 @@
-//! The scheduler: lease due steps in batches and send one message per step, or per
-//! `RARA_STEPS_PER_MESSAGE` steps (identifiers only). Entries that fail to send have their
-//! steps' leases released at once, so the steps are due again instead of waiting for the
-//! reaper. Between passes it waits for a `NOTIFY` on
-//! [`rara_store::DUE_CHANNEL`] or the poll interval, whichever comes first.
+//! The scheduler: lease due steps in batches and send them, up to `RARA_STEPS_PER_MESSAGE`
+//! steps per message (identifiers only). Entries that fail to send have their steps' leases
+//! released at once, so the steps are due again instead of waiting for the reaper. Between
+//! passes it waits for a `NOTIFY` on [`rara_store::DUE_CHANNEL`] or the poll interval,
+//! whichever comes first.
 //!
 //! Beside the lease rounds, on timers of its own, its maintenance: reap expired leases every
 //! `RARA_REAP_INTERVAL_MS`; refresh the statistics of hot tables that grew past them

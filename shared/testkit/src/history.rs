@@ -316,8 +316,10 @@ fn check_counters(attempts: &[AttemptRow], ledger: &Ledger, report: &mut Report,
         }
         // A message is deleted only for a settled fate: an outcome recorded (success, failure
         // for good, retry in Postgres, a map expanded), a step given back by a stopping runner
-        // (released in Postgres, fenced), a lost lease, a stale verdict or a dead letter.
-        // Anything else (a panic, an outcome that did not land) comes back.
+        // (released in Postgres, fenced), a lost lease, a stale verdict, a dead letter, or a
+        // step of a packed message moved into a message of its own. Counted per step: a
+        // packed message is deleted when each of its steps is settled. Anything else (a panic,
+        // an outcome that did not land) comes back.
         let acknowledged = steps.saturating_sub(c.unsettled);
         // `released` also counts a scheduler's leases given back after failed sends; only an
         // executor (a runner that receives messages) gives back steps it claimed.
