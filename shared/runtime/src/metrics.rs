@@ -61,20 +61,16 @@ pub struct Counters {
     pub quick: u64,
     /// Messages sent: the scheduler's (`sent` counts their steps; they differ when
     /// `RARA_STEPS_PER_MESSAGE` is above 1), and an executor's (`moved`).
-    #[serde(default)]
     pub messages: u64,
     /// Executor: steps received beyond one per message (`received` counts messages): every
     /// received step gets one fate.
-    #[serde(default)]
     pub packed: u64,
     /// Executor: steps of a message of several that had to come back (a retry, a hold, a
     /// park), moved into a message of their own, sent with that delay (their unit
     /// acknowledged; also counted in `messages`).
-    #[serde(default)]
     pub moved: u64,
     /// Executor: received steps not acknowledged (each message of `returned` has at least
     /// one; equal to `returned` when every message names one step).
-    #[serde(default)]
     pub unsettled: u64,
 }
 

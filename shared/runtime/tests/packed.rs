@@ -38,7 +38,7 @@ async fn receive(queue: &dyn Queue, n: usize, limit: Duration) -> Vec<rara_queue
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_workflow_runs_to_its_end_with_four_steps_per_message(pool: PgPool) {
-    let (store, _queues, stack) = Stack::fresh(pool, &[("RARA_STEPS_PER_MESSAGE", "4")]).await;
+    let (store, queues, stack) = Stack::fresh(pool, &[("RARA_STEPS_PER_MESSAGE", "4")]).await;
     let run_id = submit(
         &store,
         &stack.settings,
@@ -73,7 +73,7 @@ async fn a_workflow_runs_to_its_end_with_four_steps_per_message(pool: PgPool) {
     let late = (flaky.attempts[1].started_at - retry_at).as_seconds_f64();
     assert!((0.0..3.0).contains(&late), "the retry started {late} s after it was due");
     assert!(run.steps.iter().filter(|s| s.name != "flaky").all(|s| s.attempts.len() == 1), "nothing else ran twice");
-    assert!(_queues.dead_letters().await.is_empty());
+    assert!(queues.dead_letters().await.is_empty());
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
