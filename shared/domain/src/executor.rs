@@ -12,7 +12,8 @@ use uuid::Uuid;
 
 use crate::StepError;
 
-/// Runs one operation. Registered under an explicit name in the [`crate::registry::Registry`].
+/// Runs one operation. Registered under an explicit name in a `Registry` (the `registry`
+/// module).
 #[async_trait::async_trait]
 pub trait Executor: Send + Sync + 'static {
     /// The version this executor answers to when a step pins one.

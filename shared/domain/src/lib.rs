@@ -13,17 +13,16 @@
 //! - [`registry`]: explicit name → executor registrations, and routing of an operation.
 //! - [`secret_material`]: secret references (`{"$secret": "name"}`) and the detection of
 //!   secrets embedded in a step's input.
-//! - [`references`]: references in a step's input to upstream outputs, artifacts and the run's
-//!   inputs (`{"$output": "fetch", "pointer": "/body"}`): parsing, submit checks, substitution.
-//! - [`inputs`]: a run's declared inputs (`{type, default}`) and the values given at submit.
-//! - [`workflow`]: the workflow definition format (JSON or YAML) and its validation.
+//! - [`workflow`]: the workflow definition format (JSON or YAML) and its validation, with
+//!   [`references`] (in a step's input, to upstream outputs, artifacts and the run's inputs:
+//!   `{"$output": "fetch", "pointer": "/body"}`; parsing, scanning, substitution) and
+//!   [`inputs`] (a run's declared inputs, `{type, default}`, and the values given at submit),
+//!   re-exported here under their own names.
 
 pub mod config;
 pub mod executor;
 pub mod flow;
 pub mod human;
-pub mod inputs;
-pub mod references;
 pub mod registry;
 pub mod retry;
 pub mod secret_material;
@@ -32,3 +31,4 @@ pub mod step_error;
 pub mod workflow;
 
 pub use step_error::StepError;
+pub use workflow::{inputs, references};

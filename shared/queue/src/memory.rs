@@ -15,7 +15,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::port::{Error, MAX_VISIBILITY, Outgoing, Queue, Received};
+use crate::error::Error;
+use crate::port::{MAX_VISIBILITY, Outgoing, Queue, Received};
 
 /// The most messages one receive returns (as SQS).
 pub const MAX_BATCH: usize = 10;
@@ -212,9 +213,11 @@ impl Queue for MemoryQueue {
     }
 
     async fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> Result<(), Error> {
-        let invalid = || Error::Sqs {
-            operation: "ChangeMessageVisibility",
-            message: "the receipt handle is not valid (deleted, received again since, or not in flight)".into(),
+        let invalid = || {
+            Error::sqs(
+                "ChangeMessageVisibility",
+                "the receipt handle is not valid (deleted, received again since, or not in flight)",
+            )
         };
         let (seq, generation) = parse_receipt(receipt_handle).ok_or_else(invalid)?;
         let at = Instant::now() + timeout.min(MAX_VISIBILITY);

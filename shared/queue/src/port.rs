@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub use crate::error::Error;
+
 /// A message to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
@@ -35,14 +37,6 @@ pub struct Received {
     pub body: String,
     pub receive_count: u32,
     pub traceparent: Option<String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("SQS {operation} failed: {message}")]
-    Sqs { operation: &'static str, message: String },
-    #[error("invalid queue configuration: {0}")]
-    Config(String),
 }
 
 /// The longest visibility SQS accepts (12 hours).

@@ -9,7 +9,8 @@ use aws_sdk_sqs::types::{
 };
 use futures::StreamExt;
 
-use crate::port::{Error, MAX_VISIBILITY, Outgoing, Queue, Received};
+use crate::error::{Chain, Error};
+use crate::port::{MAX_VISIBILITY, Outgoing, Queue, Received};
 
 /// How many batch requests (`SendMessageBatch`, `DeleteMessageBatch`) of one call are under
 /// way at once.
@@ -56,24 +57,12 @@ pub struct SqsQueue {
     dlq_url: Option<String>,
 }
 
-fn sqs_error(operation: &'static str, e: impl std::error::Error) -> Error {
-    // The SDK's Display is terse; the source chain says what happened.
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    Error::Sqs { operation, message }
-}
-
 fn string_attribute(value: &str) -> Result<MessageAttributeValue, Error> {
     MessageAttributeValue::builder()
         .data_type("String")
         .string_value(value)
         .build()
-        .map_err(|e| sqs_error("build attribute", e))
+        .map_err(|e| Error::sqs("build attribute", e))
 }
 
 /// The batch requests of one call (one per ten items, SQS's limit), up to
@@ -120,12 +109,13 @@ impl SqsQueue {
             if !m.delay.is_zero() {
                 entry = entry.delay_seconds(m.delay.min(crate::port::MAX_SEND_DELAY).as_secs_f64().ceil() as i32);
             }
-            entries.push(entry.build().map_err(|e| sqs_error("build entry", e))?);
+            entries.push(entry.build().map_err(|e| Error::sqs("build entry", e))?);
         }
         Ok(match self.client.send_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {
             Ok(out) => out.failed().iter().map(|f| f.id().to_owned()).collect(),
             Err(e) => {
-                tracing::warn!(error = %sqs_error("SendMessageBatch", e), "a send batch failed as a whole");
+                let error = Error::sqs("SendMessageBatch", e);
+                tracing::warn!(error = %Chain(&error), "a send batch failed as a whole");
                 chunk.iter().map(|m| m.id.clone()).collect()
             }
         })
@@ -141,7 +131,7 @@ impl SqsQueue {
                     .id(i.to_string())
                     .receipt_handle(r)
                     .build()
-                    .map_err(|e| sqs_error("build entry", e))
+                    .map_err(|e| Error::sqs("build entry", e))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let out = self
@@ -151,7 +141,7 @@ impl SqsQueue {
             .set_entries(Some(entries))
             .send()
             .await
-            .map_err(|e| sqs_error("DeleteMessageBatch", e))?;
+            .map_err(|e| Error::sqs("DeleteMessageBatch", e))?;
         Ok(out
             .failed()
             .iter()
@@ -201,7 +191,7 @@ impl SqsQueue {
             }
             request = request.config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeouts.build()));
         }
-        let out = request.send().await.map_err(|e| sqs_error("ReceiveMessage", e))?;
+        let out = request.send().await.map_err(|e| Error::sqs("ReceiveMessage", e))?;
         Ok(out
             .messages()
             .iter()
@@ -248,7 +238,7 @@ impl Queue for SqsQueue {
             .visibility_timeout(seconds)
             .send()
             .await
-            .map_err(|e| sqs_error("ChangeMessageVisibility", e))?;
+            .map_err(|e| Error::sqs("ChangeMessageVisibility", e))?;
         Ok(())
     }
 
@@ -277,7 +267,7 @@ impl Queue for SqsQueue {
                 .message_attributes(DLQ_ORIGINAL_BYTES, string_attribute(&bytes.to_string())?)
                 .message_attributes(DLQ_ORIGINAL_SHA256, string_attribute(&digest)?);
         }
-        request.send().await.map_err(|e| sqs_error("SendMessage (DLQ)", e))?;
+        request.send().await.map_err(|e| Error::sqs("SendMessage (DLQ)", e))?;
         Ok(())
     }
 }
@@ -305,7 +295,7 @@ pub async fn create_queue_pair(
         .attributes(QueueAttributeName::MessageRetentionPeriod, (14 * 24 * 3600).to_string())
         .send()
         .await
-        .map_err(|e| sqs_error("CreateQueue (DLQ)", e))?
+        .map_err(|e| Error::sqs("CreateQueue (DLQ)", e))?
         .queue_url
         .ok_or_else(|| Error::Config("CreateQueue returned no DLQ URL".into()))?;
     let dlq_arn = client
@@ -314,7 +304,7 @@ pub async fn create_queue_pair(
         .attribute_names(QueueAttributeName::QueueArn)
         .send()
         .await
-        .map_err(|e| sqs_error("GetQueueAttributes", e))?
+        .map_err(|e| Error::sqs("GetQueueAttributes", e))?
         .attributes
         .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
         .ok_or_else(|| Error::Config("the DLQ has no ARN".into()))?;
@@ -328,7 +318,7 @@ pub async fn create_queue_pair(
         )
         .send()
         .await
-        .map_err(|e| sqs_error("CreateQueue", e))?
+        .map_err(|e| Error::sqs("CreateQueue", e))?
         .queue_url
         .ok_or_else(|| Error::Config("CreateQueue returned no queue URL".into()))?;
     Ok(QueuePair { queue_url, dlq_url })
