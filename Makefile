@@ -26,10 +26,11 @@ test-faults: ## Fault suite (SIGKILL/SIGSTOP runners, duplicate/stale/poison mes
 	@cat "$${CARGO_TARGET_DIR:-target}/fault-summary.txt"
 
 .PHONY: lint
-lint: ## cargo fmt --check, clippy -D warnings, docs without broken links, no OpenSSL in the dependency tree
+lint: ## cargo fmt --check, clippy -D warnings, docs without broken links, the book and its links, no OpenSSL in the dependency tree
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+	scripts/check-docs.sh
 	scripts/check-no-openssl.sh
 
 .PHONY: proto
