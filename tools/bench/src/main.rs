@@ -8,7 +8,7 @@
 //! # Layout
 //!
 //! - `main.rs`: the scratch database around a run, and its output.
-//! - `cli.rs`: the command line, read into the [`Benchmark`](cli::Benchmark) to run.
+//! - `cli.rs`: the command line, read into the [`Benchmark`] to run.
 //! - `options.rs`: what a throughput run is asked to do ([`Mode`](options::Mode), the queue).
 //! - `throughput.rs`: the `flat`, `dag`, `rate` and `soak` modes: the scheduler loop and K
 //!   executor loops (the Lambdas' handler code) against an in-memory queue or SQS.
