@@ -12,7 +12,7 @@
 //! - `via_api.rs`: `--api URL`, the commands over rara's HTTP API instead of the database.
 //!
 //! Benchmarks are not here: they are the `rara-bench` crate (`tools/bench`).
-//!
+
 mod cmd;
 mod exit;
 mod failure;
