@@ -7,26 +7,22 @@
 //!   holds what they share (configuration, store connection, the runners' stop signal).
 //! - `watch.rs`: the live display of `rara watch` and `rara submit --watch`.
 //! - `table.rs`: the human tables (`--json` prints the same data as JSON).
-//! - `failure.rs`: errors with their exit code.
+//! - `failure.rs`: errors with their exit code; `exit.rs`: the exit codes ([`exit::ExitCode`]),
+//!   one variant each, and the table the book prints (`rara exit-codes`).
 //! - `via_api.rs`: `--api URL`, the commands over rara's HTTP API instead of the database.
 //!
 //! Benchmarks are not here: they are the `rara-bench` crate (`tools/bench`).
-//!
-//! Exit codes: 0 success, 1 failure, 2 bad usage, 3 not found, 4 invalid workflow
-//! definition, 5 the watched run ended other than `succeeded`, 6 `watch --timeout-seconds`
-//! ran out with the run still running, 7 Postgres cannot be reached, 8 the idempotency key names
-//! a run submitted with different inputs.
 
 mod cmd;
+mod exit;
 mod failure;
 mod table;
 mod via_api;
 mod watch;
 
-use std::process::ExitCode;
-
 use clap::{Parser, Subcommand};
 
+use crate::exit::ExitCode;
 pub use crate::failure::Failure;
 
 #[derive(Debug, Parser)]
@@ -64,25 +60,27 @@ enum Command {
     Executor(cmd::executor::Executor),
     Dev(cmd::dev::Dev),
     Ui(cmd::ui::Ui),
+    #[command(hide = true)]
+    ExitCodes(cmd::exit_codes::ExitCodes),
 }
 
-fn main() -> ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::Failure.into();
         }
     };
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::Success.into(),
         Err(failure) => {
             let message = format!("{:#}", failure.error);
             if !message.is_empty() {
                 eprintln!("error: {message}");
             }
-            ExitCode::from(failure.code)
+            failure.code.into()
         }
     }
 }
@@ -130,5 +128,6 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Executor(args) => cmd::executor::run(args, json).await,
         Command::Dev(args) => cmd::dev::run(args, json).await,
         Command::Ui(args) => cmd::ui::run(args, json).await,
+        Command::ExitCodes(args) => cmd::exit_codes::run(args),
     }
 }

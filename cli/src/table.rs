@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use rara_domain::state::StepStatus;
+use rara_store::flow::{KeyState, Pause};
 use rara_store::read::{RunSummary, RunView, StepView};
 
 /// Under a map step, at most this many of its children are listed (those that did not
@@ -164,4 +165,23 @@ pub fn capabilities(capabilities: &[rara_remote::RemoteCapability]) -> String {
     // LONG STEPS: whether an attempt may outlive one invocation (the capability is detachable);
     // HEALTH: the endpoint's grpc.health.v1 answer (a draining executor gets no new attempts).
     render(&["NAME", "VERSION", "LONG STEPS", "DESCRIPTION", "ENDPOINT", "HEALTH"], &rows)
+}
+
+/// `rara limits list` for people: the keys, then the pauses.
+pub fn limits(keys: &[KeyState], pauses: &[Pause]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<32}  {:>6}  {:>10}  {:>6}  {:>8}  paused", "key", "limit", "rate", "held", "queued");
+    for k in keys {
+        let limit = k.limit.map_or("-".into(), |n| n.to_string());
+        let rate = k.rate.clone().unwrap_or_else(|| "-".into());
+        let paused = if k.paused { "yes" } else { "" };
+        let _ = writeln!(out, "{:<32}  {limit:>6}  {rate:>10}  {:>6}  {:>8}  {paused}", k.name, k.held, k.queued);
+    }
+    if !pauses.is_empty() {
+        let _ = writeln!(out, "\npaused");
+        for p in pauses {
+            let _ = writeln!(out, "  {} {} since {}", p.kind, p.target, p.paused_at.format("%Y-%m-%d %H:%M:%S"));
+        }
+    }
+    out
 }

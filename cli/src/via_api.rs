@@ -11,6 +11,11 @@ use rara_domain::workflow::{Format, WorkflowDefinition};
 use rara_store::read::{RunSummary, RunView};
 use serde_json::{Value, json};
 
+use crate::cmd::cancel::Cancel;
+use crate::cmd::list::List;
+use crate::cmd::retry::Retry;
+use crate::cmd::submit::Submit;
+use crate::exit::ExitCode;
 use crate::{Command, Failure, table};
 
 /// Where the token of state-changing requests comes from.
@@ -33,93 +38,100 @@ pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure>
         token: std::env::var(TOKEN_VAR).ok().filter(|t| !t.is_empty()),
     };
     match command {
-        Command::Submit(args) => {
-            let text =
-                std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-            // The inputs typed by the definition's declarations, as a local submit types them;
-            // the API checks them again against the same declarations.
-            let definition = WorkflowDefinition::parse(&text, Format::from_path(&args.file))
-                .with_context(|| format!("{} is not a valid workflow definition", args.file.display()))?;
-            let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
-            let submitted = remote
-                .send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs})))
-                .await?;
-            let id = submitted["id"].as_str().unwrap_or_default().to_owned();
-            if json {
-                println!("{submitted}");
-            } else {
-                println!("{id}");
-                if submitted["created"] == false {
-                    eprintln!("note: idempotency key matched an existing run; nothing new was submitted");
-                }
-            }
-            if args.watch {
-                return remote.watch(&id, json).await;
-            }
-            Ok(())
-        }
+        Command::Submit(args) => remote.submit(args, json).await,
         Command::Status(args) => remote.print_run(&args.run_id.to_string(), json).await.map(|_| ()),
-        Command::List(args) => {
-            let mut path = format!("/api/runs?limit={}", args.limit);
-            if let Some(status) = args.status {
-                path.push_str(&format!("&status={}", RunStatus::from(status).as_str()));
-            }
-            let page = remote.send(reqwest::Method::GET, &path, None).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&page["runs"]).context("cannot encode the runs")?);
-            } else {
-                let runs: Vec<RunSummary> = serde_json::from_value(page["runs"].clone()).context("the API's runs")?;
-                print!("{}", table::runs(&runs));
-            }
-            Ok(())
-        }
-        Command::Cancel(args) => {
-            // The id names a run or a step, as over the database.
-            let body = Some(json!({"reason": args.reason}));
-            let done = match remote
-                .send(reqwest::Method::POST, &format!("/api/runs/{}/cancel", args.id), body.clone())
-                .await
-            {
-                Err(failure) if failure.code == 3 => {
-                    remote.send(reqwest::Method::POST, &format!("/api/steps/{}/cancel", args.id), body).await?
-                }
-                other => other?,
-            };
-            if json {
-                println!("{done}");
-            } else {
-                println!(
-                    "cancelled {} {} ({} steps)",
-                    done["kind"].as_str().unwrap_or("run"),
-                    args.id,
-                    done["cancelled_steps"]
-                );
-            }
-            Ok(())
-        }
-        Command::Retry(args) => {
-            let done = remote.send(reqwest::Method::POST, &format!("/api/steps/{}/retry", args.step_id), None).await?;
-            if json {
-                println!("{done}");
-            } else {
-                println!(
-                    "step {} will run again ({} step(s) back to pending in run {})",
-                    args.step_id,
-                    done["revived_steps"],
-                    done["run_id"].as_str().unwrap_or_default()
-                );
-            }
-            Ok(())
-        }
-        _ => Err(Failure {
-            code: 2,
-            error: anyhow::anyhow!(
-                "--api works with submit, status, list, cancel and retry; this command needs DATABASE_URL"
-            ),
-        }),
+        Command::List(args) => remote.list(args, json).await,
+        Command::Cancel(args) => remote.cancel(args, json).await,
+        Command::Retry(args) => remote.retry(args, json).await,
+        _ => Err(Failure::new(
+            ExitCode::Usage,
+            "--api works with submit, status, list, cancel and retry; this command needs DATABASE_URL",
+        )),
     }
 }
 
+/// The commands, each as the same command over the database prints it.
+impl Remote {
+    async fn submit(&self, args: Submit, json: bool) -> Result<(), Failure> {
+        let text =
+            std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+        // The inputs typed by the definition's declarations, as a local submit types them;
+        // the API checks them again against the same declarations.
+        let definition = WorkflowDefinition::parse(&text, Format::from_path(&args.file))
+            .with_context(|| format!("{} is not a valid workflow definition", args.file.display()))?;
+        let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
+        let submitted =
+            self.send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs}))).await?;
+        let id = submitted["id"].as_str().unwrap_or_default().to_owned();
+        if json {
+            println!("{submitted}");
+        } else {
+            println!("{id}");
+            if submitted["created"] == false {
+                eprintln!("note: idempotency key matched an existing run; nothing new was submitted");
+            }
+        }
+        if args.watch {
+            return self.watch(&id, json).await;
+        }
+        Ok(())
+    }
+
+    async fn list(&self, args: List, json: bool) -> Result<(), Failure> {
+        let mut path = format!("/api/runs?limit={}", args.limit);
+        if let Some(status) = args.status {
+            path.push_str(&format!("&status={}", RunStatus::from(status).as_str()));
+        }
+        let page = self.send(reqwest::Method::GET, &path, None).await?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&page["runs"]).context("cannot encode the runs")?);
+        } else {
+            let runs: Vec<RunSummary> = serde_json::from_value(page["runs"].clone()).context("the API's runs")?;
+            print!("{}", table::runs(&runs));
+        }
+        Ok(())
+    }
+
+    async fn cancel(&self, args: Cancel, json: bool) -> Result<(), Failure> {
+        // The id names a run or a step, as over the database.
+        let body = Some(json!({"reason": args.reason}));
+        let done = match self.send(reqwest::Method::POST, &format!("/api/runs/{}/cancel", args.id), body.clone()).await
+        {
+            Err(failure) if failure.code == ExitCode::NotFound => {
+                self.send(reqwest::Method::POST, &format!("/api/steps/{}/cancel", args.id), body).await?
+            }
+            other => other?,
+        };
+        if json {
+            println!("{done}");
+        } else {
+            println!(
+                "cancelled {} {} ({} steps)",
+                done["kind"].as_str().unwrap_or("run"),
+                args.id,
+                done["cancelled_steps"]
+            );
+        }
+        Ok(())
+    }
+
+    async fn retry(&self, args: Retry, json: bool) -> Result<(), Failure> {
+        let done = self.send(reqwest::Method::POST, &format!("/api/steps/{}/retry", args.step_id), None).await?;
+        if json {
+            println!("{done}");
+        } else {
+            println!(
+                "step {} will run again ({} step(s) back to pending in run {})",
+                args.step_id,
+                done["revived_steps"],
+                done["run_id"].as_str().unwrap_or_default()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The requests and what several commands share.
 impl Remote {
     /// One request; a structured API error becomes a failure with its exit code.
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
@@ -136,7 +148,11 @@ impl Remote {
         if status.is_success() {
             return Ok(body);
         }
-        let code = body["exit_code"].as_u64().and_then(|c| u8::try_from(c).ok()).unwrap_or(1);
+        let code = body["exit_code"]
+            .as_u64()
+            .and_then(|c| u8::try_from(c).ok())
+            .and_then(ExitCode::from_code)
+            .unwrap_or(ExitCode::Failure);
         let message = body["message"].as_str().unwrap_or("the API refused the request");
         Err(Failure { code, error: anyhow::anyhow!("{message} ({status})") })
     }
@@ -163,7 +179,7 @@ impl Remote {
         }
         let run = self.print_run(id, json).await?;
         match crate::watch::exit_code(run.status) {
-            0 => Ok(()),
+            ExitCode::Success => Ok(()),
             code => Err(Failure::silent(code)),
         }
     }

@@ -12,12 +12,8 @@ use rara_store::Store;
 use rara_store::read::{RunView, StepView};
 use uuid::Uuid;
 
+use crate::exit::ExitCode;
 use crate::{Failure, table};
-
-/// The exit code of `rara watch` when the run ended other than `succeeded`.
-pub const RUN_DID_NOT_SUCCEED: u8 = 5;
-/// The exit code of `rara watch --timeout-seconds` when the run is still going.
-pub const STILL_RUNNING: u8 = 6;
 
 fn describe(step: &StepView) -> String {
     let mut text = format!("{} (attempt {}/{})", step.status_text(), step.attempt, step.max_attempts);
@@ -97,6 +93,6 @@ pub async fn watch(store: &Store, run_id: Uuid, json: bool, interval: Duration) 
 }
 
 /// The exit code for a finished run.
-pub fn exit_code(status: RunStatus) -> u8 {
-    if status == RunStatus::Succeeded { 0 } else { RUN_DID_NOT_SUCCEED }
+pub fn exit_code(status: RunStatus) -> ExitCode {
+    if status == RunStatus::Succeeded { ExitCode::Success } else { ExitCode::RunDidNotSucceed }
 }

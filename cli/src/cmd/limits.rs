@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use rara_domain::flow::{Rate, check_key};
 
 use crate::Failure;
+use crate::exit::ExitCode;
 
 /// Limit what a concurrency key (or a group of keys, `tenant-*`) holds at once and how fast it
 /// is leased; list every key with its limit, held, queued and paused.
@@ -55,10 +56,10 @@ pub async fn run(args: Limits, json: bool) -> Result<(), Failure> {
     match args.command {
         LimitsCommand::Set { target, limit, rate } => {
             if limit.is_none() && rate.is_none() {
-                return Err(Failure {
-                    code: 2,
-                    error: anyhow::anyhow!("give a limit, a --rate or both (rara limits set {target} 10 --rate 50/s)"),
-                });
+                return Err(Failure::new(
+                    ExitCode::Usage,
+                    format!("give a limit, a --rate or both (rara limits set {target} 10 --rate 50/s)"),
+                ));
             }
             store.set_limit(&target, limit, rate).await?;
             if json {
@@ -79,7 +80,7 @@ pub async fn run(args: Limits, json: bool) -> Result<(), Failure> {
             } else if removed {
                 println!("{target}: no operator limit");
             } else {
-                return Err(Failure { code: 3, error: anyhow::anyhow!("{target} has no operator limit") });
+                return Err(Failure::new(ExitCode::NotFound, format!("{target} has no operator limit")));
             }
         }
         LimitsCommand::List => {
@@ -89,7 +90,7 @@ pub async fn run(args: Limits, json: bool) -> Result<(), Failure> {
                 let out = serde_json::json!({"keys": keys, "pauses": pauses});
                 println!("{}", serde_json::to_string_pretty(&out).context("cannot encode the limits")?);
             } else {
-                print!("{}", super::pause::tables(&keys, &pauses));
+                print!("{}", crate::table::limits(&keys, &pauses));
             }
         }
     }

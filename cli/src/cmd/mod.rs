@@ -7,6 +7,7 @@ pub mod capabilities;
 pub mod dev;
 pub mod dlq;
 pub mod executor;
+pub mod exit_codes;
 pub mod limits;
 pub mod list;
 pub mod migrate;
@@ -28,6 +29,7 @@ use rara_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::Failure;
+use crate::exit::ExitCode;
 
 /// The configuration of the commands over the store, from the environment.
 pub fn config() -> Result<Config, Failure> {
@@ -74,7 +76,7 @@ async fn check_database(url: &str) -> Result<(), Failure> {
         }
         Ok(Err(e)) => format!("cannot connect to Postgres at {at}: {e}"),
     };
-    Err(Failure { code: 7, error: anyhow::anyhow!(advice) })
+    Err(Failure::new(ExitCode::DatabaseUnreachable, advice))
 }
 
 /// A token fired by Ctrl-C or SIGTERM.

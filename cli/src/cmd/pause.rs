@@ -1,13 +1,12 @@
 //! `rara pause` and `rara resume`: park a run, a concurrency key (or group `tenant-*`) or an
 //! operation: nothing new of it is leased, what runs finishes, nothing fails.
 
-use std::fmt::Write;
-
 use clap::{Args, Subcommand};
-use rara_store::flow::{KeyState, Pause as PauseRow, PauseTarget};
+use rara_store::flow::{Pause as PauseRow, PauseTarget};
 use uuid::Uuid;
 
 use crate::Failure;
+use crate::exit::ExitCode;
 
 /// Pause a run, a key or an operation: nothing new is leased for it; running attempts finish.
 #[derive(Debug, Args)]
@@ -77,7 +76,7 @@ pub async fn resume(args: Resume, json: bool) -> Result<(), Failure> {
     } else if resumed {
         println!("{} resumed", describe(&target));
     } else {
-        return Err(Failure { code: 3, error: anyhow::anyhow!("{} is not paused", describe(&target)) });
+        return Err(Failure::new(ExitCode::NotFound, format!("{} is not paused", describe(&target))));
     }
     Ok(())
 }
@@ -96,23 +95,4 @@ pub fn paused_note(run_id: Uuid, operations: &[&str], pauses: &[PauseRow]) -> St
         .map(|p| format!("{} {} since {}", p.kind, p.target, p.paused_at.format("%Y-%m-%d %H:%M:%S")))
         .collect();
     if hits.is_empty() { String::new() } else { format!("paused: {}", hits.join(", ")) }
-}
-
-/// `rara limits list` for people: the keys, then the pauses.
-pub fn tables(keys: &[KeyState], pauses: &[PauseRow]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{:<32}  {:>6}  {:>10}  {:>6}  {:>8}  paused", "key", "limit", "rate", "held", "queued");
-    for k in keys {
-        let limit = k.limit.map_or("-".into(), |n| n.to_string());
-        let rate = k.rate.clone().unwrap_or_else(|| "-".into());
-        let paused = if k.paused { "yes" } else { "" };
-        let _ = writeln!(out, "{:<32}  {limit:>6}  {rate:>10}  {:>6}  {:>8}  {paused}", k.name, k.held, k.queued);
-    }
-    if !pauses.is_empty() {
-        let _ = writeln!(out, "\npaused");
-        for p in pauses {
-            let _ = writeln!(out, "  {} {} since {}", p.kind, p.target, p.paused_at.format("%Y-%m-%d %H:%M:%S"));
-        }
-    }
-    out
 }

@@ -16,6 +16,7 @@ use rara_domain::workflow::{Format, WorkflowDefinition};
 use serde_json::{Map, Value};
 
 use crate::Failure;
+use crate::exit::ExitCode;
 
 /// Submit a workflow definition (JSON or YAML) and print the run id.
 #[derive(Debug, Args)]
@@ -55,7 +56,7 @@ fn split_input(arg: &str) -> Result<(String, String), String> {
 }
 
 fn usage(error: anyhow::Error) -> Failure {
-    Failure { code: 2, error }
+    Failure { code: ExitCode::Usage, error }
 }
 
 /// The inputs given on the command line, each key once; `--input`'s text is typed by the

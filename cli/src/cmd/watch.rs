@@ -7,6 +7,7 @@ use clap::Args;
 use rara_store::Store;
 use uuid::Uuid;
 
+use crate::exit::ExitCode;
 use crate::{Failure, table};
 
 /// Show live progress per step until the run ends (exit code 5 if it does not succeed).
@@ -43,7 +44,7 @@ pub async fn until_done(
             Ok(run) => run?,
             Err(_) => {
                 eprintln!("run {run_id} is still running after {} s", limit.as_secs());
-                return Err(Failure::silent(crate::watch::STILL_RUNNING));
+                return Err(Failure::silent(ExitCode::StillRunning));
             }
         },
     };
@@ -53,7 +54,7 @@ pub async fn until_done(
         print!("{}", table::run(&run));
     }
     match crate::watch::exit_code(run.status) {
-        0 => Ok(()),
+        ExitCode::Success => Ok(()),
         code => Err(Failure::silent(code)),
     }
 }

@@ -1,25 +1,44 @@
 //! `rara-conformance ENDPOINT`: runs the `rara.v1` conformance suite against the executor at
 //! `ENDPOINT` (`http://host:port`; or `RARA_CONFORMANCE_ENDPOINT`), prints the report and
-//! exits 1 when a rule is violated (2 on a bad endpoint). The executor must register the
-//! conformance capabilities (see the crate's docs).
+//! exits with an [`Exit`] code. The executor must register the conformance capabilities (see
+//! the crate's docs).
 
 use std::process::ExitCode;
+
+/// How `rara-conformance` exits; a script reads the verdict from the code alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Exit {
+    /// Every rule checked held (skipped rules do not count against it).
+    Conforms = 0,
+    /// At least one rule was violated; the report says which and how.
+    Violated = 1,
+    /// No endpoint given, or one that cannot be dialled (a bad URL).
+    BadEndpoint = 2,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let endpoint = std::env::args().nth(1).or_else(|| std::env::var("RARA_CONFORMANCE_ENDPOINT").ok());
     let Some(endpoint) = endpoint.filter(|e| !e.starts_with('-')) else {
         eprintln!("usage: rara-conformance http://HOST:PORT (or RARA_CONFORMANCE_ENDPOINT=http://HOST:PORT)");
-        return ExitCode::from(2);
+        return Exit::BadEndpoint.into();
     };
-    match rara_conformance::run(&endpoint).await {
+    let exit = match rara_conformance::run(&endpoint).await {
         Ok(report) => {
             println!("{report}");
-            if report.conforms() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            if report.conforms() { Exit::Conforms } else { Exit::Violated }
         }
         Err(err) => {
             eprintln!("rara-conformance: {err}");
-            ExitCode::from(2)
+            Exit::BadEndpoint
         }
-    }
+    };
+    exit.into()
 }

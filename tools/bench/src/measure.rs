@@ -19,12 +19,12 @@ use sqlx::PgPool;
 use tokio::time::Instant;
 
 use crate::counted::{Instants, QueueStats};
+use crate::minutes::Readings;
+use crate::options::{Mode, Options};
 use crate::report::{
     Cpu, Latency, PostgresCpuMs, PostgresWork, QueueRequests, Report, TopStatement, Tuples, percentiles,
 };
 use crate::system::{self, BackendCpu, ClusterCpu, DbStats, Statement};
-use crate::throughput::Finished;
-use crate::{Mode, Options};
 
 /// Read just before the loops start.
 #[derive(Debug)]
@@ -329,4 +329,14 @@ fn queue_requests(stats: &QueueStats, steps: u64) -> QueueRequests {
             + q(&stats.delete_requests)
             + q(&stats.change_visibility),
     }
+}
+
+/// How the loops ended: the measured time, and what each minute of a soak read.
+#[derive(Debug)]
+pub struct Finished {
+    pub elapsed: std::time::Duration,
+    /// Soak: steps finished in each minute.
+    pub per_minute: Vec<u64>,
+    /// Soak: latency and history of each minute.
+    pub minutes: Readings,
 }

@@ -185,8 +185,15 @@ pub fn percentiles(mut values: Vec<f64>) -> Latency {
     Latency { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: at(1.0) }
 }
 
+/// The report as text: the run, then its costs, then its minutes (a soak's).
 pub fn print(r: &Report) {
-    let opt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
+    print_run(r);
+    print_costs(r);
+    print_minutes(r);
+}
+
+/// Throughput, commits, tuples, reads and latency.
+fn print_run(r: &Report) {
     println!(
         "rara-bench: {} steps ({}, {} queue), batch {} ({:.1} steps per message), {} executors",
         r.steps, r.mode, r.queue, r.batch, r.steps_per_message, r.executors
@@ -217,6 +224,11 @@ pub fn print(r: &Report) {
             r.scheduler_wakeups
         );
     }
+}
+
+/// CPU, Postgres work, the top statements, memory, queue requests and the AWS estimate.
+fn print_costs(r: &Report) {
+    let opt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
     println!(
         "  CPU per 1000 steps  rara {:.3} s, Postgres backends {} s",
         r.cpu.process_per_1000_steps_s,
@@ -251,6 +263,10 @@ pub fn print(r: &Report) {
         a.scheduler_usd_per_month,
         a.price_date
     );
+}
+
+/// Load, retention and one row per minute.
+fn print_minutes(r: &Report) {
     println!("  load average (1 m)  {:.2} before, {:.2} after", r.load_average_1m[0], r.load_average_1m[1]);
     if let (Some(first), Some(last)) = (r.steps_per_minute.first(), r.steps_per_minute.last()) {
         println!("  last / first minute {:.2} (steps/s)", *last as f64 / (*first).max(1) as f64);

@@ -8,38 +8,46 @@
 //! what a soak reads at the end of each minute ([`crate::minutes`]). In a soak the scheduler
 //! runs as back-to-back invocations of one minute each, so that its counters (the runs the
 //! retention deleted) can be read every minute.
+//!
+//! # Layout
+//!
+//! - `throughput.rs`: the run (setup, loops, wait, measure) and what `backlog` reuses: the
+//!   settings, the submission, the executor loops.
+//! - `throughput/setup.rs`: the queue under test and the connection pools.
+//! - `throughput/loops.rs`: the loops while they run, and how they stop.
+//! - `throughput/wait.rs`: waiting for the end, or for a soak's minutes.
+
+mod loops;
+mod setup;
+mod wait;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
-use indicatif::{ProgressBar, ProgressStyle};
+use anyhow::Context;
 use rara_domain::workflow::WorkflowDefinition;
 use rara_queue::Queue;
-use rara_queue::memory::MemoryQueue;
-use rara_queue::sqs::SqsQueue;
 use rara_runtime::batch::BatchExecutor;
 use rara_runtime::metrics::Counters;
 use rara_runtime::runner::{RunnerOptions, run_executor};
-use rara_runtime::scheduler::Scheduler;
 use rara_runtime::settings::Settings;
 use rara_store::Store;
 use rara_testkit::scratch::ScratchDb;
 use sqlx::PgPool;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::counted::{Counted, Instants, QueueStats};
+use self::loops::Loops;
+pub use self::setup::{Pools, QueueSetup};
+use self::wait::{soak, wait};
+use crate::counted::{Counted, QueueStats};
 use crate::measure::{After, Before};
-use crate::minutes::{MINUTE, READ_DELAY, Readings};
+use crate::options::{Mode, Options, QueueKind};
 use crate::report::Report;
 use crate::system::{self, pool};
-use crate::workload::{self, Submitter};
-use crate::{Mode, Options, QueueKind};
+use crate::workload;
 
 /// Connections per executor loop and for the scheduler: what one Lambda container holds.
 pub const POOL_CONNECTIONS: u32 = 2;
@@ -154,203 +162,6 @@ fn settings_for(settings: &Settings, i: usize) -> Settings {
     s
 }
 
-/// The queue under test: in memory, or a fresh SQS queue pair.
-pub struct QueueSetup {
-    pub queue: Arc<dyn Queue>,
-    pub url: String,
-    pub dlq_url: Option<String>,
-    pub memory: Option<Arc<MemoryQueue>>,
-    /// The SQS queue and the URLs to delete at the end.
-    sqs: Option<(Arc<SqsQueue>, [String; 2])>,
-}
-
-impl QueueSetup {
-    /// A queue with `probe`'s visibility timeout and `maxReceiveCount`.
-    pub async fn new(kind: QueueKind, probe: &Settings) -> anyhow::Result<Self> {
-        let (visibility, max_receive) = (probe.core.visibility_timeout, probe.core.max_receive_count);
-        if kind == QueueKind::Memory {
-            let memory = Arc::new(MemoryQueue::new(visibility, max_receive));
-            return Ok(QueueSetup {
-                queue: memory.clone(),
-                url: "memory://rara-bench".into(),
-                dlq_url: None,
-                memory: Some(memory),
-                sqs: None,
-            });
-        }
-        let client = SqsQueue::client_from_env().await;
-        let name = format!("rara-bench-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let pair = rara_queue::sqs::create_queue_pair(&client, &name, visibility, max_receive)
-            .await
-            .context("cannot create the SQS queues (is AWS_ENDPOINT_URL pointing at LocalStack?)")?;
-        let queue = Arc::new(SqsQueue::new(client, pair.queue_url.clone(), Some(pair.dlq_url.clone())));
-        Ok(QueueSetup {
-            queue: queue.clone(),
-            url: pair.queue_url.clone(),
-            dlq_url: Some(pair.dlq_url.clone()),
-            memory: None,
-            sqs: Some((queue, [pair.queue_url, pair.dlq_url])),
-        })
-    }
-
-    pub async fn delete_sqs_queues(&self) {
-        if let Some((queue, urls)) = &self.sqs {
-            for url in urls {
-                let _ = queue.client().delete_queue().queue_url(url).send().await;
-            }
-        }
-    }
-}
-
-/// One pool per "container": the scheduler's, one per executor loop, and the submitter's.
-pub struct Pools {
-    pub scheduler: PgPool,
-    pub executors: Vec<PgPool>,
-    pub submitter: Option<PgPool>,
-}
-
-impl Pools {
-    pub async fn open(scratch: &ScratchDb, executors: u32, with_submitter: bool) -> anyhow::Result<Self> {
-        let db = scratch.connect_options();
-        let scheduler = pool(&db, POOL_CONNECTIONS).await?;
-        let mut executor_pools = Vec::new();
-        for _ in 0..executors {
-            executor_pools.push(pool(&db, POOL_CONNECTIONS).await?);
-        }
-        let submitter = if with_submitter { Some(pool(&db, 1).await?) } else { None };
-        Ok(Pools { scheduler, executors: executor_pools, submitter })
-    }
-
-    pub async fn close(&self) {
-        self.scheduler.close().await;
-        for p in &self.executors {
-            p.close().await;
-        }
-        if let Some(p) = &self.submitter {
-            p.close().await;
-        }
-    }
-}
-
-/// The running loops and what they share.
-struct Loops {
-    stop: CancellationToken,
-    stats: Arc<QueueStats>,
-    submitted: Arc<AtomicU64>,
-    /// `rate`: when each step's message was sent, and when each run's submission started.
-    sent_at: Arc<Instants>,
-    run_due_at: Arc<Instants>,
-    scheduler: JoinHandle<anyhow::Result<Counters>>,
-    /// Soak: the last minute whose scheduler invocation ended, and the counters summed so far.
-    scheduler_minutes: Option<watch::Receiver<(u32, Counters)>>,
-    executors: Vec<JoinHandle<anyhow::Result<Counters>>>,
-    submitter: Option<JoinHandle<anyhow::Result<()>>>,
-}
-
-impl Loops {
-    fn start(
-        options: &Options,
-        settings: &Arc<Settings>,
-        setup: &QueueSetup,
-        pools: &Pools,
-        registry: Arc<rara_domain::registry::Registry>,
-        preloaded: u64,
-        t0: Instant,
-    ) -> Self {
-        let stop = CancellationToken::new();
-        let stats = Arc::new(QueueStats::default());
-        let (sent_at, run_due_at) = (Arc::new(Instants::default()), Arc::new(Instants::default()));
-        // Due-to-enqueued is recorded per step in memory: for the bounded `rate` runs only.
-        let scheduler_queue = match options.mode {
-            Mode::Rate(_) => Counted::recording(setup.queue.clone(), stats.clone(), sent_at.clone()),
-            _ => Counted::new(setup.queue.clone(), stats.clone()),
-        };
-        let scheduler = Scheduler::new(Store::new(pools.scheduler.clone()), scheduler_queue, settings.clone());
-        let (scheduler, scheduler_minutes) = match options.mode.soak() {
-            Some(_) => {
-                let (minutes, receiver) = watch::channel((0, Counters::default()));
-                (tokio::spawn(minutely(scheduler, t0, stop.clone(), minutes)), Some(receiver))
-            }
-            None => {
-                let stop = stop.clone();
-                (tokio::spawn(async move { Ok(scheduler.run(None, stop).await?) }), None)
-            }
-        };
-        let runner = runner_options(options.batch, options.batching_window, options.queue, settings);
-        let executors = spawn_executors(settings, setup, pools, &registry, &runner, &stats, &stop);
-        let submitted = Arc::new(AtomicU64::new(preloaded));
-        let submitter = pools.submitter.as_ref().map(|p| {
-            let submitter = Submitter {
-                store: Store::new(p.clone()),
-                settings: settings.clone(),
-                rate: options.mode.rate(),
-                // A soak at a steady rate submits until the time is over.
-                target: if options.mode.soak().is_some() { u64::MAX } else { options.steps as u64 },
-                submitted: submitted.clone(),
-                stats: stats.clone(),
-                due_at: run_due_at.clone(),
-                stop: stop.clone(),
-            };
-            tokio::spawn(submitter.run())
-        });
-        Loops { stop, stats, submitted, sent_at, run_due_at, scheduler, scheduler_minutes, executors, submitter }
-    }
-
-    /// Soak: the scheduler's counters summed over its invocations up to the end of minute
-    /// `minute`, once the invocation ending then has returned; after [`READ_DELAY`] more (a
-    /// pass goes on while full lease batches are due), over those that have returned.
-    async fn scheduler_counters(&self, minute: u32) -> anyhow::Result<Counters> {
-        let Some(minutes) = &self.scheduler_minutes else { bail!("the scheduler does not run by the minute") };
-        let mut waiting = minutes.clone();
-        match tokio::time::timeout(READ_DELAY, waiting.wait_for(|(ended, _)| *ended >= minute)).await {
-            Ok(counters) => Ok(counters.context("the scheduler loop stopped early")?.1),
-            Err(_) => {
-                let (ended, counters) = *minutes.borrow();
-                eprintln!("warning: minute {minute}: the scheduler's counters are those up to minute {ended}");
-                Ok(counters)
-            }
-        }
-    }
-
-    /// Whether a loop ended before it was told to.
-    fn broken(&self) -> bool {
-        self.scheduler.is_finished() || self.executors.iter().any(|t| t.is_finished())
-    }
-
-    /// Stops the loops and returns the scheduler's counters.
-    async fn stop(self) -> anyhow::Result<Counters> {
-        self.stop.cancel();
-        let counters = self.scheduler.await.context("the scheduler loop panicked")??;
-        for task in self.executors {
-            task.await.context("an executor loop panicked")??;
-        }
-        if let Some(task) = self.submitter {
-            task.await.context("the submitter panicked")??;
-        }
-        Ok(counters)
-    }
-}
-
-/// Soak: the scheduler loop as back-to-back invocations (`Scheduler::run` with a budget, the
-/// call of the scheduler Lambda), each ending at the end of a minute after `t0`, publishing
-/// after each its minute and the counters summed so far; until `stop`. Returns the sum.
-async fn minutely(
-    scheduler: Scheduler,
-    t0: Instant,
-    stop: CancellationToken,
-    minutes: watch::Sender<(u32, Counters)>,
-) -> anyhow::Result<Counters> {
-    let mut total = Counters::default();
-    let mut minute = 0;
-    while !stop.is_cancelled() {
-        minute += 1;
-        let budget = (t0 + MINUTE * minute).saturating_duration_since(Instant::now());
-        total += scheduler.run(Some(budget), stop.clone()).await?;
-        minutes.send_replace((minute, total));
-    }
-    Ok(total)
-}
-
 /// How an executor loop polls: batches of `batch` (gathered within `window` above 10), with
 /// the function timeout of `settings`.
 pub fn runner_options(batch: u32, window: Duration, queue: QueueKind, settings: &Settings) -> RunnerOptions {
@@ -388,110 +199,6 @@ pub fn spawn_executors(
             tokio::spawn(async move { Ok(run_executor(&executor, queue, &runner, stop).await?) })
         })
         .collect()
-}
-
-/// How the loops ended: the measured time, and what each minute of a soak read.
-#[derive(Debug)]
-pub struct Finished {
-    pub elapsed: Duration,
-    /// Soak: steps finished in each minute.
-    pub per_minute: Vec<u64>,
-    /// Soak: latency and history of each minute.
-    pub minutes: Readings,
-}
-
-fn progress_bar(length: Option<u64>) -> ProgressBar {
-    let bar = match length {
-        Some(length) => ProgressBar::new(length),
-        None => ProgressBar::new_spinner(),
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed:>4} [{bar:40}] {pos}/{len} steps {per_sec} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar
-}
-
-/// Shows progress until every step's message is deleted.
-async fn wait(options: &Options, loops: &Loops, t0: Instant, target: u64) -> anyhow::Result<Finished> {
-    let bar = progress_bar(Some(target));
-    let elapsed = loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let done = loops.stats.steps_deleted.load(Ordering::Relaxed);
-        bar.set_position(done);
-        if done >= target && loops.submitted.load(Ordering::Relaxed) >= target {
-            break t0.elapsed();
-        } else if t0.elapsed() > options.timeout {
-            bail!("the benchmark did not finish within {} s ({done}/{target} steps)", options.timeout.as_secs());
-        }
-        if loops.broken() {
-            bail!("a scheduler or executor loop stopped early ({done}/{target} steps)");
-        }
-    };
-    bar.finish_and_clear();
-    Ok(Finished { elapsed, per_minute: Vec::new(), minutes: Readings::default() })
-}
-
-/// Soak: runs `minutes` minutes, counting the steps finished in each and reading it
-/// [`READ_DELAY`] after it ends, on a connection of its own (the loops go on meanwhile; the
-/// time measured ends with the last minute).
-async fn soak(loops: &Loops, minutes: u32, before: &Before, scratch: &ScratchDb) -> anyhow::Result<Finished> {
-    let check = pool(&scratch.connect_options(), 1).await.context("cannot connect to the scratch database")?;
-    let finished = each_minute(loops, minutes, before, &check).await;
-    check.close().await;
-    finished
-}
-
-async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPool) -> anyhow::Result<Finished> {
-    let bar = progress_bar(None);
-    let (mut per_minute, mut readings) = (Vec::new(), Readings::default());
-    let (mut counted, mut elapsed) = (0, Duration::ZERO);
-    for minute in 1..=minutes {
-        let end = before.t0 + MINUTE * minute;
-        let done = progress_until(loops, &bar, end).await?;
-        elapsed = before.t0.elapsed();
-        let n = done - counted;
-        per_minute.push(n);
-        counted = done;
-        progress_until(loops, &bar, end + READ_DELAY).await?;
-        let pruned = loops.scheduler_counters(minute).await?.pruned;
-        let (latency, history) = readings.read(check, before.t0_db, minute, pruned).await?;
-        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
-        // Printed even when stderr is not a terminal (a hidden bar drops `println`).
-        bar.suspend(|| {
-            eprintln!(
-                "minute {minute:>3}: {n} steps, {:.0} steps/s, due→claimed p50 {} p99 {} ms; rows: {} steps, {} attempts, {} runs, {} dead ({:.0} MiB); {} runs pruned",
-                n as f64 / 60.0,
-                ms(latency.p50),
-                ms(latency.p99),
-                history.steps_rows,
-                history.attempts_rows,
-                history.runs_rows,
-                history.dead_rows,
-                history.history_mb,
-                history.runs_pruned,
-            )
-        });
-    }
-    bar.finish_and_clear();
-    Ok(Finished { elapsed, per_minute, minutes: readings })
-}
-
-/// Shows progress until `end`; returns the steps finished by then.
-async fn progress_until(loops: &Loops, bar: &ProgressBar, end: Instant) -> anyhow::Result<u64> {
-    loop {
-        let done = loops.stats.steps_deleted.load(Ordering::Relaxed);
-        bar.set_position(done);
-        if loops.broken() {
-            bail!("a scheduler or executor loop stopped early ({done} steps)");
-        }
-        let now = Instant::now();
-        if now >= end {
-            return Ok(done);
-        }
-        tokio::time::sleep_until(end.min(now + Duration::from_millis(50))).await;
-    }
 }
 
 #[cfg(test)]

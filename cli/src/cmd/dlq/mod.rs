@@ -15,6 +15,7 @@ use rara_queue::sqs::{DLQ_REASON, DLQ_REASON_CODE, SqsQueue};
 use rara_queue::{Outgoing, Queue, Received};
 use rara_store::Store;
 
+use crate::exit::ExitCode;
 use crate::{Failure, table};
 use classify::{Classification, State};
 
@@ -52,12 +53,10 @@ enum DlqCommand {
 pub async fn run(args: Dlq, json: bool) -> Result<(), Failure> {
     match args.command {
         DlqCommand::List { limit } => list(limit, json).await,
-        DlqCommand::Purge { stale: false, .. } => Err(Failure {
-            code: 2,
-            error: anyhow::anyhow!(
-                "purge needs --stale: it removes only the entries whose steps moved on (see `rara dlq list`)"
-            ),
-        }),
+        DlqCommand::Purge { stale: false, .. } => Err(Failure::new(
+            ExitCode::Usage,
+            "purge needs --stale: it removes only the entries whose steps moved on (see `rara dlq list`)",
+        )),
         DlqCommand::Purge { stale: true, limit } => purge(limit, json).await,
         DlqCommand::Redrive { limit } => redrive(limit, json).await,
     }

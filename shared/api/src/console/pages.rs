@@ -188,66 +188,80 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
                 @if let Some(p) = &step.progress { " " span.muted { (p.message) } }
             }
             td {
-                @if let Some(csrf) = csrf {
-                    @if !is_finished(step.status) {
-                        form.inline method="post" action={ "/steps/" (step.id) "/cancel" } data-confirm={ "Cancel step " (step.name) "?" } {
-                            input type="hidden" name="csrf" value=(csrf);
-                            input type="hidden" name="back" value=(run_id);
-                            button.cancel-step type="submit" data-step=(step.name) { "Cancel" }
-                        }
-                    }
-                    @if matches!(step.status, StepStatus::Failed | StepStatus::Cancelled) {
-                        form.inline method="post" action={ "/steps/" (step.id) "/retry" } data-confirm={ "Retry step " (step.name) "?" } {
-                            input type="hidden" name="csrf" value=(csrf);
-                            input type="hidden" name="back" value=(run_id);
-                            button.retry-step type="submit" data-step=(step.name) { "Retry" }
-                        }
-                    }
-                }
+                (step_actions(run_id, step, csrf))
             }
         }
         tr {
             td colspan="6" {
-                details id={ "detail-" (step.name) } {
-                    summary { "details of " (step.name) }
-                    @if let Some(input) = input { h4 { "Input (as stored: secret references, never values)" } pre { (pretty(input)) } }
-                    @if let Some(output) = &step.output { h4 { "Output" } pre { (pretty(output)) } }
-                    @if let Some(error) = &step.error {
-                        h4 { "Error" }
-                        pre { (error.0.code) ": " (error.0.message) @if error.0.retryable { " (retryable)" } }
-                    }
-                    @if !step.attempts.is_empty() {
-                        h4 { "Attempts" }
-                        table {
-                            thead { tr { th { "#" } th { "outcome" } th { "by" } th { "fence" } th { "started" } th { "finished" } th { "error" } } }
-                            tbody {
-                                @for a in &step.attempts {
-                                    tr {
-                                        td { (a.attempt) }
-                                        td { (badge(&super::outcome_name(a.outcome))) }
-                                        td { (a.leased_by) @if let Some(e) = &a.remote_endpoint { " → " (e) } }
-                                        td { (a.fence) }
-                                        td { (time(a.started_at)) }
-                                        td { @if let Some(f) = a.finished_at { (time(f)) } }
-                                        td { @if let Some(e) = &a.error { (e.0.code) ": " (e.0.message) } }
-                                    }
-                                }
+                (step_details(step, input))
+            }
+        }
+    }
+}
+
+/// The cancel and retry buttons of a step, for a console that may change state.
+fn step_actions(run_id: Uuid, step: &StepView, csrf: Option<&str>) -> Markup {
+    html! {
+        @if let Some(csrf) = csrf {
+            @if !is_finished(step.status) {
+                form.inline method="post" action={ "/steps/" (step.id) "/cancel" } data-confirm={ "Cancel step " (step.name) "?" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="back" value=(run_id);
+                    button.cancel-step type="submit" data-step=(step.name) { "Cancel" }
+                }
+            }
+            @if matches!(step.status, StepStatus::Failed | StepStatus::Cancelled) {
+                form.inline method="post" action={ "/steps/" (step.id) "/retry" } data-confirm={ "Retry step " (step.name) "?" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="back" value=(run_id);
+                    button.retry-step type="submit" data-step=(step.name) { "Retry" }
+                }
+            }
+        }
+    }
+}
+
+/// A step's details, folded: its input, output, error, attempts and artifacts.
+fn step_details(step: &StepView, input: Option<&serde_json::Value>) -> Markup {
+    html! {
+        details id={ "detail-" (step.name) } {
+            summary { "details of " (step.name) }
+            @if let Some(input) = input { h4 { "Input (as stored: secret references, never values)" } pre { (pretty(input)) } }
+            @if let Some(output) = &step.output { h4 { "Output" } pre { (pretty(output)) } }
+            @if let Some(error) = &step.error {
+                h4 { "Error" }
+                pre { (error.0.code) ": " (error.0.message) @if error.0.retryable { " (retryable)" } }
+            }
+            @if !step.attempts.is_empty() {
+                h4 { "Attempts" }
+                table {
+                    thead { tr { th { "#" } th { "outcome" } th { "by" } th { "fence" } th { "started" } th { "finished" } th { "error" } } }
+                    tbody {
+                        @for a in &step.attempts {
+                            tr {
+                                td { (a.attempt) }
+                                td { (badge(&super::outcome_name(a.outcome))) }
+                                td { (a.leased_by) @if let Some(e) = &a.remote_endpoint { " → " (e) } }
+                                td { (a.fence) }
+                                td { (time(a.started_at)) }
+                                td { @if let Some(f) = a.finished_at { (time(f)) } }
+                                td { @if let Some(e) = &a.error { (e.0.code) ": " (e.0.message) } }
                             }
                         }
                     }
-                    @if !step.artifacts.is_empty() {
-                        h4 { "Artifacts" }
-                        table {
-                            thead { tr { th { "name" } th { "attempt" } th { "uri" } th { "type" } th { "size" } th { "digest" } } }
-                            tbody {
-                                @for a in &step.artifacts {
-                                    tr {
-                                        td { (a.name) } td { (a.attempt) } td { code { (a.uri) } }
-                                        td { (a.media_type.clone().unwrap_or_default()) }
-                                        td { @if let Some(n) = a.size_bytes { (n) } }
-                                        td { code { (a.digest.clone().unwrap_or_default()) } }
-                                    }
-                                }
+                }
+            }
+            @if !step.artifacts.is_empty() {
+                h4 { "Artifacts" }
+                table {
+                    thead { tr { th { "name" } th { "attempt" } th { "uri" } th { "type" } th { "size" } th { "digest" } } }
+                    tbody {
+                        @for a in &step.artifacts {
+                            tr {
+                                td { (a.name) } td { (a.attempt) } td { code { (a.uri) } }
+                                td { (a.media_type.clone().unwrap_or_default()) }
+                                td { @if let Some(n) = a.size_bytes { (n) } }
+                                td { code { (a.digest.clone().unwrap_or_default()) } }
                             }
                         }
                     }

@@ -28,8 +28,7 @@ pub fn svg(run: &RunView, now: DateTime<Utc>) -> Markup {
     let t0 = run.created_at;
     let end = run.finished_at.unwrap_or(now);
     let last = attempts.iter().filter_map(|(_, a)| a.finished_at.or(a.retry_at)).max().unwrap_or(end).max(end);
-    let span = offset(t0, last).max(1) as f64;
-    let x = |t: DateTime<Utc>| LABEL_W + (offset(t0, t) as f64 / span * AXIS_W as f64) as usize;
+    let axis = Axis { t0, span: offset(t0, last).max(1) as f64 };
     let height = TOP + attempts.len().max(1) * ROW_H + 8;
     let width = LABEL_W + AXIS_W + 90;
 
@@ -48,63 +47,81 @@ pub fn svg(run: &RunView, now: DateTime<Utc>) -> Markup {
         );
     }
     for (row, (step, a)) in attempts.iter().enumerate() {
-        let y = TOP + row * ROW_H;
-        let outcome = outcome_name(a.outcome);
-        let finished = a.finished_at.unwrap_or(now);
-        let (x1, x2) = (x(a.started_at), x(finished).max(x(a.started_at) + 2));
-        let colour = status_colour(&outcome);
-        let name = escape(step);
-        let _ = write!(
-            out,
-            r##"<g class="attempt" data-step="{name}" data-attempt="{n}" data-outcome="{outcome}"><title>{name} attempt {n}: {outcome}, {took}</title><text x="4" y="{ty}" font-size="12" fill="#0f172a">{name} #{n}</text>"##,
-            n = a.attempt,
-            ty = y + 13,
-            took = human(offset(a.started_at, finished)),
-        );
-        let spans = &a.detached_spans.0;
-        if spans.is_empty() {
-            let _ = write!(
-                out,
-                r#"<rect x="{x1}" y="{y}" width="{w}" height="14" rx="2" fill="{colour}"/>"#,
-                w = x2 - x1,
-                y = y + 2
-            );
-        } else {
-            // Hatched: the attempt ran detached; solid: an executor was attached.
-            let _ = write!(
-                out,
-                r#"<rect class="detached" x="{x1}" y="{y}" width="{w}" height="14" rx="2" fill="url(#detached)"/>"#,
-                w = x2 - x1,
-                y = y + 2
-            );
-            for s in spans {
-                let (s1, s2) = (x(s.from), x(s.to).max(x(s.from) + 1));
-                let _ = write!(
-                    out,
-                    r#"<rect x="{s1}" y="{y}" width="{w}" height="14" fill="{colour}"/>"#,
-                    w = s2 - s1,
-                    y = y + 2
-                );
-            }
-        }
-        if let Some(retry_at) = a.retry_at {
-            let _ = write!(
-                out,
-                r##"<line class="wait" x1="{x2}" y1="{ly}" x2="{x3}" y2="{ly}" stroke="#f59e0b" stroke-dasharray="3 3"/>"##,
-                ly = y + 9,
-                x3 = x(retry_at),
-            );
-        }
-        let _ = write!(
-            out,
-            r##"<text x="{tx}" y="{ty}" font-size="11" fill="#475569">{took}</text></g>"##,
-            tx = x2 + 4,
-            ty = y + 13,
-            took = human(offset(a.started_at, finished))
-        );
+        attempt(&mut out, &axis, TOP + row * ROW_H, step, a, now);
     }
     out.push_str("</svg>");
     PreEscaped(out)
+}
+
+/// The time axis from the run's creation: where an instant falls, in pixels.
+struct Axis {
+    t0: DateTime<Utc>,
+    /// Milliseconds the axis spans (at least 1).
+    span: f64,
+}
+
+impl Axis {
+    fn x(&self, t: DateTime<Utc>) -> usize {
+        LABEL_W + (offset(self.t0, t) as f64 / self.span * AXIS_W as f64) as usize
+    }
+}
+
+/// One attempt's row at height `y`: its label, its bar (hatched where it ran detached), the
+/// wait until its retry, and its duration.
+fn attempt(out: &mut String, axis: &Axis, y: usize, step: &str, a: &AttemptView, now: DateTime<Utc>) {
+    let outcome = outcome_name(a.outcome);
+    let finished = a.finished_at.unwrap_or(now);
+    let (x1, x2) = (axis.x(a.started_at), axis.x(finished).max(axis.x(a.started_at) + 2));
+    let colour = status_colour(&outcome);
+    let name = escape(step);
+    let _ = write!(
+        out,
+        r##"<g class="attempt" data-step="{name}" data-attempt="{n}" data-outcome="{outcome}"><title>{name} attempt {n}: {outcome}, {took}</title><text x="4" y="{ty}" font-size="12" fill="#0f172a">{name} #{n}</text>"##,
+        n = a.attempt,
+        ty = y + 13,
+        took = human(offset(a.started_at, finished)),
+    );
+    let spans = &a.detached_spans.0;
+    if spans.is_empty() {
+        let _ = write!(
+            out,
+            r#"<rect x="{x1}" y="{y}" width="{w}" height="14" rx="2" fill="{colour}"/>"#,
+            w = x2 - x1,
+            y = y + 2
+        );
+    } else {
+        // Hatched: the attempt ran detached; solid: an executor was attached.
+        let _ = write!(
+            out,
+            r#"<rect class="detached" x="{x1}" y="{y}" width="{w}" height="14" rx="2" fill="url(#detached)"/>"#,
+            w = x2 - x1,
+            y = y + 2
+        );
+        for s in spans {
+            let (s1, s2) = (axis.x(s.from), axis.x(s.to).max(axis.x(s.from) + 1));
+            let _ = write!(
+                out,
+                r#"<rect x="{s1}" y="{y}" width="{w}" height="14" fill="{colour}"/>"#,
+                w = s2 - s1,
+                y = y + 2
+            );
+        }
+    }
+    if let Some(retry_at) = a.retry_at {
+        let _ = write!(
+            out,
+            r##"<line class="wait" x1="{x2}" y1="{ly}" x2="{x3}" y2="{ly}" stroke="#f59e0b" stroke-dasharray="3 3"/>"##,
+            ly = y + 9,
+            x3 = axis.x(retry_at),
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<text x="{tx}" y="{ty}" font-size="11" fill="#475569">{took}</text></g>"##,
+        tx = x2 + 4,
+        ty = y + 13,
+        took = human(offset(a.started_at, finished))
+    );
 }
 
 fn human(millis: i64) -> String {

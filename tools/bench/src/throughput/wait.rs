@@ -1,0 +1,116 @@
+//! Waiting for the loops to end: until every step's message is deleted, or a soak's
+//! minutes are over (reading each minute as it ends).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use rara_testkit::scratch::ScratchDb;
+use sqlx::PgPool;
+use tokio::time::Instant;
+
+use super::loops::Loops;
+use crate::measure::{Before, Finished};
+use crate::minutes::{MINUTE, READ_DELAY, Readings};
+use crate::options::Options;
+use crate::system::pool;
+
+fn progress_bar(length: Option<u64>) -> ProgressBar {
+    let bar = match length {
+        Some(length) => ProgressBar::new(length),
+        None => ProgressBar::new_spinner(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed:>4} [{bar:40}] {pos}/{len} steps {per_sec} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Shows progress until every step's message is deleted.
+pub(super) async fn wait(options: &Options, loops: &Loops, t0: Instant, target: u64) -> anyhow::Result<Finished> {
+    let bar = progress_bar(Some(target));
+    let elapsed = loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let done = loops.stats.steps_deleted.load(Ordering::Relaxed);
+        bar.set_position(done);
+        if done >= target && loops.submitted.load(Ordering::Relaxed) >= target {
+            break t0.elapsed();
+        } else if t0.elapsed() > options.timeout {
+            bail!("the benchmark did not finish within {} s ({done}/{target} steps)", options.timeout.as_secs());
+        }
+        if loops.broken() {
+            bail!("a scheduler or executor loop stopped early ({done}/{target} steps)");
+        }
+    };
+    bar.finish_and_clear();
+    Ok(Finished { elapsed, per_minute: Vec::new(), minutes: Readings::default() })
+}
+
+/// Soak: runs `minutes` minutes, counting the steps finished in each and reading it
+/// [`READ_DELAY`] after it ends, on a connection of its own (the loops go on meanwhile; the
+/// time measured ends with the last minute).
+pub(super) async fn soak(
+    loops: &Loops,
+    minutes: u32,
+    before: &Before,
+    scratch: &ScratchDb,
+) -> anyhow::Result<Finished> {
+    let check = pool(&scratch.connect_options(), 1).await.context("cannot connect to the scratch database")?;
+    let finished = each_minute(loops, minutes, before, &check).await;
+    check.close().await;
+    finished
+}
+
+async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPool) -> anyhow::Result<Finished> {
+    let bar = progress_bar(None);
+    let (mut per_minute, mut readings) = (Vec::new(), Readings::default());
+    let (mut counted, mut elapsed) = (0, Duration::ZERO);
+    for minute in 1..=minutes {
+        let end = before.t0 + MINUTE * minute;
+        let done = progress_until(loops, &bar, end).await?;
+        elapsed = before.t0.elapsed();
+        let n = done - counted;
+        per_minute.push(n);
+        counted = done;
+        progress_until(loops, &bar, end + READ_DELAY).await?;
+        let pruned = loops.scheduler_counters(minute).await?.pruned;
+        let (latency, history) = readings.read(check, before.t0_db, minute, pruned).await?;
+        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
+        // Printed even when stderr is not a terminal (a hidden bar drops `println`).
+        bar.suspend(|| {
+            eprintln!(
+                "minute {minute:>3}: {n} steps, {:.0} steps/s, due→claimed p50 {} p99 {} ms; rows: {} steps, {} attempts, {} runs, {} dead ({:.0} MiB); {} runs pruned",
+                n as f64 / 60.0,
+                ms(latency.p50),
+                ms(latency.p99),
+                history.steps_rows,
+                history.attempts_rows,
+                history.runs_rows,
+                history.dead_rows,
+                history.history_mb,
+                history.runs_pruned,
+            )
+        });
+    }
+    bar.finish_and_clear();
+    Ok(Finished { elapsed, per_minute, minutes: readings })
+}
+
+/// Shows progress until `end`; returns the steps finished by then.
+async fn progress_until(loops: &Loops, bar: &ProgressBar, end: Instant) -> anyhow::Result<u64> {
+    loop {
+        let done = loops.stats.steps_deleted.load(Ordering::Relaxed);
+        bar.set_position(done);
+        if loops.broken() {
+            bail!("a scheduler or executor loop stopped early ({done} steps)");
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(done);
+        }
+        tokio::time::sleep_until(end.min(now + Duration::from_millis(50))).await;
+    }
+}
