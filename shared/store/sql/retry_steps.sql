@@ -18,13 +18,19 @@ again AS (
     SELECT c.id, c.status, t.id, t.run_id FROM steps c JOIN target t ON c.parent_id = t.id
     WHERE c.status IN ('failed', 'cancelled', 'skipped')
 ),
+-- How many of what comes back each step that comes back waits on.
+waits AS (
+    SELECT d.step_id, count(*)::int AS n
+    FROM step_dependencies d
+    WHERE d.step_id = ANY(ARRAY(SELECT id FROM again)) AND d.depends_on = ANY(ARRAY(SELECT id FROM again))
+    GROUP BY d.step_id
+),
 revived AS (
     UPDATE steps s
     SET status = 'pending', max_attempts = s.attempt + s.max_attempts, next_run_at = now(), error = NULL,
-        finished_at = NULL, updated_at = now(),
-        pending_deps = (SELECT count(*) FROM step_dependencies d JOIN again a ON a.id = d.depends_on
-                        WHERE d.step_id = s.id)
-    FROM again a WHERE s.id = a.id
+        finished_at = NULL, updated_at = now(), pending_deps = coalesce(w.n, 0)
+    FROM again a LEFT JOIN waits w ON w.step_id = a.id
+    WHERE s.id = a.id
     RETURNING s.id
 ),
 downstream(id) AS (
@@ -32,10 +38,11 @@ downstream(id) AS (
     UNION
     SELECT d.step_id FROM step_dependencies d JOIN downstream x ON d.depends_on = x.id
 ),
+-- By primary key (`= ANY(ARRAY(..))`): a join with `downstream` is planned on the estimates of
+-- step_dependencies, and may walk all of steps_pkey for every batch.
 unskipped AS (
     UPDATE steps s SET status = 'pending', error = NULL, finished_at = NULL, updated_at = now()
-    FROM downstream x
-    WHERE s.id = x.id AND s.status = 'skipped' AND s.id NOT IN (SELECT id FROM again)
+    WHERE s.id = ANY(ARRAY(SELECT id FROM downstream EXCEPT SELECT id FROM again)) AND s.status = 'skipped'
     RETURNING s.id, s.run_id
 ),
 -- Per run: the steps back, and the failures and cancellations they no longer count. The
@@ -47,10 +54,11 @@ back AS (
     FROM again GROUP BY run_id
 ),
 tolerated AS (
-    SELECT t.run_id,
-           sum(least(coalesce(t.map_tolerated_failures, 0),
-                     (SELECT count(*) FROM again a WHERE a.root = t.id AND a.was = 'failed' AND a.id <> t.id)))::int AS n
-    FROM target t GROUP BY t.run_id
+    SELECT t.run_id, sum(least(coalesce(t.map_tolerated_failures, 0), coalesce(f.n, 0)))::int AS n
+    FROM target t
+    LEFT JOIN (SELECT root, count(*) AS n FROM again WHERE was = 'failed' AND id <> root GROUP BY root) f
+           ON f.root = t.id
+    GROUP BY t.run_id
 ),
 unskipped_runs AS (
     SELECT run_id, count(*)::int AS steps FROM unskipped GROUP BY run_id
