@@ -1,5 +1,5 @@
 //! `rara cancel`: cancel a run (every unfinished step) or a single step; attempts that run
-//! detached on a remote executor are told at once ([`rara_runtime::cancel`]).
+//! detached on a remote executor are told at once ([`rara_operator::cancel`]).
 
 use clap::Args;
 use uuid::Uuid;
@@ -19,7 +19,7 @@ pub struct Cancel {
 pub async fn run(args: Cancel, json: bool) -> Result<(), Failure> {
     let id = args.id;
     let store = super::connect(&super::config()?).await?;
-    let done = rara_runtime::cancel::cancel(&store, id, &args.reason).await?;
+    let done = rara_operator::cancel::cancel(&store, id, &args.reason).await?;
     let (kind, cancelled) = (done.kind, done.steps);
     for (attempt, told) in &done.told {
         let (endpoint, step, n) = (&attempt.endpoint, attempt.step_id, attempt.attempt);

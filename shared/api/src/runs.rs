@@ -12,6 +12,7 @@ use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use rara_domain::state::RunStatus;
 use rara_domain::workflow::{Format, WorkflowDefinition};
+use rara_operator::bulk;
 use rara_store::browse::{Cursor, RunFilter};
 use rara_store::read::{RunSummary, RunView};
 use serde::{Deserialize, Serialize};
@@ -254,7 +255,7 @@ pub(crate) async fn cancel(api: &Api, id: Uuid, step: bool, reason: Option<Strin
         api.store().run_status(id).await?;
     }
     let reason = reason.unwrap_or_else(|| DEFAULT_REASON.to_owned());
-    let done = rara_runtime::cancel::cancel(api.store(), id, &reason).await?;
+    let done = rara_operator::cancel::cancel(api.store(), id, &reason).await?;
     Ok(CancelResponse { id, kind: done.kind.to_owned(), cancelled_steps: done.steps })
 }
 
@@ -342,7 +343,8 @@ pub(crate) enum Bulk {
     Retry,
 }
 
-/// Counts what `action` matches and, unless `dry_run`, does it.
+/// Counts what `action` matches and, unless `dry_run`, does it: one statement per batch, at
+/// most [`bulk::MAX_STEPS`] steps (retry) or [`bulk::MAX_RUNS`] runs (cancel) per request.
 pub(crate) async fn bulk(
     api: &Api,
     action: Bulk,
@@ -350,27 +352,23 @@ pub(crate) async fn bulk(
     dry_run: bool,
     reason: Option<&str>,
 ) -> Result<BulkResponse, Error> {
-    let targets = match action {
-        Bulk::Cancel => api.store().running_runs(filter).await?,
-        Bulk::Retry => api.store().retryable_steps(filter).await?,
+    let done = match action {
+        Bulk::Cancel => bulk::cancel(api.store(), filter, reason.unwrap_or(DEFAULT_REASON), dry_run).await,
+        Bulk::Retry => bulk::retry(api.store(), filter, dry_run).await,
     };
-    let mut changed = 0;
-    if !dry_run {
-        for id in &targets {
-            changed += match action {
-                Bulk::Cancel => {
-                    rara_runtime::cancel::cancel(api.store(), *id, reason.unwrap_or(DEFAULT_REASON)).await?.steps
-                }
-                Bulk::Retry => api.store().retry_step(*id).await?,
-            };
-        }
-    }
-    Ok(BulkResponse { matched: targets.len() as u64, changed, dry_run })
+    let done = done.map_err(|e| match e {
+        bulk::Error::TooMany { .. } => Error::new(StatusCode::UNPROCESSABLE_ENTITY, "too_many", e.to_string(), 2),
+        bulk::Error::Store(e) => e.into(),
+    })?;
+    Ok(BulkResponse { matched: done.matched, changed: done.changed, dry_run })
 }
 
-/// Cancel every unfinished run a filter matches (`dry_run: true` counts them).
+/// Cancel every unfinished run a filter matches (`dry_run: true` counts them), at most 10,000
+/// runs a request (more: 422 `too_many`, nothing changed; narrow the filter).
 #[utoipa::path(post, path = "/api/bulk/cancel", request_body = BulkRequest, security(("token" = [])),
-    responses((status = 200, body = BulkResponse), (status = "4XX", body = ErrorBody)))]
+    responses((status = 200, body = BulkResponse),
+              (status = 422, body = ErrorBody, description = "`too_many`: the filter matches more runs than a request takes"),
+              (status = "4XX", body = ErrorBody)))]
 pub async fn bulk_cancel(
     State(api): State<Api>,
     headers: HeaderMap,
@@ -381,9 +379,13 @@ pub async fn bulk_cancel(
     Ok(Json(bulk(&api, Bulk::Cancel, &request.filter(), request.dry_run, request.reason.as_deref()).await?))
 }
 
-/// Retry every failed or cancelled step of the runs a filter matches (`dry_run: true` counts them).
+/// Retry every failed or cancelled step of the runs a filter matches (`dry_run: true` counts
+/// them), at most 10,000 steps a request (more: 422 `too_many`, nothing changed; narrow the
+/// filter).
 #[utoipa::path(post, path = "/api/bulk/retry", request_body = BulkRequest, security(("token" = [])),
-    responses((status = 200, body = BulkResponse), (status = "4XX", body = ErrorBody)))]
+    responses((status = 200, body = BulkResponse),
+              (status = 422, body = ErrorBody, description = "`too_many`: the filter matches more steps than a request takes"),
+              (status = "4XX", body = ErrorBody)))]
 pub async fn bulk_retry(
     State(api): State<Api>,
     headers: HeaderMap,

@@ -63,18 +63,9 @@ impl Store {
     /// Up to `limit` runs matching `filter`, newest first, after `after` (a previous page's
     /// [`RunPage::next`]).
     pub async fn browse_runs(&self, filter: &RunFilter, after: Option<Cursor>, limit: u32) -> Result<RunPage, Error> {
-        let mut runs = sqlx::query_as!(
+        let mut runs = sqlx::query_file_as!(
             RunSummary,
-            r#"SELECT id, name, status AS "status: RunStatus", steps_total,
-                      steps_total - steps_unfinished AS "steps_finished!", created_at, finished_at
-               FROM workflow_runs
-               WHERE ($1::rara_run_status IS NULL OR status = $1::rara_run_status)
-                 AND ($2::text IS NULL OR name = $2::text)
-                 AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)
-                 AND ($4::timestamptz IS NULL OR created_at < $4::timestamptz)
-                 AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::uuid))
-               ORDER BY created_at DESC, id DESC
-               LIMIT $7::bigint"#,
+            "sql/browse_runs.sql",
             filter.status as Option<RunStatus>,
             filter.name.as_deref(),
             filter.created_after,
@@ -96,14 +87,8 @@ impl Store {
 
     /// The ids of every unfinished run matching `filter` (what a bulk cancel would touch).
     pub async fn running_runs(&self, filter: &RunFilter) -> Result<Vec<Uuid>, Error> {
-        Ok(sqlx::query_scalar!(
-            r#"SELECT id FROM workflow_runs
-               WHERE status = 'running'
-                 AND ($1::rara_run_status IS NULL OR status = $1::rara_run_status)
-                 AND ($2::text IS NULL OR name = $2::text)
-                 AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)
-                 AND ($4::timestamptz IS NULL OR created_at < $4::timestamptz)
-               ORDER BY created_at"#,
+        Ok(sqlx::query_file_scalar!(
+            "sql/running_runs.sql",
             filter.status as Option<RunStatus>,
             filter.name.as_deref(),
             filter.created_after,
@@ -116,14 +101,8 @@ impl Store {
     /// The failed or cancelled steps of the runs matching `filter` (what a bulk retry would
     /// give a new budget): steps that were skipped come back with them.
     pub async fn retryable_steps(&self, filter: &RunFilter) -> Result<Vec<Uuid>, Error> {
-        Ok(sqlx::query_scalar!(
-            r#"SELECT s.id FROM steps s JOIN workflow_runs r ON r.id = s.run_id
-               WHERE s.status IN ('failed', 'cancelled')
-                 AND ($1::rara_run_status IS NULL OR r.status = $1::rara_run_status)
-                 AND ($2::text IS NULL OR r.name = $2::text)
-                 AND ($3::timestamptz IS NULL OR r.created_at >= $3::timestamptz)
-                 AND ($4::timestamptz IS NULL OR r.created_at < $4::timestamptz)
-               ORDER BY r.created_at, s.position"#,
+        Ok(sqlx::query_file_scalar!(
+            "sql/retryable_steps.sql",
             filter.status as Option<RunStatus>,
             filter.name.as_deref(),
             filter.created_after,
@@ -135,7 +114,7 @@ impl Store {
 
     /// Each step's input as stored (secret references stay references), by step id.
     pub async fn step_inputs(&self, run_id: Uuid) -> Result<Vec<(Uuid, serde_json::Value)>, Error> {
-        Ok(sqlx::query!("SELECT id, input FROM steps WHERE id IN (SELECT n.step_id FROM step_names n WHERE n.run_id = $1::uuid) ORDER BY position", run_id)
+        Ok(sqlx::query_file!("sql/step_inputs.sql", run_id)
             .fetch_all(&self.pool)
             .await?
             .into_iter()
@@ -145,7 +124,7 @@ impl Store {
 
     /// A run's status, or [`Error::RunNotFound`] (cheaper than reading the whole run).
     pub async fn run_status(&self, run_id: Uuid) -> Result<RunStatus, Error> {
-        sqlx::query_scalar!(r#"SELECT status AS "status: RunStatus" FROM workflow_runs WHERE id = $1::uuid"#, run_id)
+        sqlx::query_file_scalar!("sql/run_status.sql", run_id)
             .fetch_optional(&self.pool)
             .await?
             .ok_or(Error::RunNotFound(run_id))

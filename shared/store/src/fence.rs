@@ -3,7 +3,7 @@
 //! `running`. A write that matches no row, or a batch that leaves out a holder's row,
 //! answers [`Error::LeaseLost`]: the holder must stop and write nothing more.
 //!
-//! A quick step ([`quick`](crate::quick)) has no write after its claim: it is locked, run and
+//! A quick step (`quick.rs`) has no write after its claim: it is locked, run and
 //! written in one transaction, and its one write carries the claim's own conditions (lease
 //! token, `leased`), which the row lock kept true from the read to the write.
 //!

@@ -9,6 +9,9 @@
 //! - [`flow`]: flow control's operator side: limits per key or group, pauses of runs, keys
 //!   and operations, and what each key holds and has due.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
+//! - [`quick`]: quick steps: locked, run and recorded in one transaction (no write after the
+//!   claim until the success).
+//! - [`map`]: fan-out: a map step's expansion into its children (fenced).
 //! - [`detach`]: long steps: park a remote attempt that outlives its invocation (fenced);
 //!   the detached attempts a cancel must reach.
 //! - [`dlq`]: what the steps of dead-lettered messages are now (`rara dlq`).
@@ -25,6 +28,8 @@
 //! - [`interrupt`]: a stopping runner gives back the running steps it still holds (fenced).
 //! - [`browse`]: what the API and console read: runs by filter and cursor, the console's
 //!   live channel ([`browse::CONSOLE_CHANNEL`]).
+//! - [`bulk`]: an operator's set-based actions: retry many steps, cancel many runs (and the
+//!   detached attempts they hold), one statement per batch.
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
 //!   skipping what another transaction holds; what a prune would delete.
@@ -32,6 +37,7 @@
 //!   traces (DESIGN.md "Tracing").
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
 //! - [`error`]: the store's [`Error`], with the typed [`Error::LeaseLost`].
+//! - `testing` (feature `testing`): finished history written in bulk, for tests and benchmarks.
 //! - [`sql`]: the catalogue of every statement (the files of `sql/`, composed where they
 //!   are composed), with its parameter types; `tests/catalogue.rs` prepares each one.
 //!
@@ -52,6 +58,7 @@
 //! off. The proof is `tests/explain.rs`.
 
 pub mod browse;
+pub mod bulk;
 pub mod claim;
 pub mod detach;
 pub mod dlq;

@@ -149,81 +149,35 @@ pub struct ArtifactView {
 }
 
 impl Store {
-    /// A run with its steps in definition order, or [`Error::RunNotFound`].
+    /// A run with its steps in definition order, or [`Error::RunNotFound`]. Its five
+    /// statements (the run, its steps, their dependencies, attempts and artifacts) read one
+    /// snapshot: a read-only `REPEATABLE READ` transaction, so a step that finishes meanwhile is
+    /// never shown finished without its attempt, nor a run succeeded before its last step.
     pub async fn run(&self, run_id: Uuid) -> Result<RunView, Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(ONE_SNAPSHOT).execute(&mut *tx).await?;
         let run = sqlx::query_file!("sql/read_run.sql", run_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or(Error::RunNotFound(run_id))?;
-        let rows = sqlx::query_file!("sql/read_steps.sql", run_id).fetch_all(&self.pool).await?;
-        let names: HashMap<Uuid, String> = rows.iter().map(|s| (s.id, s.name.clone())).collect();
-        let mut steps: Vec<StepView> = rows
-            .into_iter()
-            .map(|s| StepView {
-                id: s.id,
-                name: s.name,
-                operation: s.operation,
-                version: s.version,
-                status: s.status,
-                attempt: s.attempt,
-                max_attempts: s.max_attempts,
-                next_run_at: s.next_run_at,
-                leased_by: s.leased_by,
-                lease_expires_at: s.lease_expires_at,
-                fence: s.fence,
-                progress: s.progress,
-                output: s.output,
-                error: s.error,
-                finished_at: s.finished_at,
-                remote_endpoint: s.remote_endpoint,
-                map_size: s.map_size,
-                parent: s.parent_id.and_then(|id| names.get(&id).cloned()),
-                map_index: s.map_index,
-                depends_on: Vec::new(),
-                attempts: Vec::new(),
-                artifacts: Vec::new(),
-            })
-            .collect();
+        let mut steps = read_steps(&mut tx, run_id).await?;
         let index: HashMap<Uuid, usize> = steps.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
-
-        for d in sqlx::query_file!("sql/read_dependencies.sql", run_id).fetch_all(&self.pool).await? {
+        for d in sqlx::query_file!("sql/read_dependencies.sql", run_id).fetch_all(&mut *tx).await? {
             if let Some(&i) = index.get(&d.step_id) {
                 steps[i].depends_on.push(d.name);
             }
         }
-        for a in sqlx::query_file!("sql/read_attempts.sql", run_id).fetch_all(&self.pool).await? {
+        for a in read_attempts(&mut tx, run_id).await? {
             if let Some(&i) = index.get(&a.step_id) {
-                steps[i].attempts.push(AttemptView {
-                    step_id: a.step_id,
-                    attempt: a.attempt,
-                    fence: a.fence,
-                    leased_by: a.leased_by,
-                    outcome: a.outcome,
-                    error: a.error,
-                    started_at: a.started_at,
-                    finished_at: a.finished_at,
-                    retry_at: a.retry_at,
-                    remote_endpoint: a.remote_endpoint,
-                    capability_version: a.capability_version,
-                    detached_spans: a.detached_spans,
-                    input: a.input,
-                });
+                steps[i].attempts.push(a);
             }
         }
-        for a in sqlx::query_file!("sql/read_artifacts.sql", run_id).fetch_all(&self.pool).await? {
+        for a in read_artifacts(&mut tx, run_id).await? {
             if let Some(&i) = index.get(&a.step_id) {
-                steps[i].artifacts.push(ArtifactView {
-                    step_id: a.step_id,
-                    attempt: a.attempt,
-                    name: a.name,
-                    uri: a.uri,
-                    media_type: a.media_type,
-                    size_bytes: a.size_bytes,
-                    digest: a.digest,
-                    created_at: a.created_at,
-                });
+                steps[i].artifacts.push(a);
             }
         }
+        tx.commit().await?;
         // `workflow_runs.outputs` holds the output as defined; `{}` (the column's default) is none.
         let declared = !run.outputs.is_null() && run.outputs != serde_json::json!({});
         let (output, output_error) = if declared && run.status == RunStatus::Succeeded {
@@ -255,6 +209,87 @@ impl Store {
     pub(crate) async fn step_exists(&self, step_id: Uuid) -> Result<bool, Error> {
         Ok(sqlx::query_file_scalar!("sql/step_exists.sql", step_id).fetch_one(&self.pool).await?)
     }
+}
+
+/// The first statement of [`Store::run`]'s transaction: every statement after it reads the
+/// snapshot of the first, and none may write.
+const ONE_SNAPSHOT: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
+type Tx = sqlx::Transaction<'static, sqlx::Postgres>;
+
+/// The steps of the run `run_id`, in definition order, without their dependencies, attempts
+/// and artifacts.
+async fn read_steps(tx: &mut Tx, run_id: Uuid) -> Result<Vec<StepView>, Error> {
+    let rows = sqlx::query_file!("sql/read_steps.sql", run_id).fetch_all(&mut **tx).await?;
+    let names: HashMap<Uuid, String> = rows.iter().map(|s| (s.id, s.name.clone())).collect();
+    Ok(rows
+        .into_iter()
+        .map(|s| StepView {
+            id: s.id,
+            name: s.name,
+            operation: s.operation,
+            version: s.version,
+            status: s.status,
+            attempt: s.attempt,
+            max_attempts: s.max_attempts,
+            next_run_at: s.next_run_at,
+            leased_by: s.leased_by,
+            lease_expires_at: s.lease_expires_at,
+            fence: s.fence,
+            progress: s.progress,
+            output: s.output,
+            error: s.error,
+            finished_at: s.finished_at,
+            remote_endpoint: s.remote_endpoint,
+            map_size: s.map_size,
+            parent: s.parent_id.and_then(|id| names.get(&id).cloned()),
+            map_index: s.map_index,
+            depends_on: Vec::new(),
+            attempts: Vec::new(),
+            artifacts: Vec::new(),
+        })
+        .collect())
+}
+
+/// The attempts of the steps of the run `run_id`, oldest first.
+async fn read_attempts(tx: &mut Tx, run_id: Uuid) -> Result<Vec<AttemptView>, Error> {
+    let rows = sqlx::query_file!("sql/read_attempts.sql", run_id).fetch_all(&mut **tx).await?;
+    Ok(rows
+        .into_iter()
+        .map(|a| AttemptView {
+            step_id: a.step_id,
+            attempt: a.attempt,
+            fence: a.fence,
+            leased_by: a.leased_by,
+            outcome: a.outcome,
+            error: a.error,
+            started_at: a.started_at,
+            finished_at: a.finished_at,
+            retry_at: a.retry_at,
+            remote_endpoint: a.remote_endpoint,
+            capability_version: a.capability_version,
+            detached_spans: a.detached_spans,
+            input: a.input,
+        })
+        .collect())
+}
+
+/// The artifacts of the steps of the run `run_id`, in the order they were recorded.
+async fn read_artifacts(tx: &mut Tx, run_id: Uuid) -> Result<Vec<ArtifactView>, Error> {
+    let rows = sqlx::query_file!("sql/read_artifacts.sql", run_id).fetch_all(&mut **tx).await?;
+    Ok(rows
+        .into_iter()
+        .map(|a| ArtifactView {
+            step_id: a.step_id,
+            attempt: a.attempt,
+            name: a.name,
+            uri: a.uri,
+            media_type: a.media_type,
+            size_bytes: a.size_bytes,
+            digest: a.digest,
+            created_at: a.created_at,
+        })
+        .collect())
 }
 
 /// A read run as its outputs' references see it: the outputs of its succeeded steps, the

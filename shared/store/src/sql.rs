@@ -20,7 +20,7 @@
 
 use std::sync::LazyLock;
 
-use crate::{fence, statistics};
+use crate::fence;
 
 macro_rules! sql_file {
     ($name:literal) => {
@@ -98,6 +98,18 @@ pub const LOST_REASON: &str = sql_file!("lost_reason");
 pub const DLQ_STEP: &str = sql_file!("dlq_step");
 pub const RUN_TRACE: &str = sql_file!("run_trace");
 
+// What the API and the console read (browse.rs).
+pub const BROWSE_RUNS: &str = sql_file!("browse_runs");
+pub const RUNNING_RUNS: &str = sql_file!("running_runs");
+pub const RETRYABLE_STEPS: &str = sql_file!("retryable_steps");
+pub const STEP_INPUTS: &str = sql_file!("step_inputs");
+pub const RUN_STATUS: &str = sql_file!("run_status");
+
+// Set-based operator actions, one statement per batch (bulk.rs).
+pub const RETRY_STEPS: &str = sql_file!("retry_steps");
+pub static CANCEL_RUNS: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_runs_targets"), 3));
+pub const DETACHED_ATTEMPTS_OF_RUNS: &str = sql_file!("detached_attempts_of_runs");
+
 // Flow control's operator side (flow.rs).
 pub const FLOW_LIMIT_SET: &str = sql_file!("flow_limit_set");
 pub const FLOW_LIMIT_UNSET: &str = sql_file!("flow_limit_unset");
@@ -119,9 +131,12 @@ pub const HISTORY_ATTEMPTS: &str = sql_file!("history_attempts");
 
 // Planner statistics (statistics.rs).
 pub const GROWN_TABLES: &str = sql_file!("grown_tables");
-/// `ANALYZE (SKIP_LOCKED) <table>` for each of [`statistics::TABLES`], in that order.
+/// The hot tables whose statistics decide the plans of the claim and outcome statements
+/// (`statistics.rs` keeps them fresh, as `statistics::TABLES`).
+pub const HOT_TABLES: [&str; 3] = ["steps", "step_attempts", "workflow_runs"];
+/// `ANALYZE (SKIP_LOCKED) <table>` for each of [`HOT_TABLES`], in that order.
 pub static ANALYZE: LazyLock<Vec<String>> =
-    LazyLock::new(|| statistics::TABLES.iter().map(|t| format!("ANALYZE (SKIP_LOCKED) {t}")).collect());
+    LazyLock::new(|| HOT_TABLES.iter().map(|t| format!("ANALYZE (SKIP_LOCKED) {t}")).collect());
 
 /// `WITH RECURSIVE targets AS (<targets>), <finish_tail.sql>`, the error of the dependents it
 /// skips bound as `$skip_error`.
@@ -158,8 +173,16 @@ const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
 
 /// Every statement of the store, composed statements in their composed form.
 pub fn catalogue() -> Vec<Statement> {
-    let s = |name, sql, params| Statement { name, sql, params };
-    let mut all = vec![
+    [hot_path(), operators(), maintenance()].concat()
+}
+
+fn s(name: &'static str, sql: &'static str, params: &'static [&'static str]) -> Statement {
+    Statement { name, sql, params }
+}
+
+/// The scheduler's and the executor's statements.
+fn hot_path() -> Vec<Statement> {
+    vec![
         s("lease_due", LEASE_DUE, &["int8", "text", "int8", "timestamptz"]),
         s("release", RELEASE, &["uuid[]", "uuid[]"]),
         s("reap_release", REAP_RELEASE, &["int8", "jsonb"]),
@@ -199,6 +222,13 @@ pub fn catalogue() -> Vec<Statement> {
             EXPAND.as_str(),
             &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "int4[]", "uuid[]", "uuid[]", "int4[]", "text[]", "jsonb[]", "text"],
         ),
+    ]
+}
+
+/// What operators, the API and the console run: submission, reads, cancels and retries,
+/// flow control.
+fn operators() -> Vec<Statement> {
+    vec![
         s("cancel_step", CANCEL_STEP.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
@@ -229,13 +259,18 @@ pub fn catalogue() -> Vec<Statement> {
         s("run_of_step", RUN_OF_STEP, &["uuid"]),
         s("lost_reason", LOST_REASON, &["uuid"]),
         s("dlq_step", DLQ_STEP, &["uuid[]"]),
-        s("prune_runs", PRUNE_RUNS, &["int8", "int8"]),
-        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8"]),
-        s("prunable_runs", PRUNABLE_RUNS, &["int8"]),
-        s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
-        s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),
-        s("history_steps", HISTORY_STEPS, &["int8", "int8", "int8"]),
-        s("history_attempts", HISTORY_ATTEMPTS, &["int8", "int8"]),
+        s(
+            "browse_runs",
+            BROWSE_RUNS,
+            &["rara_run_status", "text", "timestamptz", "timestamptz", "timestamptz", "uuid", "int8"],
+        ),
+        s("running_runs", RUNNING_RUNS, &["rara_run_status", "text", "timestamptz", "timestamptz"]),
+        s("retryable_steps", RETRYABLE_STEPS, &["rara_run_status", "text", "timestamptz", "timestamptz"]),
+        s("step_inputs", STEP_INPUTS, &["uuid"]),
+        s("run_status", RUN_STATUS, &["uuid"]),
+        s("retry_steps", RETRY_STEPS, &["uuid[]"]),
+        s("cancel_runs", CANCEL_RUNS.as_str(), &["uuid[]", "jsonb", "jsonb"]),
+        s("detached_attempts_of_runs", DETACHED_ATTEMPTS_OF_RUNS, &["uuid[]"]),
         s("flow_limit_set", FLOW_LIMIT_SET, &["text", "int4", "int4", "int8", "int4", "text"]),
         s("flow_limit_unset", FLOW_LIMIT_UNSET, &["text", "text"]),
         s("flow_limits_list", FLOW_LIMITS_LIST, &[]),
@@ -243,6 +278,19 @@ pub fn catalogue() -> Vec<Statement> {
         s("flow_resume", FLOW_RESUME, &["text", "text", "text"]),
         s("flow_pauses", FLOW_PAUSES, &[]),
         s("flow_overruns", FLOW_OVERRUNS, &[]),
+    ]
+}
+
+/// Retention, planner statistics, and the history writers of tests and benchmarks.
+fn maintenance() -> Vec<Statement> {
+    let mut all = vec![
+        s("prune_runs", PRUNE_RUNS, &["int8", "int8"]),
+        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8"]),
+        s("prunable_runs", PRUNABLE_RUNS, &["int8"]),
+        s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
+        s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),
+        s("history_steps", HISTORY_STEPS, &["int8", "int8", "int8"]),
+        s("history_attempts", HISTORY_ATTEMPTS, &["int8", "int8"]),
     ];
     all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));
     all

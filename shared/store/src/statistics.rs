@@ -20,7 +20,7 @@
 use crate::{Error, Store, sql};
 
 /// The hot tables whose statistics decide the plans of the claim and outcome statements.
-pub const TABLES: [&str; 3] = ["steps", "step_attempts", "workflow_runs"];
+pub use crate::sql::HOT_TABLES as TABLES;
 
 /// Rows a table must gain before it is analyzed at all.
 pub const MIN_GROWTH: i64 = 1000;

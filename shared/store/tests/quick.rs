@@ -166,13 +166,37 @@ async fn a_locked_quick_step_is_held_by_its_transaction_alone(pool: PgPool) {
         let a = request(&a);
         tokio::spawn(async move { store.claim("exec-2", &[a], LEASE).await.unwrap() })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Postgres says why the claim has not finished: it waits for a row lock (a claim that did
+    // not wait would have finished, and one stuck for another reason would not be waiting so).
+    assert!(waits_for_a_lock(&pool, "-- The executor's batch claim").await, "the claim waits for the lock");
     assert!(!claim.is_finished(), "the claim waits for the lock");
     let step = batch.steps[0].clone();
     batch.succeed("exec-q", &[(&step, json!({}))]).await.unwrap();
     let outcome = claim.await.unwrap();
     assert_eq!(outcome[0], ClaimOutcome::Stale(StaleReason::Finished), "after the success, the claim runs nothing");
     assert_eq!(attempts(&pool, a.step_id).await.len(), 1);
+}
+
+/// Whether a session of this database comes to wait for a lock while it runs a statement that
+/// contains `text` (in its first kilobyte: `track_activity_query_size`), within five seconds.
+async fn waits_for_a_lock(pool: &PgPool, text: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let waiting: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT FROM pg_stat_activity
+                            WHERE datname = current_database() AND wait_event_type = 'Lock'
+                              AND state = 'active' AND strpos(query, $1) > 0)",
+        )
+        .bind(text)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if waiting {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    false
 }
 
 /// The quick success statement in a transaction of the test's own: what `synchronous_commit`

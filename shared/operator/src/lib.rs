@@ -1,0 +1,14 @@
+//! An operator's actions on runs and steps, as the HTTP API, the console and the CLI perform
+//! them, without the runtime: the store's statements and the remote executors' `Cancel`.
+//!
+//! # Layout
+//!
+//! - [`cancel`]: cancel a run (every unfinished step) or one step, then tell every attempt that
+//!   runs detached on a remote executor, concurrently, each within [`DETACHED_CANCEL_TIMEOUT`].
+//! - [`bulk`]: the set-based actions over what a filter matches: retry the failed and cancelled
+//!   steps, cancel the unfinished runs; one statement per batch, a bounded number per request.
+//!
+//! [`DETACHED_CANCEL_TIMEOUT`]: cancel::DETACHED_CANCEL_TIMEOUT
+
+pub mod bulk;
+pub mod cancel;

@@ -1,0 +1,7 @@
+-- A bulk cancel (`POST /api/bulk/cancel`): cancel_run_targets.sql for every run of $1 at once,
+-- one statement per batch: every unfinished step of those runs, with the error $2 (the targets
+-- of finish_tail.sql).
+    SELECT id, 'cancelled'::rara_step_status AS new_status, $2::jsonb AS error,
+           'cancelled'::rara_attempt_outcome AS attempt_outcome
+    FROM steps WHERE id IN (SELECT n.step_id FROM step_names n WHERE n.run_id = ANY($1::uuid[])) AND status IN ('pending', 'leased', 'running')
+    FOR UPDATE

@@ -1,0 +1,64 @@
+//! An operator's set-based actions over many runs or steps, each one statement per batch
+//! (`POST /api/bulk/retry`, `POST /api/bulk/cancel`): what `rara-operator` composes. The
+//! caller bounds each batch (a statement locks every row it changes until it commits).
+
+use rara_domain::StepError;
+use rara_domain::step_error::codes;
+use uuid::Uuid;
+
+use crate::detach::DetachedAttempt;
+use crate::outcome::dependency_failed;
+use crate::{Error, Store, sql};
+
+impl Store {
+    /// Retries the failed or cancelled steps among `step_ids` in one statement, as
+    /// [`retry_step`](Self::retry_step) retries each (`sql/retry_steps.sql`): each gets a new
+    /// attempt budget, its skipped dependents come back, its run runs again; a step that comes
+    /// back waits on what comes back with it. Map children, steps that did not fail and ids
+    /// that name no step are left as they are. Returns how many steps came back.
+    pub async fn retry_steps(&self, step_ids: &[Uuid]) -> Result<u64, Error> {
+        if step_ids.is_empty() {
+            return Ok(0);
+        }
+        let revived: i64 = sqlx::query_file_scalar!("sql/retry_steps.sql", step_ids).fetch_one(&self.pool).await?;
+        if revived > 0 {
+            self.notify_due().await?;
+        }
+        Ok(u64::try_from(revived).unwrap_or(0))
+    }
+
+    /// Cancels every unfinished step of the runs `run_ids` in one statement, as
+    /// [`cancel_run`](Self::cancel_run) cancels each run's: the runs end `cancelled` (or
+    /// `failed` if a step had already failed). Ids that name no run are left out. Returns how
+    /// many steps were cancelled.
+    pub async fn cancel_runs(&self, run_ids: &[Uuid], reason: &str) -> Result<u64, Error> {
+        if run_ids.is_empty() {
+            return Ok(0);
+        }
+        let error = StepError::permanent(codes::CANCELLED, reason)
+            .with_details(serde_json::json!({"cancelled": "run"}))
+            .to_json();
+        let cancelled: Vec<Uuid> = sqlx::query_scalar(sql::CANCEL_RUNS.as_str())
+            .bind(run_ids)
+            .bind(&error)
+            .bind(dependency_failed())
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(cancelled.len() as u64)
+    }
+
+    /// The attempts of the runs `run_ids` that run detached (parked) on a remote executor, in
+    /// one statement: read before [`cancel_runs`](Self::cancel_runs).
+    pub async fn detached_attempts_of_runs(&self, run_ids: &[Uuid]) -> Result<Vec<DetachedAttempt>, Error> {
+        let rows = sqlx::query_file!("sql/detached_attempts_of_runs.sql", run_ids).fetch_all(&self.pool).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| DetachedAttempt {
+                step_id: r.step_id,
+                attempt: u32::try_from(r.attempt).unwrap_or(0),
+                fence: r.fence,
+                endpoint: r.remote_endpoint,
+            })
+            .collect())
+    }
+}
