@@ -1,10 +1,11 @@
 //! How a call ended without an outcome ([`Stop`], [`Interrupted`]) and every failure of a
 //! call as a classified [`StepError`] (the tables in the [`client`](super) module's doc).
 
+use std::time::Duration;
+
 use rara_domain::StepError;
 use rara_domain::executor::{ExecutionContext, ReportError};
 use rara_domain::step_error::codes;
-use std::time::Duration;
 use tonic::{Code, Status};
 
 use super::RemoteExecutor;

@@ -42,9 +42,9 @@
 //!
 //! - this file: [`RemoteExecutor`], its settings, the attempt (`Execute` or `Attach`, the
 //!   stop on cancellation, lease loss or deadline) and the request;
-//! - [`stream`]: the call's stream read to its terminal event (event order, reports, idle
+//! - `stream`: the call's stream read to its terminal event (event order, reports, idle
 //!   timeout, parking);
-//! - [`failure`]: how a call ended without an outcome, and every failure as a classified
+//! - `failure`: how a call ended without an outcome, and every failure as a classified
 //!   [`StepError`].
 
 mod failure;

@@ -21,8 +21,8 @@
 //! # Layout
 //!
 //! - this file: the router, its settings, when it refreshes, and routing (`find`);
-//! - [`cache`]: what discovery learnt, a pure value that takes the instants it is asked at;
-//! - [`discovery`]: asking one endpoint for its capabilities and its health.
+//! - `cache`: what discovery learnt, a pure value that takes the instants it is asked at;
+//! - `discovery`: asking one endpoint for its capabilities and its health.
 
 mod cache;
 mod discovery;
