@@ -217,14 +217,18 @@ async fn an_operators_cancel_reaches_a_quiet_remote_step_before_the_next_heartbe
     assert_eq!((counters.lease_lost, counters.succeeded, counters.failed), (1, 0, 0), "{counters:?}");
 }
 
+/// The endpoint is a [`LatePeer`] in front of the server. The restarted server (its Python
+/// start paid by a standby, its port its own) takes over the endpoint before the first one is
+/// killed: attempt 2 finds it listening whatever delay the retry's jitter drew.
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_python_server_killed_mid_step_gives_a_retry_that_succeeds_on_a_restarted_server(pool: PgPool) {
     let mut server = PythonServer::start();
-    // Python's start is paid now; it binds the same port right after the kill.
-    let standby = PythonServer::standby(server.port());
+    let standby = PythonServer::standby(0);
+    let peer = LatePeer::refusing(server.addr()).await;
+    peer.listen();
     let store = Store::new(pool);
     let queues = Queues::new(30, 10).await;
-    let stack = stack_for(&store, &queues, server.url()).await;
+    let stack = stack_for(&store, &queues, &peer.url()).await;
     let run_id = submit(
         &store,
         &stack.settings,
@@ -235,8 +239,10 @@ async fn a_python_server_killed_mid_step_gives_a_retry_that_succeeds_on_a_restar
 
     let kill_and_restart = async {
         eventually("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        let restarted = standby.listen().await;
+        peer.forward_to(restarted.addr());
         server.kill();
-        standby.listen().await
+        restarted
     };
     let ((status, counters), restarted) = tokio::join!(stack.run_until_finished(run_id, LIMIT), kill_and_restart);
 

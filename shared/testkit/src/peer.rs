@@ -9,10 +9,13 @@
 //! A [`LatePeer`] is the other fault: a service down at start. It owns its port from the
 //! start (nothing else can take it) and refuses every connection until told to
 //! [`listen`](LatePeer::listen), then forwards to the upstream service; it counts what it
-//! refused, so a test can start listening right after a given connection was refused.
+//! refused, so a test can start listening right after a given connection was refused. Its
+//! upstream can change ([`forward_to`](LatePeer::forward_to)): a restarted service takes
+//! over the endpoint before the old one dies, so nothing races its start.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -73,11 +76,12 @@ impl Drop for SilentPeer {
 
 /// A service down at start on a port of 127.0.0.1 this peer owns: it refuses connections
 /// (each one reset at once, as a closed port answers) until [`listen`](Self::listen), then
-/// forwards them to `upstream`.
+/// forwards each new one to the upstream of the moment.
 #[derive(Debug)]
 pub struct LatePeer {
     addr: SocketAddr,
     listening: Arc<AtomicBool>,
+    upstream: Arc<Mutex<SocketAddr>>,
     refused: watch::Receiver<usize>,
     task: JoinHandle<()>,
 }
@@ -90,9 +94,12 @@ impl LatePeer {
         let listening = Arc::new(AtomicBool::new(false));
         let (count, refused) = watch::channel(0);
         let open = listening.clone();
+        let upstream = Arc::new(Mutex::new(upstream));
+        let to = upstream.clone();
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 if open.load(Ordering::SeqCst) {
+                    let upstream = *to.lock().expect("the upstream is set whole");
                     tokio::spawn(forward(client, upstream, Arc::new(AtomicBool::new(false))));
                 } else {
                     // A reset, not a goodbye: the client sees the connection refused at once.
@@ -102,12 +109,17 @@ impl LatePeer {
                 }
             }
         });
-        LatePeer { addr, listening, refused, task }
+        LatePeer { addr, listening, upstream, refused, task }
     }
 
     /// From now on connections are forwarded to the upstream service. Returns at once.
     pub fn listen(&self) {
         self.listening.store(true, Ordering::SeqCst);
+    }
+
+    /// New connections go to `upstream` from now on; open ones stay where they are.
+    pub fn forward_to(&self, upstream: SocketAddr) {
+        *self.upstream.lock().expect("the upstream is set whole") = upstream;
     }
 
     /// How many connections were refused so far.
