@@ -13,7 +13,7 @@ use crate::pb::{self, executor_service_client::ExecutorServiceClient};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Endpoint(#[from] crate::router::Error),
+    Endpoint(#[from] crate::transport::Error),
     #[error("the executor refused the cancel: {code:?}: {message}")]
     Refused { code: tonic::Code, message: String },
     #[error("the executor did not answer the cancel within {0:?}")]
@@ -46,6 +46,6 @@ pub async fn cancel_detached(
     reason: &str,
     timeout: Duration,
 ) -> Result<bool, Error> {
-    let client = ExecutorServiceClient::new(crate::router::lazy_channel(endpoint)?);
+    let client = ExecutorServiceClient::new(crate::transport::lazy_channel(endpoint)?);
     cancel(client, step_id, attempt, reason, timeout).await
 }

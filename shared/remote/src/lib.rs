@@ -10,13 +10,19 @@
 //!   detached attempt (sent to the endpoint the attempt row names).
 //! - [`protocol`]: the strict event-order checker every `Execute` stream goes through.
 //! - [`client`]: [`RemoteExecutor`], one capability (name and version) on one endpoint, as an
-//!   [`rara_domain::executor::Executor`]: streams events, forwards progress and artifacts,
-//!   enforces deadline and cancellation, classifies every failure.
+//!   [`rara_domain::executor::Executor`]: streams events (`client/stream.rs`), forwards
+//!   progress and artifacts, enforces deadline and cancellation, classifies every failure
+//!   (`client/failure.rs`).
 //! - [`router`]: [`RemoteExecutors`], the [`rara_domain::registry::RemoteRouter`] built from
 //!   `RARA_REMOTE_EXECUTORS`: one lazily connected channel per endpoint, capability discovery
-//!   cached with a refresh interval, routing by name and version.
-//! - [`transport`]: the channels to the endpoints and their deadlines ([`Transport`]:
-//!   connect timeout, TCP and HTTP/2 keep-alive).
+//!   (`router/discovery.rs`) cached with a refresh interval (`router/cache.rs`, pure: it takes
+//!   the instants it is asked at), routing by name and version.
+//! - [`transport`]: the endpoints checked ([`transport::Error`]), their channels and deadlines
+//!   ([`Transport`]: connect timeout, TCP and HTTP/2 keep-alive).
+//!
+//! Dependencies point one way (leaf types at the bottom): `router` uses `client`, `client`
+//! uses `cancel` and `protocol`, and every one of them uses `transport` and `pb`, which use
+//! nothing of this crate's; no module imports one that imports it back.
 //! - [`version`]: how capability versions compare when a step pins none.
 //!
 //! Wiring, once per Lambda container (inside the Tokio runtime):

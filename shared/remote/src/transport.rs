@@ -1,11 +1,15 @@
-//! The connections to remote executors and their deadlines ([`Transport`]): one lazily
-//! connected channel per endpoint (TLS with the webpki roots for `https://`).
+//! The connections to remote executors and their deadlines ([`Transport`]): an endpoint
+//! checked ([`Error`]), one lazily connected channel per endpoint (TLS with the webpki roots
+//! for `https://`).
 
 use std::time::Duration;
 
+use tonic::codegen::http::Uri;
+use tonic::codegen::http::uri::InvalidUri;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
-use crate::router::{CONNECT_TIMEOUT, Error};
+/// How long opening a connection may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How often an HTTP/2 ping checks that a remote executor's connection is alive.
 pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
@@ -54,6 +58,66 @@ impl Default for Transport {
     }
 }
 
+/// A bad `RARA_REMOTE_EXECUTORS` value or endpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("RARA_REMOTE_EXECUTORS lists no endpoint; expected comma-separated http://host:port or https://host:port")]
+    NoEndpoints,
+    #[error("remote executor endpoint {url:?} is not a valid URL")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        source: InvalidUri,
+    },
+    #[error("remote executor endpoint {url:?} must start with http:// or https://")]
+    Scheme { url: String },
+    #[error("remote executor endpoint {url:?} must be scheme://host[:port], without a path or a query")]
+    NotAnOrigin { url: String },
+    #[error("remote executor endpoint {url:?} has a port that is not a number from 0 to 65535")]
+    Port { url: String },
+    /// The URL is not repeated: it holds a secret.
+    #[error("remote executor endpoint #{position} holds credentials (user:password@); they are not supported")]
+    Credentials { position: usize },
+    #[error("remote executor endpoint {url:?} is listed twice")]
+    Duplicate { url: String },
+    #[error("remote executor endpoint {url:?} cannot be used as a gRPC endpoint")]
+    Channel {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+/// A lazily connected channel to one endpoint (`http://host:port` or `https://host:port`),
+/// with TLS (webpki roots) for `https`. Must be called inside a Tokio runtime.
+pub fn lazy_channel(url: &str) -> Result<Channel, Error> {
+    let origin = origin(url, 1)?;
+    connect_lazy(&origin, &Transport::default())
+}
+
+/// Checks one configured endpoint and returns it as `scheme://authority`.
+pub(crate) fn origin(raw: &str, position: usize) -> Result<String, Error> {
+    let uri: Uri = raw.parse().map_err(|source| Error::InvalidUrl { url: raw.to_owned(), source })?;
+    let scheme = match uri.scheme_str() {
+        Some(scheme @ ("http" | "https")) => scheme,
+        _ => return Err(Error::Scheme { url: raw.to_owned() }),
+    };
+    let Some(authority) = uri.authority() else {
+        return Err(Error::NotAnOrigin { url: raw.to_owned() });
+    };
+    if authority.as_str().contains('@') {
+        return Err(Error::Credentials { position });
+    }
+    if authority.host().is_empty() || !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err(Error::NotAnOrigin { url: raw.to_owned() });
+    }
+    let port = authority.as_str().strip_prefix(authority.host()).and_then(|rest| rest.strip_prefix(':'));
+    if port.is_some_and(|port| port.parse::<u16>().is_err()) {
+        return Err(Error::Port { url: raw.to_owned() });
+    }
+    Ok(format!("{scheme}://{authority}"))
+}
+
 pub(crate) fn connect_lazy(origin: &str, transport: &Transport) -> Result<Channel, Error> {
     let channel_error = |source| Error::Channel { url: origin.to_owned(), source };
     let mut endpoint = Endpoint::from_shared(origin.to_owned())
@@ -67,4 +131,37 @@ pub(crate) fn connect_lazy(origin: &str, transport: &Transport) -> Result<Channe
         endpoint = endpoint.tls_config(ClientTlsConfig::new().with_webpki_roots()).map_err(channel_error)?;
     }
     Ok(endpoint.connect_lazy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn origins_are_normalised_and_checked() {
+        assert_eq!(origin("http://127.0.0.1:50051", 1).unwrap(), "http://127.0.0.1:50051");
+        assert_eq!(origin("https://exec.example.com/", 1).unwrap(), "https://exec.example.com");
+        assert!(matches!(origin("127.0.0.1:50051", 1), Err(Error::Scheme { .. })));
+        assert!(matches!(origin("grpc://host:1", 1), Err(Error::Scheme { .. })));
+        assert!(matches!(origin("http://host:1/prefix", 1), Err(Error::NotAnOrigin { .. })));
+        assert!(matches!(origin("http://host:1/?q=1", 1), Err(Error::NotAnOrigin { .. })));
+        assert!(matches!(origin("http://host:port", 1), Err(Error::Port { .. })));
+        assert!(matches!(origin("http://host:70000", 1), Err(Error::Port { .. })));
+        assert_eq!(origin("http://[::1]:50051", 1).unwrap(), "http://[::1]:50051");
+        assert!(matches!(origin("http://a b", 1), Err(Error::InvalidUrl { .. })));
+    }
+
+    #[test]
+    fn credentials_are_refused_without_repeating_them() {
+        let err = origin("https://user:s3cret@host:443", 2).unwrap_err();
+        assert!(matches!(err, Error::Credentials { position: 2 }));
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+
+    #[test]
+    fn an_error_with_a_source_says_its_own_part_once() {
+        let err = origin("http://a b", 1).unwrap_err();
+        let source = std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default();
+        assert_eq!(err.to_string(), "remote executor endpoint \"http://a b\" is not a valid URL");
+        assert!(!source.is_empty() && !err.to_string().contains(&source), "{err} / {source}");
+    }
 }

@@ -86,11 +86,11 @@ async fn runner_with_a_running_step(
         let stop = stop.clone();
         async move { run_executor(&executor, queue, &options, stop).await }
     });
-    let started = Instant::now();
-    while step_row(store, run_id).await.0 != "running" {
-        assert!(started.elapsed() < Duration::from_secs(15), "the step never started");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    rara_testkit::eventually_within("the step is running", Duration::from_secs(15), || async {
+        let status = step_row(store, run_id).await.0;
+        if status == "running" { Ok(()) } else { Err(status) }
+    })
+    .await;
     (stop, task)
 }
 

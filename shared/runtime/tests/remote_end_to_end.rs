@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,7 +16,8 @@ use rara_remote::pb;
 use rara_remote::pb::executor_service_client::ExecutorServiceClient;
 use rara_store::Store;
 use rara_store::read::{ArtifactView, RunView, StepView};
-use rara_testkit::python::{PythonServer, free_port};
+use rara_testkit::python::PythonServer;
+use rara_testkit::{LatePeer, eventually, eventually_within};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use sqlx::types::Json;
@@ -34,32 +34,10 @@ fn step<'a>(run: &'a RunView, name: &str) -> &'a StepView {
     run.steps.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"))
 }
 
-/// Polls `check` every 50 ms until it holds; panics after [`LIMIT`].
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + LIMIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn progress_recorded(store: &Store, step_id: Uuid) -> bool {
     sqlx::query_scalar("SELECT progress IS NOT NULL FROM steps WHERE id = $1")
         .bind(step_id)
         .fetch_one(store.pool())
-        .await
-        .unwrap()
-}
-
-async fn attempt_outcome(store: &Store, step_id: Uuid, attempt: i32) -> Option<String> {
-    sqlx::query_scalar("SELECT outcome::text FROM step_attempts WHERE step_id = $1 AND attempt = $2")
-        .bind(step_id)
-        .bind(attempt)
-        .fetch_optional(store.pool())
         .await
         .unwrap()
 }
@@ -157,7 +135,7 @@ async fn cancelling_a_running_remote_step_stops_it_on_the_python_side_within_a_h
     let step_id = store.run(run_id).await.unwrap().steps[0].id;
 
     let cancel = async {
-        wait_until("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        eventually("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
         assert!(store.cancel_step(step_id, "an operator cancelled it").await.unwrap());
         Instant::now()
     };
@@ -220,19 +198,17 @@ async fn an_operators_cancel_reaches_a_quiet_remote_step_before_the_next_heartbe
     let started = Instant::now();
     let cancel = async {
         // Claimed and running: its first (and only recorded) progress is in.
-        wait_until("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        eventually("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
         assert!(store.cancel_step(step_id, "an operator cancelled it").await.unwrap());
         let cancelled_at = Instant::now();
-        let heard = async {
-            while !server.log().contains(&told) {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Instant::now()
-        };
-        (cancelled_at, tokio::time::timeout(HEARTBEAT, heard).await.ok())
+        let heard_at = eventually_within(&format!("{told:?} is in the log"), HEARTBEAT, || async {
+            let log = server.log();
+            if log.contains(&told) { Ok(Instant::now()) } else { Err(log) }
+        })
+        .await;
+        (cancelled_at, heard_at)
     };
     let ((status, counters), (cancelled_at, heard_at)) = tokio::join!(stack.run_until_finished(run_id, LIMIT), cancel);
-    let heard_at = heard_at.unwrap_or_else(|| panic!("no {told:?} in the log:\n{}", server.log()));
     eprintln!("operator cancel to the executor's Cancel: {:?}", heard_at - cancelled_at);
     // Before the first heartbeat could have found it: that comes 20 s after the claim, which
     // came after `started`.
@@ -241,14 +217,18 @@ async fn an_operators_cancel_reaches_a_quiet_remote_step_before_the_next_heartbe
     assert_eq!((counters.lease_lost, counters.succeeded, counters.failed), (1, 0, 0), "{counters:?}");
 }
 
+/// The endpoint is a [`LatePeer`] in front of the server. The restarted server (its Python
+/// start paid by a standby, its port its own) takes over the endpoint before the first one is
+/// killed: attempt 2 finds it listening whatever delay the retry's jitter drew.
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_python_server_killed_mid_step_gives_a_retry_that_succeeds_on_a_restarted_server(pool: PgPool) {
     let mut server = PythonServer::start();
-    // Python's start is paid now; it binds the same port right after the kill.
-    let standby = PythonServer::standby(server.port());
+    let standby = PythonServer::standby(0);
+    let peer = LatePeer::refusing(server.addr()).await;
+    peer.listen();
     let store = Store::new(pool);
     let queues = Queues::new(30, 10).await;
-    let stack = stack_for(&store, &queues, server.url()).await;
+    let stack = stack_for(&store, &queues, &peer.url()).await;
     let run_id = submit(
         &store,
         &stack.settings,
@@ -258,9 +238,11 @@ async fn a_python_server_killed_mid_step_gives_a_retry_that_succeeds_on_a_restar
     let step_id = store.run(run_id).await.unwrap().steps[0].id;
 
     let kill_and_restart = async {
-        wait_until("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        eventually("the Python sleep reports progress", || progress_recorded(&store, step_id)).await;
+        let restarted = standby.listen().await;
+        peer.forward_to(restarted.addr());
         server.kill();
-        standby.listen()
+        restarted
     };
     let ((status, counters), restarted) = tokio::join!(stack.run_until_finished(run_id, LIMIT), kill_and_restart);
 
@@ -307,15 +289,21 @@ async fn a_pinned_version_no_server_offers_is_retried_then_fails_and_an_unknown_
     assert!(!server.log().contains("execute operation=text.stats"), "nothing was sent to Python");
 }
 
+/// The executor is down at start: a [`LatePeer`] owns the endpoint's port from the start (no
+/// other process can take it) and refuses connections until told to listen, then forwards to
+/// a Python server already running on a port of its own. It is told to listen as soon as
+/// attempt 1's connection was refused, whatever delay the retry's jitter drew: attempt 2
+/// connects only after attempt 1 has been recorded, which takes longer than waking this task.
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_remote_executor_down_at_start_is_retried_and_succeeds_once_it_listens(pool: PgPool) {
-    let port = free_port();
-    let endpoint = format!("http://127.0.0.1:{port}");
-    let standby = PythonServer::standby(port);
+    let server = PythonServer::start();
+    let peer = LatePeer::refusing(server.addr()).await;
+    let endpoint = peer.url();
     let store = Store::new(pool);
     let queues = Queues::new(30, 10).await;
     // Discovery during init finds nothing listening.
     let stack = stack_for(&store, &queues, &endpoint).await;
+    let refused_at_init = peer.refused();
     let run_id = submit(
         &store,
         &stack.settings,
@@ -325,13 +313,11 @@ async fn a_remote_executor_down_at_start_is_retried_and_succeeds_once_it_listens
     let step_id = store.run(run_id).await.unwrap().steps[0].id;
 
     let start_late = async {
-        wait_until("attempt 1 is retrying", || async {
-            attempt_outcome(&store, step_id, 1).await.as_deref() == Some("retrying")
-        })
-        .await;
-        standby.listen()
+        // Attempt 1 routes: its discovery of the endpoint is refused.
+        peer.refused_more_than(refused_at_init).await;
+        peer.listen();
     };
-    let ((status, counters), server) = tokio::join!(stack.run_until_finished(run_id, LIMIT), start_late);
+    let ((status, counters), ()) = tokio::join!(stack.run_until_finished(run_id, LIMIT), start_late);
 
     assert_eq!(status, "succeeded");
     assert_eq!((counters.retried, counters.succeeded, counters.failed), (1, 1, 0), "{counters:?}");

@@ -10,7 +10,6 @@ use rara_queue::Queue;
 use rara_store::Store;
 use sqlx::PgPool;
 use std::time::Duration;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -97,11 +96,11 @@ async fn a_held_up_prune_does_not_delay_leasing(pool: PgPool) {
         let stop = stop.clone();
         async move { scheduler.run(None, stop).await }
     });
-    let waiting = Instant::now() + Duration::from_secs(10);
-    while !prune_waits_for_a_lock(&pool).await {
-        assert!(Instant::now() < waiting, "the scheduler never started its prune");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let within = Duration::from_secs(10);
+    rara_testkit::eventually_within("the scheduler's prune waits for the lock", within, || {
+        prune_waits_for_a_lock(&pool)
+    })
+    .await;
 
     submit(&store, &stack.settings, WORKFLOW).await;
     let received = queues.queue().receive(1, Duration::from_secs(10)).await.unwrap();
@@ -110,11 +109,10 @@ async fn a_held_up_prune_does_not_delay_leasing(pool: PgPool) {
     assert!(exists(&store, old).await);
 
     lock.commit().await.unwrap();
-    let pruned = Instant::now() + Duration::from_secs(10);
-    while exists(&store, old).await {
-        assert!(Instant::now() < pruned, "the prune did not finish once the lock went");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    rara_testkit::eventually_within("the prune finishes once the lock went", Duration::from_secs(10), || async {
+        !exists(&store, old).await
+    })
+    .await;
     stop.cancel();
     let counters = task.await.unwrap().unwrap();
     assert_eq!((counters.sent, counters.pruned), (1, 1), "{counters:?}");

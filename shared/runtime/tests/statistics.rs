@@ -75,11 +75,12 @@ async fn passes_until_analyzed(scheduler: &Scheduler, within: Duration) -> Count
 /// Waits until `step_attempts` shows `changes` changes since its last analyze (the backends
 /// publish their counts within about a second).
 async fn published(pool: &PgPool, changes: i64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while unseen_attempt_changes(pool).await < changes {
-        assert!(Instant::now() < deadline, "the changes never showed in pg_stat_user_tables");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!("{changes} changes show in pg_stat_user_tables");
+    rara_testkit::eventually_within(&what, Duration::from_secs(30), || async {
+        let seen = unseen_attempt_changes(pool).await;
+        if seen >= changes { Ok(()) } else { Err(seen) }
+    })
+    .await;
 }
 
 /// A scheduler on an in-memory queue, its reaper every `reap_interval_ms`.
@@ -123,10 +124,14 @@ async fn the_scheduler_turns_the_console_triggers_off_once_no_console_listens(po
     store.unregister_console_listener(lasting).await.unwrap();
     store.register_console_listener(frozen, Duration::from_millis(1)).await.unwrap();
     assert!(console_triggers_enabled(&pool).await);
-    let lapsed = Instant::now();
-    while console_triggers_enabled(&pool).await {
-        assert!(lapsed.elapsed() < Duration::from_secs(5), "the scheduler left the console's triggers on");
+    // Each look that finds them on runs a pass, which should turn them off.
+    let within = Duration::from_secs(5);
+    rara_testkit::eventually_within("a scheduler pass turns the console's triggers off", within, || async {
+        if !console_triggers_enabled(&pool).await {
+            return true;
+        }
         scheduler.pass().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        false
+    })
+    .await;
 }

@@ -7,18 +7,22 @@
 //! - this file: LocalStack [`Queues`] and [`secrets_client`], [`settings`], [`submit`];
 //! - [`python`]: the real Python executor as a subprocess ([`PythonServer`]);
 //! - [`otlp`]: a real OTLP receiver (gRPC and HTTP) keeping the spans it is sent ([`OtlpReceiver`]);
-//! - [`peer`]: a TCP peer in front of a real service that can go silent ([`SilentPeer`]);
+//! - [`peer`]: TCP peers in front of a real service: one that can go silent ([`SilentPeer`]),
+//!   one that owns its port and refuses connections until told to listen ([`LatePeer`]);
+//! - [`eventually`](mod@eventually): waiting for state, not for time ([`eventually()`]);
 //! - [`scratch`]: a scratch database (create, migrate, drop), shared with `rara-bench`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
+pub mod eventually;
 pub mod history;
 pub mod otlp;
 pub mod peer;
 pub mod python;
 pub mod scratch;
 
+pub use eventually::{eventually, eventually_within};
 pub use otlp::OtlpReceiver;
-pub use peer::SilentPeer;
+pub use peer::{LatePeer, SilentPeer};
 pub use python::PythonServer;
 
 use std::collections::HashMap;

@@ -5,15 +5,24 @@
 //! and in order, as TCP delivers it once a partition heals (bytes are delayed, never lost).
 //! The fault the deadline tests need: a refused connection fails fast, a silent peer only a
 //! deadline can end.
+//!
+//! A [`LatePeer`] is the other fault: a service down at start. It owns its port from the
+//! start (nothing else can take it) and refuses every connection until told to
+//! [`listen`](LatePeer::listen), then forwards to the upstream service; it counts what it
+//! refused, so a test can start listening right after a given connection was refused. Its
+//! upstream can change ([`forward_to`](LatePeer::forward_to)): a restarted service takes
+//! over the endpoint before the old one dies, so nothing races its start.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// A proxy on 127.0.0.1 that is silent or forwards to `upstream`.
@@ -60,6 +69,77 @@ impl SilentPeer {
 }
 
 impl Drop for SilentPeer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A service down at start on a port of 127.0.0.1 this peer owns: it refuses connections
+/// (each one reset at once, as a closed port answers) until [`listen`](Self::listen), then
+/// forwards each new one to the upstream of the moment.
+#[derive(Debug)]
+pub struct LatePeer {
+    addr: SocketAddr,
+    listening: Arc<AtomicBool>,
+    upstream: Arc<Mutex<SocketAddr>>,
+    refused: watch::Receiver<usize>,
+    task: JoinHandle<()>,
+}
+
+impl LatePeer {
+    /// Binds a port now (owned until drop) and refuses connections on it.
+    pub async fn refusing(upstream: SocketAddr) -> LatePeer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the late peer");
+        let addr = listener.local_addr().expect("the late peer's address");
+        let listening = Arc::new(AtomicBool::new(false));
+        let (count, refused) = watch::channel(0);
+        let open = listening.clone();
+        let upstream = Arc::new(Mutex::new(upstream));
+        let to = upstream.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                if open.load(Ordering::SeqCst) {
+                    let upstream = *to.lock().expect("the upstream is set whole");
+                    tokio::spawn(forward(client, upstream, Arc::new(AtomicBool::new(false))));
+                } else {
+                    // A reset, not a goodbye: the client sees the connection refused at once.
+                    let _ = client.set_zero_linger();
+                    drop(client);
+                    count.send_modify(|n| *n += 1);
+                }
+            }
+        });
+        LatePeer { addr, listening, upstream, refused, task }
+    }
+
+    /// From now on connections are forwarded to the upstream service. Returns at once.
+    pub fn listen(&self) {
+        self.listening.store(true, Ordering::SeqCst);
+    }
+
+    /// New connections go to `upstream` from now on; open ones stay where they are.
+    pub fn forward_to(&self, upstream: SocketAddr) {
+        *self.upstream.lock().expect("the upstream is set whole") = upstream;
+    }
+
+    /// How many connections were refused so far.
+    pub fn refused(&self) -> usize {
+        *self.refused.borrow()
+    }
+
+    /// Returns once more than `count` connections have been refused.
+    pub async fn refused_more_than(&self, count: usize) {
+        let mut refused = self.refused.clone();
+        refused.wait_for(|&n| n > count).await.expect("the late peer runs while it is held");
+    }
+
+    /// `http://127.0.0.1:<port>`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for LatePeer {
     fn drop(&mut self) {
         self.task.abort();
     }

@@ -3,8 +3,9 @@
 //! and its scratch directory (log, artifacts) removed on drop.
 //!
 //! A [`Standby`] has paid Python's start (interpreter and imports) but binds its port only
-//! when told, so a test can bring a server up on a fixed port within milliseconds, e.g.
-//! before a retry that full jitter may schedule almost at once.
+//! when told, so a test can bring a server up on a fixed port within milliseconds (the port a
+//! killed server held, say). A test that needs a server down at start puts a
+//! [`crate::LatePeer`] in front of a running one instead: it owns its port from the start.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -40,7 +41,9 @@ pub fn python() -> &'static Path {
     })
 }
 
-/// A port on 127.0.0.1 that nothing listens on (free when this returns).
+/// A port on 127.0.0.1 that nothing listens on (free when this returns, and from then on
+/// anyone's: another process may take it before the caller binds it). A test that needs a
+/// port nothing answers on yet holds one with a [`crate::LatePeer`] instead.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -106,6 +109,11 @@ impl PythonServer {
         self.port
     }
 
+    /// `127.0.0.1:PORT`, for a peer in front of the server.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
     /// Where the server writes artifact files.
     pub fn artifacts_dir(&self) -> PathBuf {
         self.process.scratch.join("artifacts")
@@ -137,10 +145,15 @@ impl PythonServer {
 }
 
 impl Standby {
-    /// Binds the port and waits for `listening on`.
-    pub fn listen(mut self) -> PythonServer {
-        self.stdin.write_all(b"listen\n").and_then(|()| self.stdin.flush()).expect("tell the standby to listen");
-        self.process.listening()
+    /// Binds the port and waits for `listening on`, on a blocking thread: the test's runtime
+    /// (and the stack it drives) goes on meanwhile.
+    pub async fn listen(mut self) -> PythonServer {
+        tokio::task::spawn_blocking(move || {
+            self.stdin.write_all(b"listen\n").and_then(|()| self.stdin.flush()).expect("tell the standby to listen");
+            self.process.listening()
+        })
+        .await
+        .expect("the standby listens")
     }
 }
 

@@ -1,0 +1,198 @@
+//! How a call ended without an outcome ([`Stop`], [`Interrupted`]) and every failure of a
+//! call as a classified [`StepError`] (the tables in the [`client`](super) module's doc).
+
+use std::time::Duration;
+
+use rara_domain::StepError;
+use rara_domain::executor::{ExecutionContext, ReportError};
+use rara_domain::step_error::codes;
+use tonic::{Code, Status};
+
+use super::RemoteExecutor;
+use crate::pb;
+use crate::transport::IDLE_HEARTBEATS;
+
+/// Why a call stopped before its stream gave an outcome.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Stop {
+    Cancelled,
+    LeaseLost,
+    Deadline,
+}
+
+impl Stop {
+    pub(super) fn reason(self) -> &'static str {
+        match self {
+            Self::Cancelled => "the step was cancelled",
+            Self::LeaseLost => "rara lost the step's lease",
+            Self::Deadline => "the attempt's deadline passed",
+        }
+    }
+}
+
+/// How a stream ended without a result to return as is.
+#[derive(Debug)]
+pub(super) enum Interrupted {
+    Failed(StepError),
+    LeaseLost,
+    /// The invocation ends: the client let go of a detachable attempt, which goes on.
+    Parked,
+}
+
+impl RemoteExecutor {
+    /// The retryable `EXECUTOR_UNAVAILABLE` of a call silent for its idle timeout.
+    pub(super) fn idle(&self, idle: Duration, when: &str) -> StepError {
+        let message = format!(
+            "remote executor {} for {}: the stream sent nothing for {} ms ({IDLE_HEARTBEATS} heartbeat intervals) {when}",
+            self.endpoint,
+            self.operation,
+            idle.as_millis(),
+        );
+        StepError::retryable(codes::EXECUTOR_UNAVAILABLE, message).with_details(
+            serde_json::json!({ "endpoint": &*self.endpoint, "idle_timeout_ms": idle.as_millis() as u64 }),
+        )
+    }
+
+    /// What a refused `Attach` means: the attempt is lost (a new one runs), this holder is
+    /// refused, or the executor cannot be reached now (park again: the attempt may still run).
+    pub(super) fn attach_refused(&self, status: &Status) -> Interrupted {
+        let refused = |code: &str, what: &str| {
+            Interrupted::Failed(
+                self.located(
+                    StepError::retryable(code, format!("{what}: {}", status.message()))
+                        .with_details(serde_json::json!({ "grpc_code": format!("{:?}", status.code()) })),
+                ),
+            )
+        };
+        match status.code() {
+            Code::NotFound => refused(
+                codes::ATTEMPT_NOT_FOUND,
+                "the remote executor no longer knows the detached attempt; a new attempt runs",
+            ),
+            Code::FailedPrecondition | Code::InvalidArgument => {
+                refused(codes::ATTACH_REFUSED, "the remote executor refused to re-attach")
+            }
+            Code::Unimplemented => Interrupted::Failed(self.unavailable(status, "re-attaching is not supported")),
+            _ => {
+                tracing::warn!(
+                    endpoint = %self.endpoint, code = ?status.code(), status = status.message(),
+                    "could not re-attach; the attempt stays detached and is tried again later"
+                );
+                Interrupted::Parked
+            }
+        }
+    }
+
+    /// The contract's output: a JSON object; empty means `{}` (as for `input_json`). Anything
+    /// else (not JSON, or JSON that is not an object) is a permanent `PROTOCOL_VIOLATION`.
+    pub(super) fn output(&self, output_json: &str) -> Result<serde_json::Value, StepError> {
+        if output_json.trim().is_empty() {
+            return Ok(serde_json::json!({}));
+        }
+        let violation = |what: String| self.located(StepError::permanent(codes::PROTOCOL_VIOLATION, what));
+        match serde_json::from_str::<serde_json::Value>(output_json) {
+            Ok(output @ serde_json::Value::Object(_)) => Ok(output),
+            Ok(other) => Err(violation(format!(
+                "the succeeded event's output_json must be a JSON object, not {}",
+                json_kind(&other)
+            ))),
+            Err(err) => Err(violation(format!("the succeeded event's output_json is not JSON ({err})"))),
+        }
+    }
+
+    pub(super) fn remote_error(&self, error: Option<pb::Error>) -> StepError {
+        let Some(error) = error else {
+            return self.located(StepError::permanent(codes::PROTOCOL_VIOLATION, "a failed event carried no error"));
+        };
+        let details = serde_json::Value::Object(
+            error.details.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
+        );
+        let code = if error.code.is_empty() { "REMOTE_ERROR".to_owned() } else { error.code };
+        StepError { code, message: error.message, retryable: error.retryable, details }
+    }
+
+    pub(super) fn unavailable(&self, status: &Status, when: &str) -> StepError {
+        let message = format!(
+            "remote executor {} for {}: {when}: {:?}: {}",
+            self.endpoint,
+            self.operation,
+            status.code(),
+            status.message()
+        );
+        let error = if status.code() == Code::Unimplemented {
+            StepError::permanent(codes::EXECUTOR_UNAVAILABLE, message)
+        } else {
+            StepError::retryable(codes::EXECUTOR_UNAVAILABLE, message)
+        };
+        error.with_details(serde_json::json!({
+            "endpoint": &*self.endpoint,
+            "grpc_code": format!("{:?}", status.code()),
+        }))
+    }
+
+    /// Names the endpoint and operation in an error this client raised.
+    pub(super) fn located(&self, mut error: StepError) -> StepError {
+        error.message = format!("{} ({} on {})", error.message, self.operation, self.endpoint);
+        error.with_details(serde_json::json!({ "endpoint": &*self.endpoint, "operation": self.operation }))
+    }
+
+    /// The placeholder error of a parked attempt: the runtime reads `ctx.detach` instead.
+    pub(super) fn parked(&self, ctx: &ExecutionContext) -> StepError {
+        ctx.detach.let_go();
+        tracing::info!(
+            step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint,
+            sequence = ctx.detach.resume_point().map_or(0, |r| r.sequence), "remote attempt parked; it goes on detached"
+        );
+        StepError::retryable(codes::EXECUTOR_UNAVAILABLE, "the attempt was parked before its outcome")
+    }
+
+    pub(super) fn stopped(&self, stop: Stop) -> StepError {
+        let error = match stop {
+            Stop::Cancelled => {
+                StepError::permanent(codes::CANCELLED, "the step was cancelled; the remote attempt was told to stop")
+            }
+            Stop::LeaseLost => StepError::permanent(
+                codes::CANCELLED,
+                "the lease was lost while the step ran; the remote attempt was told to stop",
+            ),
+            Stop::Deadline => StepError::retryable(codes::DEADLINE_EXCEEDED, "the attempt ran past its deadline"),
+        };
+        self.located(error)
+    }
+}
+
+/// A reporter's answer: a lost lease stops the execution; a report that could not be
+/// recorded is logged and the execution goes on.
+pub(super) fn report(result: Result<(), ReportError>) -> Result<(), Interrupted> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(ReportError::LeaseLost) => Err(Interrupted::LeaseLost),
+        Err(err @ ReportError::Unavailable(_)) => {
+            tracing::warn!(error = %err, "a report from the remote executor was not recorded");
+            Ok(())
+        }
+    }
+}
+
+/// What kind of JSON value `value` is, for a violation's message (never the value itself).
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_errors_stop_only_on_a_lost_lease() {
+        assert!(matches!(report(Err(ReportError::LeaseLost)), Err(Interrupted::LeaseLost)));
+        assert!(report(Err(ReportError::Unavailable("db".into()))).is_ok());
+    }
+}
