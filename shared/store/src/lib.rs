@@ -53,9 +53,9 @@
 //! the fence predicate, [`fence`]), `(s.status = 'leased') IS TRUE`, or a `CASE` on the
 //! status. With a plain `s.status = 'running'`, a table whose statistics show almost no held
 //! steps (the normal case: a large history, a few steps in flight) gets a cached generic
-//! plan that scans that whole index, live and dead entries, for every batch: measured at
-//! hundreds of index reads per step, and 64 steps/s instead of 3,000 where autovacuum was
-//! off. The proof is `tests/explain.rs`.
+//! plan that scans that whole index, live and dead entries, for every batch: hundreds of index
+//! reads per step where autovacuum is off (journal: `docs/benchmarks/journal/2026-12-02-soak.md`).
+//! The proof is `tests/explain.rs`.
 
 pub mod browse;
 pub mod bulk;
@@ -109,15 +109,15 @@ pub const CHECK_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 /// with LLVM whenever its *estimated* cost passes `jit_above_cost`, at every execution (the
 /// compiled code is not kept with a cached plan), and rara's statements run in about a
 /// millisecond. The scheduler's lease (a generic plan, whose estimate grows with `steps`) spent
-/// 3.0 of its 3.2 s and 6.6 of its 6.6 s compiling in two 20,000-step benchmark runs: 15–33 ms
-/// a call, up to 218 ms, half of Postgres's CPU per step at batch 10 (BENCHMARKS.md "JIT and notifications").
+/// nearly all its time compiling once `steps` grew, many times its own run time a call
+/// (journal: `docs/benchmarks/journal/2026-12-04-jit-and-notifications.md`).
 ///
 /// `enable_seqscan = off`: every statement of rara reaches its rows through an index (the
 /// batches by primary key, the lease and the reaper by their partial indexes, the prune by the
 /// finished runs'), but a prepared statement keeps the generic plan made on the statistics of
 /// the moment, and on a fresh database the first analyze of `step_attempts` sees a few hundred
 /// rows: the claim and the outcome then read the whole table at every batch until the next
-/// analyze (BENCHMARKS.md "Attempts by primary key from the first batch",
+/// analyze (journal: `docs/benchmarks/journal/2026-12-05-attempts-by-primary-key.md`;
 /// `tests/explain.rs`). Off, Postgres still scans a table that has no index to use; it only
 /// never prefers a scan to an index that serves.
 pub const SESSION_SETTINGS: &str = "SET jit = off; SET enable_seqscan = off";

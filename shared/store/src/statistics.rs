@@ -3,17 +3,17 @@
 //! Every statement runs as a prepared statement, and Postgres switches a prepared statement
 //! to its *generic* plan after five executions; that plan is kept until the table's
 //! statistics change (an `ANALYZE` invalidates it). A plan made while `steps` was empty or
-//! tiny reads every leased or running step, or the whole table, to find the ten of a batch:
-//! measured on a fresh database with autovacuum off, a steady 3,000 steps/s fell from 514
-//! to 64 steps/s in two minutes. Autovacuum analyzes a table after 10 % of it changed, but
+//! tiny reads every leased or running step, or the whole table, to find the ten of a batch, and
+//! on a fresh database with autovacuum off a steady load slows within minutes (journal:
+//! `docs/benchmarks/journal/2026-12-02-soak.md`). Autovacuum analyzes a table after 10 % of it changed, but
 //! only once per `autovacuum_naptime` (a minute) and not at all where it is off, so the
 //! scheduler also checks every second: a table that grew to twice the rows its statistics saw
 //! (by at least [`MIN_GROWTH`] rows) is analyzed. Growth, not change: a table's updates and
 //! deletes leave the plans right (every statement reaches its rows through an index), and
 //! autovacuum follows a table that churns at its size. Counting changes (each step is leased
-//! and finished: two) analyzed a 20,000-step `steps` again after every 10,000 steps, 40–60 ms
-//! each, 2–7 % of the Postgres CPU of a 20,000-step benchmark run (BENCHMARKS.md "Statistics by
-//! growth, the lease with its traces, successes without dependents"). The table doubles
+//! and finished: two) analyzed `steps` again after every half of its size changed, a cost
+//! paid again and again at a steady size (journal:
+//! `docs/benchmarks/journal/2026-12-05-statistics-by-growth.md`). The table doubles
 //! between two such analyzes, so they are rare once it is large; each costs a sample of at most
 //! 30,000 rows.
 

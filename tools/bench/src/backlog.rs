@@ -6,8 +6,9 @@
 //! (`--lease-seconds`, which also sets the visibility and function timeouts) is much shorter
 //! than the time the last messages wait. Counted: messages the scheduler sent and executors
 //! received, stale deliveries, steps the reaper leased again. `RARA_DELIVERY_TIMEOUT_SECONDS`
-//! (or `--delivery-timeout-seconds`) set equal to the lease approximates the behaviour before
-//! 2026-12-03, when a step was leased for the execution lease while its message waited.
+//! (or `--delivery-timeout-seconds`) set equal to the lease approximates the earlier
+//! behaviour, when a step was leased for the execution lease while its message waited
+//! (journal: `docs/benchmarks/journal/2026-12-03-messages-per-step-under-a-backlog.md`).
 //!
 //! Measured from the loops' start to the last step's success; then the executors get up to
 //! [`DRAIN_LIMIT`] to receive what is left on the queue (stale copies), which counts too.
