@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use lambda_runtime::{Context, LambdaEvent};
 use rara_queue::Queue;
-use rara_runtime::batch::BatchExecutor;
+use rara_runtime::executor::BatchExecutor;
+use rara_runtime::invocation::FunctionTimeout;
 use rara_runtime::scheduler::Scheduler;
-use rara_runtime::wiring::FunctionTimeout;
 use rara_store::Store;
 use rara_testkit::python::PythonServer;
 use rara_testkit::{Queues, settings, submit};
@@ -70,7 +70,7 @@ impl Lambda {
                 ("RARA_ATTACH_WINDOW_SECONDS", &window),
             ],
         ));
-        let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+        let registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
         let executor = BatchExecutor::new(store.clone(), queues.queue(), Arc::new(registry), &settings);
         let function_timeout = settings.core.function_timeout;
         Lambda { store, queues, settings, executor, function_timeout, invocations: 0, billed: Duration::ZERO }
