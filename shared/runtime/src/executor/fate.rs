@@ -89,7 +89,7 @@ pub struct BatchReport {
     moves: Vec<(Record, tokio::time::Instant)>,
     pub acknowledged: Vec<Acknowledged>,
     pub counters: Counters,
-    /// Outcomes, attempt durations and queue ages per operation (EMF, `metrics.rs`).
+    /// Outcomes, attempt durations and queue ages per operation (printed as EMF lines by `rara_platform::metrics`).
     pub operations: crate::metrics::OperationMetrics,
 }
 
