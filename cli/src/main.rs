@@ -94,7 +94,7 @@ fn init_cli_logging() {
 }
 
 impl Command {
-    /// The runners log like the Lambdas do (`rara_runtime::wiring::init_logging`).
+    /// The runners log like the Lambdas do (`rara_platform::wiring::init_logging`).
     fn logs_like_a_lambda(&self) -> bool {
         matches!(self, Command::Scheduler(_) | Command::Executor(_) | Command::Dev(_))
     }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use rara_platform::runner::{RunnerOptions, run_executor};
+use rara_platform::wiring::Wiring;
 use rara_queue::Queue;
-use rara_runtime::runner::{RunnerOptions, run_executor};
-use rara_runtime::wiring::Wiring;
 
 use crate::Failure;
 
@@ -21,7 +21,7 @@ pub struct Dev {
 }
 
 pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
-    rara_runtime::wiring::init_logging("rara-dev")?;
+    rara_platform::wiring::init_logging("rara-dev")?;
     let lookup = |k: &str| std::env::var(k).ok();
     let core = rara_domain::config::Config::from_lookup("dev", lookup)?;
     super::migrate::migrate_quietly(&core).await?;
@@ -54,6 +54,6 @@ pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
     let mut counters = scheduled?;
     counters += executed?;
     super::summary("dev", &counters, false);
-    rara_runtime::telemetry::flush().await;
+    rara_platform::telemetry::flush().await;
     Ok(())
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use rara_platform::runner::{RunnerOptions, run_executor};
+use rara_platform::wiring::Wiring;
 use rara_queue::Queue;
-use rara_runtime::runner::{RunnerOptions, run_executor};
-use rara_runtime::wiring::Wiring;
 
 use crate::Failure;
 
@@ -32,7 +32,7 @@ pub struct Executor {
 }
 
 pub async fn run(args: Executor, json: bool) -> Result<(), Failure> {
-    rara_runtime::wiring::init_logging("rara-executor")?;
+    rara_platform::wiring::init_logging("rara-executor")?;
     let until_idle = args.until_idle.then(|| Duration::from_secs(args.idle_seconds));
     let wiring = Wiring::from_env("executor").await?;
     wiring.settings.require_dlq()?;
@@ -48,6 +48,6 @@ pub async fn run(args: Executor, json: bool) -> Result<(), Failure> {
     let queue: Arc<dyn Queue> = wiring.queue.clone();
     let counters = run_executor(&executor, queue, &options, super::stop_on_signal()).await?;
     super::summary("executor", &counters, json);
-    rara_runtime::telemetry::flush().await;
+    rara_platform::telemetry::flush().await;
     Ok(())
 }

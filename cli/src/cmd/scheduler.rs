@@ -2,7 +2,7 @@
 //! SQS API (`AWS_ENDPOINT_URL` for LocalStack). Ctrl-C or SIGTERM stops it cleanly.
 
 use clap::Args;
-use rara_runtime::wiring::Wiring;
+use rara_platform::wiring::Wiring;
 
 use crate::Failure;
 
@@ -15,12 +15,12 @@ pub struct Scheduler {
 }
 
 pub async fn run(args: Scheduler, json: bool) -> Result<(), Failure> {
-    rara_runtime::wiring::init_logging("rara-scheduler")?;
+    rara_platform::wiring::init_logging("rara-scheduler")?;
     let wiring = Wiring::from_env("scheduler").await?;
     let scheduler = wiring.scheduler();
     let counters =
         if args.once { scheduler.pass().await? } else { scheduler.run(None, super::stop_on_signal()).await? };
     super::summary("scheduler", &counters, json);
-    rara_runtime::telemetry::flush().await;
+    rara_platform::telemetry::flush().await;
     Ok(())
 }

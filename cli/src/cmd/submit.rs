@@ -107,14 +107,14 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
     let given = given_inputs(&args, &definition.inputs)?;
     // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
-    let builtins = rara_runtime::wiring::builtin_registry()?;
+    let builtins = rara_builtins::registry()?;
     let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();
     let plan = definition
         .plan_for(&config, &given, in_process)
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
     let store = super::connect(&config).await?;
     // The run's trace: a new root span, in the caller's trace when TRACEPARENT is set.
-    rara_runtime::telemetry::install("rara-cli", &rara_runtime::telemetry::Config::from_env()?)?;
+    rara_platform::telemetry::install("rara-cli", &rara_platform::telemetry::Config::from_env()?)?;
     let caller = std::env::var("TRACEPARENT").ok().and_then(|t| rara_runtime::telemetry::parse_traceparent(&t));
     let trace_context = rara_runtime::telemetry::new_traceparent(caller.as_ref());
     let started = std::time::SystemTime::now();
@@ -128,7 +128,7 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
             started,
             std::time::SystemTime::now(),
         );
-        rara_runtime::telemetry::flush().await;
+        rara_platform::telemetry::flush().await;
     }
     if json {
         println!("{}", serde_json::json!({ "id": submitted.run_id, "created": submitted.created }));

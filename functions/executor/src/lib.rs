@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
-use rara_runtime::batch::{BatchExecutor, Record};
-use rara_runtime::wiring::{self, FunctionTimeout};
+use rara_platform::metrics::{EmfLine, EmfLines};
+use rara_platform::wiring;
+use rara_runtime::executor::{BatchExecutor, Record};
+use rara_runtime::invocation::{self, FunctionTimeout};
 
 /// Handles one SQS batch. Executions end `margin` before the invocation does: at the runtime's
-/// deadline, or `timeout` from now when that deadline is unusable ([`wiring::remaining`]).
+/// deadline, or `timeout` from now when that deadline is unusable ([`invocation::remaining`]).
 pub async fn handle(
     executor: &BatchExecutor,
     timeout: FunctionTimeout,
@@ -18,7 +20,7 @@ pub async fn handle(
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
     let deadline =
-        tokio::time::Instant::now() + wiring::remaining(event.context.deadline, timeout).saturating_sub(margin);
+        tokio::time::Instant::now() + invocation::remaining(event.context.deadline, timeout).saturating_sub(margin);
     let records: Vec<Record> = event
         .payload
         .records
@@ -37,7 +39,7 @@ pub async fn handle(
         println!("{line}");
     }
     // A returned invocation may be frozen before the exporter's interval: export now.
-    rara_runtime::telemetry::flush().await;
+    rara_platform::telemetry::flush().await;
     let mut response = SqsBatchResponse::default();
     for message_id in report.returned() {
         response.add_failure(message_id);

@@ -3,12 +3,12 @@
 
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
-use rara_runtime::wiring::FunctionTimeout;
+use rara_runtime::invocation::FunctionTimeout;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    rara_runtime::wiring::init_logging("rara-executor")?;
-    let wiring = rara_runtime::wiring::Wiring::from_env("executor").await?;
+    rara_platform::wiring::init_logging("rara-executor")?;
+    let wiring = rara_platform::wiring::Wiring::from_env("executor").await?;
     wiring.settings.require_dlq()?;
     let executor = wiring.batch_executor().await?;
     let (timeout, margin) = (FunctionTimeout::executor(&wiring.settings), wiring.settings.deadline_margin);

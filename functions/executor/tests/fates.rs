@@ -13,10 +13,10 @@ use lambda_runtime::{Context, LambdaEvent};
 use rara_domain::StepError;
 use rara_domain::executor::{ExecutionContext, Executor};
 use rara_queue::Queue;
-use rara_runtime::batch::BatchExecutor;
+use rara_runtime::executor::BatchExecutor;
+use rara_runtime::invocation::FunctionTimeout;
 use rara_runtime::scheduler::Scheduler;
-use rara_runtime::secrets::{SecretError, SecretResolver};
-use rara_runtime::wiring::FunctionTimeout;
+use rara_runtime::secrets::{self, SecretResolver};
 use rara_store::Store;
 use rara_testkit::{Queues, settings, submit};
 use sqlx::PgPool;
@@ -61,7 +61,7 @@ struct PanicsOnceResolver {
 
 #[async_trait::async_trait]
 impl SecretResolver for PanicsOnceResolver {
-    async fn resolve(&self, name: &str) -> Result<String, SecretError> {
+    async fn resolve(&self, name: &str) -> Result<String, secrets::Error> {
         if !self.panicked.swap(true, Ordering::SeqCst) {
             panic!("a bug in the secret resolver");
         }
@@ -81,7 +81,7 @@ impl Harness {
         let store = Store::new(pool);
         let queues = Queues::new(30, 10).await;
         let settings = Arc::new(settings(&queues, &[]));
-        let mut registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+        let mut registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
         registry.register("test.panics_once", PanicsOnce).unwrap();
         registry.register("test.chatty", Chatty).unwrap();
         let executor = BatchExecutor::new(store.clone(), queues.queue(), Arc::new(registry), &settings);

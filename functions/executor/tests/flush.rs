@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{Context, LambdaEvent};
+use rara_platform::telemetry::{self as platform_telemetry, Config, Protocol};
 use rara_queue::Queue;
-use rara_runtime::batch::BatchExecutor;
-use rara_runtime::telemetry::{self, Config, Protocol};
-use rara_runtime::wiring::FunctionTimeout;
+use rara_runtime::executor::BatchExecutor;
+use rara_runtime::invocation::FunctionTimeout;
+use rara_runtime::telemetry;
 use rara_store::Store;
 use rara_testkit::{OtlpReceiver, Queues, settings, submit};
 use sqlx::PgPool;
@@ -21,12 +22,12 @@ use sqlx::PgPool;
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn the_handler_exports_its_spans_before_it_returns(pool: PgPool) {
     let receiver = OtlpReceiver::start().await;
-    telemetry::init("rara-executor", &Config::to(receiver.grpc_endpoint(), Protocol::Grpc)).unwrap();
+    platform_telemetry::init("rara-executor", &Config::to(receiver.grpc_endpoint(), Protocol::Grpc)).unwrap();
     let store = Store::new(pool);
     let queues = Queues::new(30, 10).await;
     let settings = settings(&queues, &[]);
     let run_id = submit(&store, &settings, "name: one\nsteps:\n  - {name: a, operation: noop}\n").await;
-    let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+    let registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
     let executor = BatchExecutor::new(store.clone(), queues.queue(), Arc::new(registry), &settings);
     let timeout = FunctionTimeout::executor(&settings);
     let scheduler = rara_runtime::scheduler::Scheduler::new(store.clone(), queues.queue(), Arc::new(settings));

@@ -9,8 +9,8 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Context, LambdaEvent};
 use rara_domain::state::RunStatus;
 use rara_queue::Queue;
-use rara_runtime::batch::BatchExecutor;
-use rara_runtime::wiring::FunctionTimeout;
+use rara_runtime::executor::BatchExecutor;
+use rara_runtime::invocation::FunctionTimeout;
 use rara_store::Store;
 use rara_testkit::{Queues, repo_root, settings, submit};
 use sqlx::PgPool;
@@ -36,7 +36,7 @@ fn event_with_deadline(payload: SqsEvent, deadline_ms: u64) -> LambdaEvent<SqsEv
 
 async fn executor(store: &Store, queues: &Queues) -> BatchExecutor {
     let settings = settings(queues, &[]);
-    let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+    let registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
     BatchExecutor::new(store.clone(), queues.queue(), Arc::new(registry), &settings)
 }
 

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use lambda_runtime::{Context, LambdaEvent};
 use rara_queue::Queue;
-use rara_runtime::batch::BatchExecutor;
+use rara_runtime::executor::BatchExecutor;
+use rara_runtime::invocation::FunctionTimeout;
 use rara_runtime::scheduler::Scheduler;
-use rara_runtime::wiring::FunctionTimeout;
 use rara_store::Store;
 use rara_testkit::python::PythonServer;
 use rara_testkit::{Queues, settings, submit};
@@ -70,7 +70,7 @@ impl Lambda {
                 ("RARA_ATTACH_WINDOW_SECONDS", &window),
             ],
         ));
-        let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+        let registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
         let executor = BatchExecutor::new(store.clone(), queues.queue(), Arc::new(registry), &settings);
         let function_timeout = settings.core.function_timeout;
         Lambda { store, queues, settings, executor, function_timeout, invocations: 0, billed: Duration::ZERO }
@@ -218,7 +218,7 @@ async fn cancelling_a_detached_step_reaches_the_remote_attempt_at_once(pool: PgP
     assert_eq!(lambda.step(step_id).await.0, "leased", "parked");
 
     let started = Instant::now();
-    let done = rara_runtime::cancel::cancel(&lambda.store, step_id, "no longer needed").await.unwrap();
+    let done = rara_operator::cancel::cancel(&lambda.store, step_id, "no longer needed").await.unwrap();
     assert_eq!((done.kind, done.steps), ("step", 1));
     assert!(matches!(done.told[..], [(_, Ok(true))]), "the Python executor was told: {:?}", done.told);
     assert_eq!(lambda.step(step_id).await.0, "cancelled");

@@ -6,22 +6,23 @@
 use std::time::Duration;
 
 use lambda_runtime::LambdaEvent;
+use rara_platform::metrics::EmfLine;
+use rara_runtime::invocation::{self, FunctionTimeout};
 use rara_runtime::metrics::Counters;
 use rara_runtime::scheduler::Scheduler;
-use rara_runtime::wiring::{self, FunctionTimeout};
 use tokio_util::sync::CancellationToken;
 
 /// Handles one scheduled event (its content does not matter). `budget` is the configured
 /// polling time; it is cut to the invocation's remaining time minus `margin` (the runtime's
 /// deadline, or [`FunctionTimeout::scheduler`] from now when that deadline is unusable:
-/// [`wiring::remaining`]).
+/// [`invocation::remaining`]).
 pub async fn handle(
     scheduler: &Scheduler,
     budget: Duration,
     margin: Duration,
     event: LambdaEvent<serde_json::Value>,
 ) -> Result<Counters, lambda_runtime::Error> {
-    let remaining = wiring::remaining(event.context.deadline, FunctionTimeout::scheduler()).saturating_sub(margin);
+    let remaining = invocation::remaining(event.context.deadline, FunctionTimeout::scheduler()).saturating_sub(margin);
     // No pass starts after the budget; a pass under way at the deadline gives up its sends
     // and releases their leases, so the invocation answers in time whatever SQS does.
     let deadline = tokio::time::Instant::now() + remaining;
@@ -35,6 +36,6 @@ pub async fn handle(
         "scheduler invocation done"
     );
     // A returned invocation may be frozen before the exporter's interval: export now.
-    rara_runtime::telemetry::flush().await;
+    rara_platform::telemetry::flush().await;
     Ok(counters)
 }

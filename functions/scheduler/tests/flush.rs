@@ -10,9 +10,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rara_platform::telemetry::{self as platform_telemetry, Config, Protocol};
 use rara_queue::Queue;
 use rara_runtime::scheduler::Scheduler;
-use rara_runtime::telemetry::{self, Config, Protocol};
+use rara_runtime::telemetry;
 use rara_store::Store;
 use rara_testkit::{OtlpReceiver, Queues, settings, submit};
 use sqlx::PgPool;
@@ -20,7 +21,8 @@ use sqlx::PgPool;
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn the_handler_exports_its_spans_before_it_returns(pool: PgPool) {
     let receiver = OtlpReceiver::start().await;
-    telemetry::init("rara-scheduler", &Config::to(receiver.http_traces_url(), Protocol::HttpProtobuf)).unwrap();
+    platform_telemetry::init("rara-scheduler", &Config::to(receiver.http_traces_url(), Protocol::HttpProtobuf))
+        .unwrap();
     let store = Store::new(pool);
     let queues = Queues::new(30, 10).await;
     let settings = Arc::new(settings(&queues, &[]));

@@ -87,7 +87,7 @@ impl From<rara_store::Error> for Error {
         match &e {
             rara_store::Error::RunNotFound(_) => Self::not_found(e.to_string()),
             rara_store::Error::StepNotFound(_) => Self::not_found(e.to_string()),
-            _ if e.is_retryable() => {
+            _ if e.is_transient() => {
                 tracing::warn!(error = %e, "the store is unavailable");
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the database is unavailable; try again", 1)
             }

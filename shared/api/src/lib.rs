@@ -58,8 +58,8 @@ impl std::fmt::Debug for Api {
 }
 
 impl Api {
-    pub fn new(store: Store, config: Config, auth: Auth) -> Result<Self, rara_runtime::wiring::Error> {
-        let builtins = rara_runtime::wiring::builtin_registry()?;
+    pub fn new(store: Store, config: Config, auth: Auth) -> Result<Self, rara_builtins::Error> {
+        let builtins = rara_builtins::registry()?;
         let live = live::Live::new(store.clone());
         Ok(Api { inner: Arc::new(Inner { store, config, builtins, auth, live }) })
     }

@@ -10,6 +10,8 @@
 //!   permanent `INVALID_INPUT` naming the field, without echoing the value.
 //! - `guard`: races an execution against `ctx.cancel` and `ctx.deadline`.
 //! - [`register_builtins`] (here): registers all four under their names.
+//! - [`registry()`] (`registry.rs`): a registry of the built-ins alone, with the default
+//!   config: what routing runs in-process and what submit checks.
 
 pub mod config;
 pub mod fail;
@@ -17,6 +19,7 @@ mod guard;
 pub mod http_request;
 mod input;
 pub mod noop;
+mod registry;
 pub mod sleep;
 
 #[cfg(test)]
@@ -26,15 +29,16 @@ pub use config::BuiltinsConfig;
 pub use fail::Fail;
 pub use http_request::HttpRequest;
 pub use noop::Noop;
+pub use registry::registry;
 pub use sleep::Sleep;
 
-use rara_domain::registry::{self, Registry};
+use rara_domain::registry::Registry;
 
 /// Why the builtins could not be registered.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Registry(#[from] registry::Error),
+    Registry(#[from] rara_domain::registry::Error),
     #[error(transparent)]
     Config(#[from] config::Error),
     #[error(transparent)]
@@ -72,7 +76,7 @@ mod tests {
         let mut registry = Registry::new();
         register_builtins(&mut registry, &BuiltinsConfig::default()).unwrap();
         let err = register_builtins(&mut registry, &BuiltinsConfig::default()).unwrap_err();
-        assert!(matches!(err, Error::Registry(registry::Error::Duplicate(_))), "{err}");
+        assert!(matches!(err, Error::Registry(rara_domain::registry::Error::Duplicate(_))), "{err}");
     }
 
     #[test]

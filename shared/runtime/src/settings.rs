@@ -57,7 +57,7 @@ pub struct Settings {
     pub reap_interval: Duration,
     /// `RARA_RETENTION_DAYS`: finished runs older than this are deleted with everything under
     /// them by the scheduler's maintenance, one slice every
-    /// [`PRUNE_INTERVAL`](crate::scheduler::PRUNE_INTERVAL), beside its lease rounds.
+    /// the scheduler's `PRUNE_INTERVAL`, beside its lease rounds.
     /// `None` (`0`): history is kept forever.
     pub retention: Option<Duration>,
     /// `RARA_PRUNE_BATCH_SIZE`: at most this many finished runs deleted per slice (one
@@ -105,6 +105,21 @@ pub enum SecretsBackend {
     SecretsManager,
 }
 
+impl SecretsBackend {
+    /// `RARA_SECRETS_BACKEND`: `env` (the default) or `secretsmanager`.
+    fn from_var(value: Option<&str>) -> Result<Self, Error> {
+        match value {
+            None | Some("env") => Ok(SecretsBackend::Env),
+            Some("secretsmanager") => Ok(SecretsBackend::SecretsManager),
+            Some(other) => Err(Error::Invalid {
+                var: "RARA_SECRETS_BACKEND",
+                value: other.to_owned(),
+                reason: "expected `env` or `secretsmanager`".into(),
+            }),
+        }
+    }
+}
+
 impl Settings {
     pub fn from_lookup(role: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let core = Config::from_lookup(role, &lookup)?;
@@ -135,17 +150,7 @@ impl Settings {
             deadline_margin: core.deadline_margin,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
             remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),
-            secrets_backend: match vars.optional("RARA_SECRETS_BACKEND").as_deref() {
-                None | Some("env") => SecretsBackend::Env,
-                Some("secretsmanager") => SecretsBackend::SecretsManager,
-                Some(other) => {
-                    return Err(Error::Invalid {
-                        var: "RARA_SECRETS_BACKEND",
-                        value: other.to_owned(),
-                        reason: "expected `env` or `secretsmanager`".into(),
-                    });
-                }
-            },
+            secrets_backend: SecretsBackend::from_var(vars.optional("RARA_SECRETS_BACKEND").as_deref())?,
             secrets_prefix: vars.optional("RARA_SECRETS_PREFIX").unwrap_or_default(),
             timeouts: Timeouts::from_vars(&vars)?,
             delivery_timeout: Duration::from_secs(vars.parse(
@@ -168,6 +173,12 @@ impl Settings {
             )?),
             core,
         };
+        settings.validated()
+    }
+
+    /// The settings when their values agree with each other and with SQS's limits.
+    fn validated(self) -> Result<Self, Error> {
+        let settings = self;
         if settings.lease_batch == 0 {
             return Err(Error::Invalid {
                 var: "RARA_LEASE_BATCH_SIZE",

@@ -4,6 +4,7 @@
 //! like any other: logged, retried, never a wedged runner or a lost step.
 //!
 //! Every value comes from `RARA_*` variables with the defaults below (README, "Timeouts").
+//! The AWS SDK configuration built from them is `rara-platform`'s (`rara_platform::aws`).
 
 use std::time::Duration;
 
@@ -145,22 +146,6 @@ impl Timeouts {
     pub fn db_call(&self) -> Duration {
         self.db_connect + self.db_statement + DB_CALL_SLACK
     }
-
-    /// The AWS SDK configuration of the environment (region, credentials,
-    /// `AWS_ENDPOINT_URL`) with these timeouts and the standard retry mode.
-    pub async fn aws_config(&self) -> aws_config::SdkConfig {
-        let timeouts = aws_config::timeout::TimeoutConfig::builder()
-            .connect_timeout(self.aws_connect)
-            .operation_attempt_timeout(self.aws_attempt)
-            .operation_timeout(self.aws_operation)
-            .build();
-        let retry = aws_config::retry::RetryConfig::standard().with_max_attempts(self.aws_max_attempts);
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .timeout_config(timeouts)
-            .retry_config(retry)
-            .load()
-            .await
-    }
 }
 
 /// Runs one Postgres call for at most `bound` ([`Timeouts::db_call`]). Past it the call is
@@ -211,7 +196,7 @@ mod tests {
     async fn a_postgres_call_past_its_bound_is_a_transient_error() {
         let bound = Duration::from_millis(30);
         let silent = db_call(bound, std::future::pending::<Result<(), rara_store::Error>>()).await.unwrap_err();
-        assert!(silent.is_retryable(), "{silent}");
+        assert!(silent.is_transient(), "{silent}");
         assert!(silent.to_string().contains("did not answer within 30 ms"), "{silent}");
         assert_eq!(db_call(bound, async { Ok::<_, rara_store::Error>(7) }).await.unwrap(), 7);
     }

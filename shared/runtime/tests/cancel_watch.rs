@@ -1,11 +1,11 @@
-//! The operator-cancel listener (`rara_runtime::cancel::CancelWatch`) against a real Postgres:
+//! The operator-cancel listener (`rara_runtime::executor::cancel_watch::CancelWatch`) against a real Postgres:
 //! batches of short steps cost it no connection; an execution that runs on gets one, hears
 //! the cancels, and is told to check its lease once the listener is up.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
-use rara_runtime::cancel::{CHECK_NOW, CancelWatch, WATCH_START_DELAY};
+use rara_runtime::executor::cancel_watch::{CHECK_NOW, CancelWatch, WATCH_START_DELAY};
 use rara_store::Store;
 use rara_store::listen::CANCEL_CHANNEL;
 use sqlx::PgPool;

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use rara_platform::runner::run_executor;
 use rara_queue::Queue;
-use rara_runtime::batch::BatchExecutor;
-use rara_runtime::runner::run_executor;
+use rara_runtime::executor::BatchExecutor;
 use rara_runtime::scheduler::Scheduler;
 use rara_store::Store;
 use sqlx::PgPool;
@@ -168,7 +168,7 @@ async fn an_executor_runner_stopped_while_sqs_is_silent_gives_its_running_step_b
     let run_id = submit_long_step(&store, &stack, 2).await;
     let peer = SilentPeer::start(endpoint_addr(), false).await;
     let queue: Arc<dyn Queue> = queues.queue_through(&peer, &stack.settings.timeouts).await;
-    let registry = Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap());
+    let registry = Arc::new(rara_runtime::registry::standard_registry(&stack.settings).await.unwrap());
     let executor = BatchExecutor::new(store.clone(), queue.clone(), registry, &stack.settings);
     let (stop, task) = runner_with_a_running_step(&store, &stack, executor, queue, run_id).await;
     peer.set_silent(true);
@@ -258,7 +258,7 @@ async fn an_executor_runner_whose_postgres_goes_silent_still_stops_within_its_gr
         .connect_with(options.host("127.0.0.1").port(peer.addr().port()))
         .await
         .unwrap();
-    let registry = Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap());
+    let registry = Arc::new(rara_runtime::registry::standard_registry(&stack.settings).await.unwrap());
     let executor = BatchExecutor::new(Store::new(through), stack.queue.clone(), registry, &stack.settings);
     let (stop, task) = runner_with_a_running_step(&store, &stack, executor, queues.queue(), run_id).await;
     peer.set_silent(true);
@@ -315,7 +315,7 @@ async fn a_silent_sqs_costs_one_warning_per_burst_not_one_per_receive(pool: PgPo
     .await;
     let peer = SilentPeer::start(endpoint_addr(), true).await;
     let queue: Arc<dyn Queue> = queues.queue_through(&peer, &stack.settings.timeouts).await;
-    let registry = Arc::new(rara_runtime::wiring::standard_registry(&stack.settings).await.unwrap());
+    let registry = Arc::new(rara_runtime::registry::standard_registry(&stack.settings).await.unwrap());
     let executor = BatchExecutor::new(store.clone(), queue.clone(), registry, &stack.settings);
     let stop = CancellationToken::new();
     let options = stack.runner_options(None);

@@ -15,7 +15,7 @@ use common::*;
 use rara_domain::StepError;
 use rara_domain::executor::{ExecutionContext, Executor};
 use rara_domain::step_error::codes;
-use rara_runtime::batch::BatchExecutor;
+use rara_runtime::executor::BatchExecutor;
 use rara_store::Store;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -40,7 +40,7 @@ async fn stack(pool: PgPool) -> (Store, Stack, Echo) {
     let queues = Queues::new(30, 10).await;
     let settings = Arc::new(settings(&queues, &[]));
     let echo = Echo::default();
-    let mut registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+    let mut registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
     registry.register("test.echo", echo.clone()).unwrap().register("test.index", Index).unwrap();
     let queue = queues.queue();
     let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings)

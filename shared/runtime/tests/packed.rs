@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use rara_queue::{MessageStep, Queue, StepMessage};
-use rara_runtime::batch::Record;
+use rara_runtime::executor::Record;
 use sqlx::PgPool;
 use uuid::Uuid;
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use rara_runtime::secrets::EnvSecretResolver;
+use rara_platform::secrets::EnvSecretResolver;
 use serde_json::json;
 use sqlx::PgPool;
 

@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use common::*;
 use rara_domain::step_error::codes;
+use rara_platform::runner::{RunnerOptions, run_executor};
+use rara_platform::telemetry as platform_telemetry;
 use rara_queue::sqs::SqsQueue;
 use rara_queue::{Outgoing, Queue, Received};
-use rara_runtime::batch::BatchExecutor;
-use rara_runtime::runner::{RunnerOptions, run_executor};
+use rara_runtime::executor::BatchExecutor;
 use rara_runtime::scheduler::Scheduler;
-use rara_runtime::secrets::{SecretError, SecretResolver};
+use rara_runtime::secrets::{self, SecretResolver};
 use rara_runtime::telemetry;
 use rara_store::Store;
 use sqlx::PgPool;
@@ -56,8 +57,8 @@ struct Vault(HashMap<String, String>);
 
 #[async_trait::async_trait]
 impl SecretResolver for Vault {
-    async fn resolve(&self, name: &str) -> Result<String, SecretError> {
-        self.0.get(name).cloned().ok_or_else(|| SecretError::NotFound { name: name.to_owned() })
+    async fn resolve(&self, name: &str) -> Result<String, secrets::Error> {
+        self.0.get(name).cloned().ok_or_else(|| secrets::Error::NotFound { name: name.to_owned() })
     }
 }
 
@@ -152,8 +153,8 @@ async fn leftovers(queues: &Queues, url: &str) -> Vec<String> {
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
     let receiver = OtlpReceiver::start().await;
-    let config = telemetry::Config::to(receiver.http_traces_url(), telemetry::Protocol::HttpProtobuf);
-    let logs = captured_logs(telemetry::install("rara-secrets-test", &config).unwrap().unwrap());
+    let config = platform_telemetry::Config::to(receiver.http_traces_url(), platform_telemetry::Protocol::HttpProtobuf);
+    let logs = captured_logs(platform_telemetry::install("rara-secrets-test", &config).unwrap().unwrap());
     let received = Arc::new(Mutex::new(Vec::new()));
     let addr = echo_server(received.clone()).await;
 
@@ -161,7 +162,7 @@ async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
     let queues = Queues::new(30, 10).await;
     let settings = Arc::new(settings(&queues, &[]));
     let queue = Arc::new(Recording { inner: queues.queue(), seen: Mutex::new(Vec::new()) });
-    let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+    let registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
     let vault = Vault([("api".to_owned(), SECRET.to_owned())].into());
     let executor =
         BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings).with_secrets(Arc::new(vault));
@@ -262,25 +263,10 @@ async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
     );
 
     // No exported span (the step's spans were exported: the export works).
-    telemetry::flush().await;
+    platform_telemetry::flush().await;
     let spans = receiver.spans();
     assert!(spans.iter().any(|s| s.attribute("rara.step_id") == Some(&*call.id.to_string())), "{spans:#?}");
     for span in &spans {
         assert!(!format!("{span:?}").contains(SECRET), "the secret is in a span: {span:#?}");
     }
-}
-
-#[tokio::test]
-async fn secrets_manager_resolves_by_prefixed_name_and_names_a_missing_secret() {
-    use rara_runtime::secrets::SecretsManagerResolver;
-    let client = secrets_client().await;
-    let prefix = format!("rara-test-{}/", uuid::Uuid::new_v4().simple());
-    client.create_secret().name(format!("{prefix}api")).secret_string(SECRET).send().await.unwrap();
-
-    let resolver = SecretsManagerResolver::new(client, prefix);
-    assert_eq!(resolver.resolve("api").await.unwrap(), SECRET);
-    let missing = resolver.resolve("nope").await.unwrap_err();
-    assert!(matches!(&missing, SecretError::NotFound { name } if name == "nope"), "{missing:?}");
-    let error = missing.to_step_error();
-    assert_eq!((error.code.as_str(), error.retryable), (codes::SECRET_NOT_FOUND, false));
 }

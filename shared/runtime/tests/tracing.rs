@@ -14,8 +14,9 @@ use std::time::{Duration, SystemTime};
 
 use common::*;
 use rara_domain::workflow::{Format, WorkflowDefinition};
-use rara_runtime::secrets::{SecretError, SecretResolver};
-use rara_runtime::telemetry::{self, Config, Protocol};
+use rara_platform::telemetry::{self as platform_telemetry, Config, Protocol};
+use rara_runtime::secrets::{self, SecretResolver};
+use rara_runtime::telemetry;
 use rara_testkit::otlp::ReceivedSpan;
 use sqlx::PgPool;
 
@@ -29,10 +30,10 @@ struct Vault;
 
 #[async_trait::async_trait]
 impl SecretResolver for Vault {
-    async fn resolve(&self, name: &str) -> Result<String, SecretError> {
+    async fn resolve(&self, name: &str) -> Result<String, secrets::Error> {
         match name {
             "trace_token" => Ok(SECRET.to_owned()),
-            _ => Err(SecretError::NotFound { name: name.to_owned() }),
+            _ => Err(secrets::Error::NotFound { name: name.to_owned() }),
         }
     }
 }
@@ -46,7 +47,7 @@ fn one<'a>(spans: &'a [ReceivedSpan], what: &str, pick: impl Fn(&ReceivedSpan) -
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry_linked(pool: PgPool) {
     let receiver = OtlpReceiver::start().await;
-    telemetry::init("rara-test", &Config::to(receiver.http_traces_url(), Protocol::HttpProtobuf)).unwrap();
+    platform_telemetry::init("rara-test", &Config::to(receiver.http_traces_url(), Protocol::HttpProtobuf)).unwrap();
     let python = PythonServer::start_with_env(
         0,
         &[
@@ -74,7 +75,7 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
     let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
     assert_eq!(status, "succeeded");
     assert_eq!(counters.retried, 1, "{counters:?}");
-    telemetry::flush().await;
+    platform_telemetry::flush().await;
     let trace_id = run.trace_id().to_string();
     let spans = receiver
         .wait_for(LIMIT, |spans| spans.iter().any(|s| s.name == "rara.handler" && s.trace_id == trace_id))

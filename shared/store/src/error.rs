@@ -51,7 +51,7 @@ impl From<sqlx::migrate::MigrateError> for Error {
 
 impl Error {
     /// Whether trying again later may succeed (connection trouble), as opposed to a verdict.
-    pub fn is_retryable(&self) -> bool {
+    pub fn is_transient(&self) -> bool {
         match self {
             Error::Database(e) => {
                 matches!(
@@ -87,7 +87,7 @@ mod tests {
         let e = Error::from(sqlx::Error::Io(std::io::Error::other("connection reset by peer")));
         let printed = chain(&e);
         assert_eq!(printed.matches("connection reset by peer").count(), 1, "{printed}");
-        assert!(e.is_retryable());
+        assert!(e.is_transient());
         let e = Error::from(sqlx::migrate::MigrateError::VersionMissing(7));
         assert_eq!(chain(&e).matches('7').count(), 1, "{}", chain(&e));
     }

@@ -31,6 +31,7 @@ use std::sync::{Arc, Once};
 
 use aws_sdk_sqs::Client;
 use rara_domain::workflow::{Format, WorkflowDefinition};
+use rara_platform::aws::AwsConfig;
 use rara_queue::sqs::SqsQueue;
 use rara_runtime::settings::Settings;
 use rara_runtime::timeouts::Timeouts;

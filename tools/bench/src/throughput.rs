@@ -28,10 +28,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rara_domain::workflow::WorkflowDefinition;
+use rara_platform::runner::{RunnerOptions, run_executor};
 use rara_queue::Queue;
-use rara_runtime::batch::BatchExecutor;
+use rara_runtime::executor::BatchExecutor;
 use rara_runtime::metrics::Counters;
-use rara_runtime::runner::{RunnerOptions, run_executor};
 use rara_runtime::settings::Settings;
 use rara_store::Store;
 use rara_testkit::scratch::ScratchDb;
@@ -81,7 +81,7 @@ async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &Q
     let pools = Pools::open(scratch, options.executors, !options.mode.preloaded()).await?;
     // Idle backends flush their statistics within a second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let registry = Arc::new(rara_runtime::wiring::standard_registry(&settings).await?);
+    let registry = Arc::new(rara_runtime::registry::standard_registry(&settings).await?);
 
     let before = Before::take(admin, &scratch.name).await?;
     let loops = Loops::start(options, &settings, setup, &pools, registry, preloaded, before.t0);

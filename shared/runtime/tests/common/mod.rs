@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rara_platform::runner::{RunnerOptions, run_executor};
 use rara_queue::Queue;
 use rara_queue::sqs::SqsQueue;
-use rara_runtime::batch::BatchExecutor;
+use rara_runtime::executor::BatchExecutor;
 use rara_runtime::metrics::Counters;
-use rara_runtime::runner::{RunnerOptions, run_executor};
 use rara_runtime::scheduler::Scheduler;
 use rara_runtime::settings::Settings;
 use rara_store::Store;
@@ -37,7 +37,7 @@ impl Stack {
     pub async fn new(store: Store, queues: &Queues, settings: Settings) -> Stack {
         let settings = Arc::new(settings);
         let queue = queues.queue();
-        let registry = rara_runtime::wiring::standard_registry(&settings).await.unwrap();
+        let registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
         let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings);
         Stack { store, queue, settings, executor }
     }
@@ -125,10 +125,10 @@ pub struct Vault(pub &'static str);
 
 #[async_trait::async_trait]
 impl rara_runtime::secrets::SecretResolver for Vault {
-    async fn resolve(&self, name: &str) -> Result<String, rara_runtime::secrets::SecretError> {
+    async fn resolve(&self, name: &str) -> Result<String, rara_runtime::secrets::Error> {
         match name {
             "api" => Ok(self.0.to_owned()),
-            _ => Err(rara_runtime::secrets::SecretError::NotFound { name: name.to_owned() }),
+            _ => Err(rara_runtime::secrets::Error::NotFound { name: name.to_owned() }),
         }
     }
 }

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use crate::reporter::StoreReporter;
+use crate::executor::reporter::{Loss, StoreReporter};
 use crate::secrets::{self, RedactingReporter, SecretResolver};
 
 /// How an execution ended, before its outcome is recorded.
@@ -65,7 +65,7 @@ pub struct Environment {
     /// their steps are given back.
     pub interrupt: CancellationToken,
     /// The steps operators cancel: a heartbeat checks its lease at once when its step is one.
-    pub cancels: crate::cancel::CancelWatch,
+    pub cancels: crate::executor::cancel_watch::CancelWatch,
 }
 
 impl std::fmt::Debug for Environment {
@@ -85,31 +85,15 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         Ok(executor) => executor,
         Err(error) => return Execution::Failed(error),
     };
-    let step_deadline = step_deadline(step);
-    // A detachable attempt runs to the step's own deadline and is parked at the invocation's
-    // end, or when the attach window closes (Lambda time is paid only while attached); any
-    // other execution ends with the invocation.
-    let park_point = env.attach_window.map_or(deadline, |window| deadline.min(Instant::now() + window));
-    let park_at = (executor.detachable() && step_deadline > park_point).then_some(park_point);
-    let run_until = if park_at.is_some() { step_deadline } else { deadline.min(step_deadline) };
-    let cut_by_invocation = park_at.is_none() && step_deadline > deadline;
-    // Resolved for a re-attach too: the attempt got the values when it started, and its
-    // output, errors and reports are redacted of them.
-    let resolved = match tokio::time::timeout_at(run_until, secrets::resolve(&step.input, env.secrets.as_ref())).await {
-        Ok(Ok(resolved)) => resolved,
-        Ok(Err(error)) => return Execution::Failed(error),
-        Err(_) => {
-            return Execution::Failed(StepError::retryable(
-                codes::SECRET_UNAVAILABLE,
-                "the step's secrets could not be resolved before its deadline",
-            ));
-        }
+    let timing = Timing::new(env, step, executor.detachable(), deadline);
+    let secrets::Resolved { input, redactor } = match resolve_secrets(env, step, timing.run_until).await {
+        Ok(resolved) => resolved,
+        Err(error) => return Execution::Failed(error),
     };
-    let secrets::Resolved { input, redactor } = resolved;
     if !redactor.is_empty() {
         tracing::info!("secret references resolved");
     }
-    let (ctx, lost, stop_reason) = context(env, step, run_until, redactor.clone());
+    let (ctx, lost, stop_reason) = context(env, step, timing.run_until, redactor.clone());
     let detach = ctx.detach.clone();
 
     // Both side tasks are aborted when this future ends or unwinds: no heartbeat outlives
@@ -130,43 +114,17 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         async move { executor.execute(ctx, input).await }.instrument(tracing::Span::current()),
     ));
     let park_time = async {
-        match park_at {
+        match timing.park_at {
             Some(at) => tokio::time::sleep_until(at).await,
             None => std::future::pending().await,
         }
     };
 
-    let execution = tokio::select! {
-        joined = &mut task => match joined {
-            Ok(Ok(output)) => Execution::Succeeded(redactor.json(output)),
-            // It could not re-attach now (the endpoint did not answer): still detached.
-            Ok(Err(_)) if detach.was_let_go() => parked(&detach),
-            Ok(Err(error)) if lost.is_cancelled() => {
-                tracing::info!(code = %redactor.text(&error.code), "execution stopped after its lease was lost");
-                Execution::LeaseLost
-            }
-            Ok(Err(error)) => Execution::Failed(redactor.error(error)),
-            Err(join) => Execution::Failed(StepError::retryable(
-                codes::EXECUTOR_PANICKED,
-                if join.is_panic() { "the executor panicked" } else { "the executor task was aborted" },
-            )),
-        },
+    tokio::select! {
+        joined = &mut task => finished(joined, &detach, &lost, &redactor),
         _ = park_time => park(&mut task, &detach, &redactor).await,
-        _ = tokio::time::sleep_until(run_until) => {
-            let (message, error) = if cut_by_invocation {
-                let message = format!(
-                    "the step ran until its invocation's end, and its executor cannot detach: the step's timeout \
-                     ({}) does not fit one invocation (RARA_FUNCTION_TIMEOUT_SECONDS less RARA_DEADLINE_MARGIN_MS)",
-                    rara_domain::human::duration(step.timeout)
-                );
-                (message.clone(), StepError::permanent(codes::STEP_OUTLIVES_INVOCATION, message))
-            } else {
-                let message = format!(
-                    "the step ran past its deadline ({} step timeout, or the invocation's end)",
-                    rara_domain::human::duration(step.timeout)
-                );
-                (message.clone(), StepError::retryable(codes::DEADLINE_EXCEEDED, message))
-            };
+        _ = tokio::time::sleep_until(timing.run_until) => {
+            let (message, error) = past_deadline(step, timing.cut_by_invocation);
             stop_reason.set(message);
             lost.cancel();
             // A short moment for a remote executor's client to send `Cancel`: the margin
@@ -181,7 +139,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
             Execution::LeaseLost
         }
         _ = env.interrupt.cancelled() => {
-            if park_at.is_some() && detach.resume_point().is_some() {
+            if timing.park_at.is_some() && detach.resume_point().is_some() {
                 tracing::info!("the runner is stopping and its grace is over; parking the detachable attempt");
                 park(&mut task, &detach, &redactor).await
             } else {
@@ -192,8 +150,92 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
                 Execution::Interrupted
             }
         }
-    };
-    execution
+    }
+}
+
+/// When an execution ends, or is parked.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    /// The end of the execution: the step's own deadline for a detachable attempt (parked
+    /// before it), else the sooner of that and the invocation's.
+    run_until: Instant,
+    /// When a detachable attempt is parked (`None`: not detachable, or it ends before).
+    park_at: Option<Instant>,
+    /// Whether the invocation's end, not the step's timeout, cuts the execution.
+    cut_by_invocation: bool,
+}
+
+impl Timing {
+    fn new(env: &Environment, step: &ClaimedStep, detachable: bool, deadline: Instant) -> Self {
+        let step_deadline = step_deadline(step);
+        // A detachable attempt runs to the step's own deadline and is parked at the
+        // invocation's end, or when the attach window closes (Lambda time is paid only while
+        // attached); any other execution ends with the invocation.
+        let park_point = env.attach_window.map_or(deadline, |window| deadline.min(Instant::now() + window));
+        let park_at = (detachable && step_deadline > park_point).then_some(park_point);
+        let run_until = if park_at.is_some() { step_deadline } else { deadline.min(step_deadline) };
+        Timing { run_until, park_at, cut_by_invocation: park_at.is_none() && step_deadline > deadline }
+    }
+}
+
+/// The step's input with its secret references resolved, by `run_until`. Resolved for a
+/// re-attach too: the attempt got the values when it started, and its output, errors and
+/// reports are redacted of them.
+async fn resolve_secrets(
+    env: &Environment,
+    step: &ClaimedStep,
+    run_until: Instant,
+) -> Result<secrets::Resolved, StepError> {
+    match tokio::time::timeout_at(run_until, secrets::resolve(&step.input, env.secrets.as_ref())).await {
+        Ok(resolved) => resolved,
+        Err(_) => Err(StepError::retryable(
+            codes::SECRET_UNAVAILABLE,
+            "the step's secrets could not be resolved before its deadline",
+        )),
+    }
+}
+
+/// The execution of an executor that returned (or whose task ended abnormally).
+fn finished(
+    joined: Result<Result<serde_json::Value, StepError>, tokio::task::JoinError>,
+    detach: &Detach,
+    lost: &CancellationToken,
+    redactor: &secrets::Redactor,
+) -> Execution {
+    match joined {
+        Ok(Ok(output)) => Execution::Succeeded(redactor.json(output)),
+        // It could not re-attach now (the endpoint did not answer): still detached.
+        Ok(Err(_)) if detach.was_let_go() => parked(detach),
+        Ok(Err(error)) if lost.is_cancelled() => {
+            tracing::info!(code = %redactor.text(&error.code), "execution stopped after its lease was lost");
+            Execution::LeaseLost
+        }
+        Ok(Err(error)) => Execution::Failed(redactor.error(error)),
+        Err(join) => Execution::Failed(StepError::retryable(
+            codes::EXECUTOR_PANICKED,
+            if join.is_panic() { "the executor panicked" } else { "the executor task was aborted" },
+        )),
+    }
+}
+
+/// Why an execution that reached its end without an outcome stops, and its failure: the
+/// invocation's end cut a step whose timeout does not fit one (for good), or the step ran
+/// past its deadline (retryable).
+fn past_deadline(step: &ClaimedStep, cut_by_invocation: bool) -> (String, StepError) {
+    if cut_by_invocation {
+        let message = format!(
+            "the step ran until its invocation's end, and its executor cannot detach: the step's timeout \
+             ({}) does not fit one invocation (RARA_FUNCTION_TIMEOUT_SECONDS less RARA_DEADLINE_MARGIN_MS)",
+            rara_domain::human::duration(step.timeout)
+        );
+        (message.clone(), StepError::permanent(codes::STEP_OUTLIVES_INVOCATION, message))
+    } else {
+        let message = format!(
+            "the step ran past its deadline ({} step timeout, or the invocation's end)",
+            rara_domain::human::duration(step.timeout)
+        );
+        (message.clone(), StepError::retryable(codes::DEADLINE_EXCEEDED, message))
+    }
 }
 
 /// When the step's attempt must end: its timeout from the attempt's start (the claim, or an
@@ -284,32 +326,6 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// The same at the deadline, where the margin left is for recording the outcome.
 const DEADLINE_STOP_GRACE: Duration = Duration::from_millis(500);
 
-/// How long reading why a lease was lost may delay the stop.
-const WHY_LOST_BOUND: Duration = Duration::from_secs(1);
-
-/// How an execution is told that its lease is gone: the reason first (read from the store:
-/// cancelled by an operator, the run cancelled, taken over, reaped), then the token.
-#[derive(Debug, Clone)]
-pub struct Loss {
-    pub lost: CancellationToken,
-    pub reason: StopReason,
-}
-
-impl Loss {
-    /// Records why `holder` lost its step, then fires the token.
-    pub async fn lose(&self, store: &Store, holder: &Holder) {
-        if !self.lost.is_cancelled() {
-            // Bounded: the reason must never hold up the stop.
-            let reason = match tokio::time::timeout(WHY_LOST_BOUND, store.why_lost(holder)).await {
-                Ok(Ok(reason)) => reason,
-                _ => "rara lost the step's lease".into(),
-            };
-            self.reason.set(reason);
-        }
-        self.lost.cancel();
-    }
-}
-
 /// Extends the lease and the message's visibility together every `interval`, and at once when
 /// `cancels` names the step (an operator cancelled it). A heartbeat that finds the lease gone
 /// fires `lost`, which stops the execution (a remote one sends `Cancel` with the reason).
@@ -322,7 +338,7 @@ async fn heartbeat(
     lease: Duration,
     interval: Duration,
     loss: Loss,
-    mut cancels: crate::cancel::Subscription,
+    mut cancels: crate::executor::cancel_watch::Subscription,
 ) {
     use tokio::sync::broadcast::error::RecvError;
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
@@ -336,7 +352,7 @@ async fn heartbeat(
                     tracing::info!("the step was cancelled; checking the lease now");
                 }
                 // The listener just connected: a cancel may have come before.
-                Ok(crate::cancel::CHECK_NOW) => {}
+                Ok(crate::executor::cancel_watch::CHECK_NOW) => {}
                 Ok(_) => continue,
                 // Some ids were missed: this step may be one of them.
                 Err(RecvError::Lagged(_)) => {}

@@ -1,50 +1,10 @@
-//! What a function builds once, at start (the Lambda init phase): settings, the Postgres
-//! pool (credentials from `DATABASE_URL` or, deployed, the Secrets Manager secret of
-//! `RARA_DATABASE_SECRET_ARN`, fetched here once), the SQS client and the executor
-//! registry. Nothing here runs per invocation.
+//! An invocation's time: how long a Lambda invocation (or a local batch) may run, from the
+//! runtime's deadline when it is plausible, else from the function's timeout.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rara_builtins::BuiltinsConfig;
-use rara_domain::registry::Registry;
-use rara_queue::sqs::SqsQueue;
-use rara_remote::RemoteExecutors;
-use rara_store::Store;
-
-use crate::batch::BatchExecutor;
-use crate::database::DatabaseSource;
-use crate::scheduler::Scheduler;
-use crate::secrets::SecretsManagerResolver;
-use crate::settings::{SecretsBackend, Settings};
-
-/// The message attribute carrying the W3C trace context.
-pub const TRACEPARENT: &str = rara_queue::sqs::TRACEPARENT;
-/// Postgres connections per container: one for the work, one for heartbeats alongside.
-pub const POOL_CONNECTIONS: u32 = 2;
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Config(#[from] rara_domain::config::Error),
-    #[error(transparent)]
-    Database(#[from] crate::database::Error),
-    #[error("cannot connect to Postgres: {0}")]
-    Store(#[from] rara_store::Error),
-    #[error("cannot register the built-in executors: {0}")]
-    Builtins(#[from] rara_builtins::Error),
-    #[error("RARA_REMOTE_EXECUTORS is not valid: {0}")]
-    Remote(#[from] rara_remote::router::Error),
-}
-
-/// JSON logs on stderr (level from `AWS_LAMBDA_LOG_LEVEL`, else `RARA_LOG`, else `info`) and,
-/// when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, spans exported over OTLP as `service`
-/// ([`crate::telemetry`]). Step inputs and outputs are never logged; a step's lines carry run
-/// id, step id, attempt, fence, operation and the run's trace id. Call it inside the runtime.
-pub fn init_logging(service: &str) -> Result<(), crate::telemetry::Error> {
-    crate::telemetry::init(service, &crate::telemetry::Config::from_env()?)
-}
+use crate::settings::Settings;
 
 /// The runtime API's header that carries an invocation's deadline (milliseconds since the epoch).
 pub const DEADLINE_HEADER: &str = "Lambda-Runtime-Deadline-Ms";
@@ -145,115 +105,6 @@ pub fn remaining_at(deadline_ms: u64, now_ms: u64, timeout: FunctionTimeout, war
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// The long-lived parts of a function.
-#[derive(Debug, Clone)]
-pub struct Wiring {
-    pub settings: Arc<Settings>,
-    pub store: Store,
-    pub queue: Arc<SqsQueue>,
-    /// The AWS SDK configuration every client of this function is built from.
-    pub aws: aws_config::SdkConfig,
-}
-
-impl Wiring {
-    /// Reads the environment once and connects. `role` names the worker (`scheduler`, `executor`).
-    pub async fn from_env(role: &str) -> Result<Self, Error> {
-        let env = |k: &str| std::env::var(k).ok();
-        let settings = Settings::from_lookup(role, env)?;
-        let database = DatabaseSource::from_lookup(&settings.core, env)?;
-        Self::connect_to(settings, &database).await
-    }
-
-    /// Connects with `settings` to the database the environment names: the secret of
-    /// `RARA_DATABASE_SECRET_ARN` when set, else `settings`' `DATABASE_URL`.
-    pub async fn connect(settings: Settings) -> Result<Self, Error> {
-        let database = DatabaseSource::from_lookup(&settings.core, |k| std::env::var(k).ok())?;
-        Self::connect_to(settings, &database).await
-    }
-
-    /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
-    /// client of the SDK environment. Every client gets the deadlines of
-    /// `settings.timeouts`; rara's Postgres sessions get `statement_timeout` and
-    /// `idle_in_transaction_session_timeout`.
-    pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
-        let timeouts = settings.timeouts;
-        let aws = timeouts.aws_config().await;
-        let options = database.connect_options_from_env(&aws).await?.into_inner().options([
-            ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
-            ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
-        ]);
-        // A call given up client-side (`timeouts::db_call`) leaves its connection waiting for
-        // an answer that may never come, and sqlx's own check of a released connection would
-        // wait for it forever, holding a pool slot (sqlx issue #4349). Check first, bounded: a
-        // connection that does not answer within the connect timeout is an error here, so
-        // sqlx drops it without the graceful close (which could wait on it too).
-        let release_check = timeouts.db_connect;
-        let pool = rara_store::pool_options()
-            .max_connections(POOL_CONNECTIONS)
-            .acquire_timeout(timeouts.db_connect)
-            .after_release(move |connection, _| {
-                Box::pin(async move {
-                    use sqlx::Connection;
-                    match tokio::time::timeout(release_check, connection.ping()).await {
-                        Ok(pinged) => pinged.map(|()| true),
-                        Err(_) => Err(sqlx::Error::PoolTimedOut),
-                    }
-                })
-            })
-            .connect_with(options)
-            .await
-            .map_err(rara_store::Error::from)?;
-        let store = Store::new(pool);
-        let queue = Arc::new(SqsQueue::new(
-            aws_sdk_sqs::Client::new(&aws),
-            settings.queue_url.clone(),
-            settings.dlq_url.clone(),
-        ));
-        tracing::info!(worker = %settings.core.worker_id, "wired");
-        Ok(Wiring { settings: Arc::new(settings), store, queue, aws })
-    }
-
-    pub fn scheduler(&self) -> Scheduler {
-        Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
-    }
-
-    /// The executor's batch processor with the standard registry and the secret resolver
-    /// of `RARA_SECRETS_BACKEND`.
-    pub async fn batch_executor(&self) -> Result<BatchExecutor, Error> {
-        let registry = standard_registry(&self.settings).await?;
-        let executor = BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings);
-        Ok(match self.settings.secrets_backend {
-            SecretsBackend::Env => executor,
-            SecretsBackend::SecretsManager => {
-                let client = aws_sdk_secretsmanager::Client::new(&self.aws);
-                executor
-                    .with_secrets(Arc::new(SecretsManagerResolver::new(client, self.settings.secrets_prefix.clone())))
-            }
-        })
-    }
-}
-
-/// The built-in executors (`noop`, `sleep`, `fail`, `http.request`) alone: what routing runs
-/// in-process (submit checks that such steps fit one invocation).
-pub fn builtin_registry() -> Result<Registry, Error> {
-    let mut registry = Registry::new();
-    rara_builtins::register_builtins(&mut registry, &BuiltinsConfig::default())?;
-    Ok(registry)
-}
-
-/// The built-in executors (`noop`, `sleep`, `fail`, `http.request`) plus the remote
-/// executors of `RARA_REMOTE_EXECUTORS` for every other operation. Remote capabilities are
-/// discovered here, during init (the first connection is paid once per container).
-pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
-    let mut registry = builtin_registry()?;
-    if let Some(endpoints) = &settings.remote_executors {
-        let remote = Arc::new(RemoteExecutors::from_config_value_with(endpoints, settings.timeouts.grpc)?);
-        remote.refresh().await;
-        registry.with_remote(remote);
-    }
-    Ok(registry)
 }
 
 #[cfg(test)]

@@ -5,11 +5,12 @@
 //! the local runner leaving it on the queue). A bug, a panic or a `JoinError` is therefore
 //! a retry, never a loss.
 //!
-//! [`plan`] is the pure half of recording an outcome: from how an execution ended to what
-//! must be written (succeed, fail, retry by message, retry by Postgres, nothing).
+//! [`judge`] is the pure half of recording an outcome: from how an execution ended to its
+//! [`Verdict`], what must be written (succeed, fail, retry by message, retry by Postgres,
+//! nothing).
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use rand::Rng;
 use rara_domain::StepError;
@@ -19,8 +20,20 @@ use rara_domain::retry::{RetryDecision, RetryPolicy};
 use rara_store::claim::StaleReason;
 use rara_store::map::Expansion;
 
-use crate::execution::Execution;
+use crate::executor::execution::Execution;
 use crate::metrics::Counters;
+
+/// One delivered message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub message_id: String,
+    pub receipt_handle: String,
+    pub body: String,
+    pub traceparent: Option<String>,
+    /// When the message was first sent, for its first delivery only (the queue age at claim);
+    /// `None` when unknown or redelivered.
+    pub sent_at: Option<SystemTime>,
+}
 
 /// Why a record was acknowledged (its message is deleted).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,10 +86,10 @@ pub struct BatchReport {
     comebacks: HashMap<String, (String, tokio::time::Instant)>,
     /// Steps of messages of several that must come back, to move into messages of their own
     /// when the batch ends: each step's record (its own body and `traceparent`) and when.
-    moves: Vec<(crate::batch::Record, tokio::time::Instant)>,
+    moves: Vec<(Record, tokio::time::Instant)>,
     pub acknowledged: Vec<Acknowledged>,
     pub counters: Counters,
-    /// Outcomes, attempt durations and queue ages per operation (EMF, `metrics.rs`).
+    /// Outcomes, attempt durations and queue ages per operation (printed as EMF lines by `rara_platform::metrics`).
     pub operations: crate::metrics::OperationMetrics,
 }
 
@@ -119,12 +132,12 @@ impl BatchReport {
     /// One step of a message of several must come back at `at`, within
     /// [`MAX_SEND_DELAY`](rara_queue::MAX_SEND_DELAY): it is to be moved into a message of its
     /// own ([`take_moves`](Self::take_moves)).
-    pub(crate) fn move_at(&mut self, record: &crate::batch::Record, at: tokio::time::Instant) {
+    pub(crate) fn move_at(&mut self, record: &Record, at: tokio::time::Instant) {
         self.moves.push((record.clone(), at));
     }
 
     /// The steps to move, once.
-    pub(crate) fn take_moves(&mut self) -> Vec<(crate::batch::Record, tokio::time::Instant)> {
+    pub(crate) fn take_moves(&mut self) -> Vec<(Record, tokio::time::Instant)> {
         std::mem::take(&mut self.moves)
     }
 
@@ -171,9 +184,9 @@ impl BatchReport {
     }
 }
 
-/// What recording a finished execution must do.
+/// The verdict on a finished execution: what recording it must write.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Plan {
+pub enum Verdict {
     Succeed(serde_json::Value),
     /// Fail for good: permanent, non-retryable code, or no attempts left.
     Fail(StepError),
@@ -200,17 +213,19 @@ pub enum Plan {
 
 /// Decides what to record for an execution of attempt `attempt` under `policy`. Pure: the
 /// randomness of the backoff's jitter comes from `rng`.
-pub fn plan(execution: Execution, attempt: u32, policy: &RetryPolicy, rng: &mut impl Rng) -> Plan {
+pub fn judge(execution: Execution, attempt: u32, policy: &RetryPolicy, rng: &mut impl Rng) -> Verdict {
     match execution {
-        Execution::Succeeded(output) => Plan::Succeed(output),
-        Execution::LeaseLost => Plan::Nothing,
-        Execution::Interrupted => Plan::Release,
-        Execution::Parked(resume) => Plan::Park(resume),
-        Execution::Expanded(expansion) => Plan::Expand(expansion),
+        Execution::Succeeded(output) => Verdict::Succeed(output),
+        Execution::LeaseLost => Verdict::Nothing,
+        Execution::Interrupted => Verdict::Release,
+        Execution::Parked(resume) => Verdict::Park(resume),
+        Execution::Expanded(expansion) => Verdict::Expand(expansion),
         Execution::Failed(error) => match policy.decide(attempt, &error, rng) {
-            RetryDecision::RetryAfter(delay) if delay <= MAX_VISIBILITY_DELAY => Plan::RetryByMessage { error, delay },
-            RetryDecision::RetryAfter(delay) => Plan::RetryByPostgres { error, delay },
-            RetryDecision::Fail => Plan::Fail(error),
+            RetryDecision::RetryAfter(delay) if delay <= MAX_VISIBILITY_DELAY => {
+                Verdict::RetryByMessage { error, delay }
+            }
+            RetryDecision::RetryAfter(delay) => Verdict::RetryByPostgres { error, delay },
+            RetryDecision::Fail => Verdict::Fail(error),
         },
     }
 }
@@ -234,27 +249,27 @@ mod tests {
         }
     }
 
-    fn planned(execution: Execution, attempt: u32, policy: &RetryPolicy) -> Plan {
-        plan(execution, attempt, policy, &mut StdRng::seed_from_u64(1))
+    fn judged(execution: Execution, attempt: u32, policy: &RetryPolicy) -> Verdict {
+        judge(execution, attempt, policy, &mut StdRng::seed_from_u64(1))
     }
 
     #[test]
     fn a_retry_within_12_hours_rides_on_the_message_and_a_longer_one_on_postgres() {
         let error = StepError::retryable("FLAKY", "try again");
         let short = policy(3, Duration::from_secs(60));
-        assert!(matches!(planned(Execution::Failed(error.clone()), 1, &short),
-            Plan::RetryByMessage { delay, .. } if delay <= Duration::from_secs(60)));
+        assert!(matches!(judged(Execution::Failed(error.clone()), 1, &short),
+            Verdict::RetryByMessage { delay, .. } if delay <= Duration::from_secs(60)));
 
         // Ceiling 13 h: find seeds on both sides of the 12 h line, and check the split.
         let long = policy(3, Duration::from_secs(13 * 3600));
         let (mut by_message, mut by_postgres) = (0, 0);
         for seed in 0..200 {
-            match plan(Execution::Failed(error.clone()), 1, &long, &mut StdRng::seed_from_u64(seed)) {
-                Plan::RetryByMessage { delay, .. } => {
+            match judge(Execution::Failed(error.clone()), 1, &long, &mut StdRng::seed_from_u64(seed)) {
+                Verdict::RetryByMessage { delay, .. } => {
                     assert!(delay <= MAX_VISIBILITY_DELAY);
                     by_message += 1;
                 }
-                Plan::RetryByPostgres { delay, .. } => {
+                Verdict::RetryByPostgres { delay, .. } => {
                     assert!(delay > MAX_VISIBILITY_DELAY);
                     by_postgres += 1;
                 }
@@ -268,22 +283,22 @@ mod tests {
     fn permanent_errors_listed_codes_and_the_last_attempt_fail_for_good() {
         let p = policy(3, Duration::from_secs(10));
         let permanent = StepError::permanent("BAD_INPUT", "no");
-        assert_eq!(planned(Execution::Failed(permanent.clone()), 1, &p), Plan::Fail(permanent));
+        assert_eq!(judged(Execution::Failed(permanent.clone()), 1, &p), Verdict::Fail(permanent));
         let listed = StepError::retryable("NEVER_AGAIN", "retryable flag, but listed");
-        assert_eq!(planned(Execution::Failed(listed.clone()), 1, &p), Plan::Fail(listed));
+        assert_eq!(judged(Execution::Failed(listed.clone()), 1, &p), Verdict::Fail(listed));
         let last = StepError::retryable(codes::EXECUTOR_PANICKED, "the executor panicked");
-        assert_eq!(planned(Execution::Failed(last.clone()), 3, &p), Plan::Fail(last));
+        assert_eq!(judged(Execution::Failed(last.clone()), 3, &p), Verdict::Fail(last));
     }
 
     #[test]
     fn success_is_recorded_and_a_lost_lease_records_nothing() {
         let p = policy(3, Duration::from_secs(10));
         let output = serde_json::json!({"ok": true});
-        assert_eq!(planned(Execution::Succeeded(output.clone()), 1, &p), Plan::Succeed(output));
-        assert_eq!(planned(Execution::LeaseLost, 1, &p), Plan::Nothing);
-        assert_eq!(planned(Execution::Interrupted, 3, &p), Plan::Release, "even on the last attempt");
+        assert_eq!(judged(Execution::Succeeded(output.clone()), 1, &p), Verdict::Succeed(output));
+        assert_eq!(judged(Execution::LeaseLost, 1, &p), Verdict::Nothing);
+        assert_eq!(judged(Execution::Interrupted, 3, &p), Verdict::Release, "even on the last attempt");
         let resume = Resume { endpoint: "http://127.0.0.1:1".into(), sequence: 7 };
-        assert_eq!(planned(Execution::Parked(resume.clone()), 3, &p), Plan::Park(resume), "parked, not failed");
+        assert_eq!(judged(Execution::Parked(resume.clone()), 3, &p), Verdict::Park(resume), "parked, not failed");
     }
 
     #[test]

@@ -27,23 +27,29 @@ use std::collections::HashMap;
 use rara_domain::StepError;
 use rara_domain::references;
 use rara_domain::step_error::codes;
+use rara_store::Holder;
 use rara_store::claim::{ClaimOutcome, ClaimedStep};
 use rara_store::references::{Needs, Upstream};
+use serde_json::Value;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 use uuid::Uuid;
 
 use super::{BatchExecutor, map};
-use crate::execution::Execution;
+use crate::executor::execution::Execution;
 
-impl BatchExecutor {
-    /// Substitutes the references of the claimed steps' inputs in place. Returns how the
-    /// executions of the steps that must not run end, by step id.
-    pub(super) async fn substitute_references(&self, outcomes: &mut [ClaimOutcome]) -> HashMap<Uuid, Execution> {
-        let mut ended = HashMap::new();
-        let mut needs = Needs::default();
-        let mut steps: Vec<&mut ClaimedStep> = Vec::new();
-        let mut maps: Vec<&ClaimedStep> = Vec::new();
+/// The claimed steps whose inputs hold references, the map steps to end, and what their
+/// references need.
+#[derive(Default)]
+struct Gathered<'a> {
+    needs: Needs,
+    steps: Vec<&'a mut ClaimedStep>,
+    maps: Vec<&'a ClaimedStep>,
+}
+
+impl<'a> Gathered<'a> {
+    fn of(outcomes: &'a mut [ClaimOutcome]) -> Self {
+        let mut gathered = Gathered::default();
         for outcome in outcomes.iter_mut() {
             let ClaimOutcome::Claimed(step) = outcome else { continue };
             // A re-attached attempt resumes where it runs: its input was substituted and
@@ -53,8 +59,8 @@ impl BatchExecutor {
                 continue;
             }
             if let Some(map) = &step.map {
-                map::add_needs(step, map, &mut needs);
-                maps.push(step);
+                map::add_needs(step, map, &mut gathered.needs);
+                gathered.maps.push(step);
                 continue;
             }
             let found: Vec<_> = references::scan(&step.input).into_iter().filter_map(|f| f.reference.ok()).collect();
@@ -62,10 +68,20 @@ impl BatchExecutor {
                 continue;
             }
             for reference in &found {
-                needs.add(step.run_id, reference);
+                gathered.needs.add(step.run_id, reference);
             }
-            steps.push(step);
+            gathered.steps.push(step);
         }
+        gathered
+    }
+}
+
+impl BatchExecutor {
+    /// Substitutes the references of the claimed steps' inputs in place. Returns how the
+    /// executions of the steps that must not run end, by step id.
+    pub(super) async fn substitute_references(&self, outcomes: &mut [ClaimOutcome]) -> HashMap<Uuid, Execution> {
+        let mut ended = HashMap::new();
+        let Gathered { needs, steps, maps } = Gathered::of(outcomes);
         if steps.is_empty() && maps.is_empty() {
             return ended;
         }
@@ -90,6 +106,21 @@ impl BatchExecutor {
                 ended.insert(step.holder.step_id, execution);
             }
         }
+        let (resolved, items) = self.substitute_each(steps, &upstream, &mut ended);
+        if !items.is_empty() {
+            self.record_inputs(resolved, items, &mut ended).await;
+        }
+        ended
+    }
+
+    /// Each step's input with its references substituted (with the steps), or how the step
+    /// ends without running (in `ended`): a reference that found nothing, an input too large.
+    fn substitute_each<'a>(
+        &self,
+        steps: Vec<&'a mut ClaimedStep>,
+        upstream: &Upstream,
+        ended: &mut HashMap<Uuid, Execution>,
+    ) -> (Vec<&'a mut ClaimedStep>, Vec<(Holder, Value)>) {
         let mut resolved = Vec::with_capacity(steps.len());
         let mut items = Vec::with_capacity(steps.len());
         for step in steps {
@@ -118,10 +149,17 @@ impl BatchExecutor {
                 }
             }
         }
-        if items.is_empty() {
-            return ended;
-        }
+        (resolved, items)
+    }
 
+    /// Records the substituted inputs (fenced) and puts them in place; a step whose input
+    /// could not be recorded ends without running (in `ended`).
+    async fn record_inputs(
+        &self,
+        resolved: Vec<&mut ClaimedStep>,
+        items: Vec<(Holder, Value)>,
+        ended: &mut HashMap<Uuid, Execution>,
+    ) {
         let results = match self.db(self.env.store.record_inputs(&items)).await {
             Ok(results) => results,
             Err(e) => {
@@ -129,7 +167,7 @@ impl BatchExecutor {
                 for step in resolved {
                     ended.insert(step.holder.step_id, unavailable("could not be recorded"));
                 }
-                return ended;
+                return;
             }
         };
         for ((step, (_, input)), result) in resolved.into_iter().zip(items).zip(results) {
@@ -144,7 +182,6 @@ impl BatchExecutor {
                 }
             }
         }
-        ended
     }
 }
 

@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 
 use rara_domain::config::Config;
-use rara_runtime::database::{DatabaseSource, Error, SecretsManager};
+use rara_platform::database::{DatabaseSource, Error, SecretsManager};
+use rara_platform::wiring::Wiring;
 use rara_runtime::settings::Settings;
-use rara_runtime::wiring::Wiring;
 use rara_store::Store;
 use serde_json::json;
 use uuid::Uuid;

@@ -10,7 +10,7 @@ use opentelemetry::trace::{SpanContext, TraceContextExt};
 use rara_store::claim::ClaimedStep;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::fate::Plan;
+use crate::executor::fate::Verdict;
 use crate::telemetry::{self, SpanRecord};
 
 /// Who an attempt is, for its spans.
@@ -94,7 +94,7 @@ impl AttemptTrace {
 
     /// The outcome write's span (`start`..`end`), and the attempt's own span, ended with it,
     /// unless the attempt goes on (parked: the invocation that records its outcome ends it).
-    /// `outcome` is [`outcome`] of the attempt's plan.
+    /// `outcome` is [`outcome`] of the attempt's verdict.
     pub(super) fn finish(self, outcome: &'static str, start: SystemTime, end: SystemTime) {
         let mut record = SpanRecord::new("rara.record", Some(self.attempt.clone()), start, end);
         record.attributes = self.attributes.clone();
@@ -116,14 +116,14 @@ const PARKED: &str = "parked";
 
 /// What the attempt's outcome is called on its spans, and its metric's name
 /// ([`crate::metrics::OperationMetrics`]).
-pub(super) fn outcome(plan: &Plan) -> (&'static str, &'static str) {
-    match plan {
-        Plan::Succeed(_) => ("succeeded", "Succeeded"),
-        Plan::Fail(_) => ("failed", "Failed"),
-        Plan::RetryByMessage { .. } | Plan::RetryByPostgres { .. } => ("retried", "Retried"),
-        Plan::Nothing => ("lease_lost", "LeaseLost"),
-        Plan::Release => ("released", "Released"),
-        Plan::Park(_) => (PARKED, "Parked"),
-        Plan::Expand(_) => ("expanded", "Expanded"),
+pub(super) fn outcome(verdict: &Verdict) -> (&'static str, &'static str) {
+    match verdict {
+        Verdict::Succeed(_) => ("succeeded", "Succeeded"),
+        Verdict::Fail(_) => ("failed", "Failed"),
+        Verdict::RetryByMessage { .. } | Verdict::RetryByPostgres { .. } => ("retried", "Retried"),
+        Verdict::Nothing => ("lease_lost", "LeaseLost"),
+        Verdict::Release => ("released", "Released"),
+        Verdict::Park(_) => (PARKED, "Parked"),
+        Verdict::Expand(_) => ("expanded", "Expanded"),
     }
 }

@@ -20,9 +20,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::BatchExecutor;
 use super::trace::{Attempt, AttemptTrace};
-use super::{BatchExecutor, Record};
-use crate::fate::{Ack, BatchReport};
+use crate::executor::fate::{Ack, BatchReport, Record};
 
 /// How long a batch's quick steps may run, together, inside their transaction; one not done
 /// by then is left to the ordinary claim.

@@ -5,11 +5,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rara_domain::executor::{Artifact, ReportError, Reporter};
+use rara_domain::executor::{Artifact, ReportError, Reporter, StopReason};
 use rara_store::{Holder, Store};
 use tokio::time::Instant;
-
-use crate::execution::Loss;
+use tokio_util::sync::CancellationToken;
 
 pub struct StoreReporter {
     store: Store,
@@ -92,5 +91,31 @@ impl Reporter for StoreReporter {
             Ok(()) => Ok(()),
             Err(e) => Err(self.map(e).await),
         }
+    }
+}
+
+/// How long reading why a lease was lost may delay the stop.
+const WHY_LOST_BOUND: Duration = Duration::from_secs(1);
+
+/// How an execution is told that its lease is gone: the reason first (read from the store:
+/// cancelled by an operator, the run cancelled, taken over, reaped), then the token.
+#[derive(Debug, Clone)]
+pub struct Loss {
+    pub lost: CancellationToken,
+    pub reason: StopReason,
+}
+
+impl Loss {
+    /// Records why `holder` lost its step, then fires the token.
+    pub async fn lose(&self, store: &Store, holder: &Holder) {
+        if !self.lost.is_cancelled() {
+            // Bounded: the reason must never hold up the stop.
+            let reason = match tokio::time::timeout(WHY_LOST_BOUND, store.why_lost(holder)).await {
+                Ok(Ok(reason)) => reason,
+                _ => "rara lost the step's lease".into(),
+            };
+            self.reason.set(reason);
+        }
+        self.lost.cancel();
     }
 }

@@ -1,15 +1,18 @@
-//! Recording what finished executions planned ([`crate::fate::plan`]): one statement per
-//! kind of outcome for everything that finished together, then each record's fate.
+//! Recording the verdicts on finished executions ([`crate::executor::fate::judge`]): one
+//! statement per kind of outcome for everything that finished together, then each record's fate.
+
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rara_domain::StepError;
 use rara_domain::step_error::codes;
 use rara_store::Holder;
 use rara_store::detach::Park;
+use rara_store::map::Expansion;
 use rara_store::outcome::RetryVia;
 
-use super::{BatchExecutor, BatchReport, Record};
-use crate::fate::{Ack, Plan};
+use super::BatchExecutor;
+use crate::executor::fate::{Ack, BatchReport, Record, Verdict};
 
 /// A finished execution, with what recording it must do.
 pub(super) struct Finished {
@@ -17,37 +20,63 @@ pub(super) struct Finished {
     pub(super) holder: Holder,
     /// When the holder attached (the start of the stretch a park records).
     pub(super) attached_at: DateTime<Utc>,
-    pub(super) plan: Plan,
+    pub(super) verdict: Verdict,
 }
 
-impl BatchExecutor {
-    pub(super) async fn record(&self, finished: Vec<Finished>, report: &mut BatchReport) {
-        let mut successes = Vec::new();
-        let mut failures = Vec::new();
-        let mut via_postgres = Vec::new();
-        let mut via_message = Vec::new();
-        let mut released = Vec::new();
-        let mut parks = Vec::new();
-        let mut expansions = Vec::new();
-        for Finished { record, holder, attached_at, plan } in finished {
-            match plan {
-                Plan::Succeed(output) => successes.push((record, (holder, output))),
-                Plan::Fail(error) => {
+/// Finished executions sorted by what recording them writes: one statement per kind.
+#[derive(Default)]
+struct Sorted {
+    successes: Vec<(Record, (Holder, serde_json::Value))>,
+    failures: Vec<(Record, (Holder, StepError))>,
+    via_postgres: Vec<(Record, (Holder, StepError, Duration))>,
+    via_message: Vec<(Record, (Holder, StepError, Duration))>,
+    released: Vec<(Record, Holder)>,
+    parks: Vec<(Record, Park)>,
+    expansions: Vec<(Record, Expansion)>,
+}
+
+impl Sorted {
+    /// Sorts `finished` by verdict; a lost lease is acknowledged here (nothing to write).
+    fn of(finished: Vec<Finished>, report: &mut BatchReport) -> Self {
+        let mut sorted = Sorted::default();
+        for Finished { record, holder, attached_at, verdict } in finished {
+            match verdict {
+                Verdict::Succeed(output) => sorted.successes.push((record, (holder, output))),
+                Verdict::Fail(error) => {
                     tracing::warn!(step_id = %holder.step_id, code = %error.code, retryable = error.retryable, "step failed for good");
-                    failures.push((record, (holder, error)));
+                    sorted.failures.push((record, (holder, error)));
                 }
-                Plan::RetryByPostgres { error, delay } => via_postgres.push((record, (holder, error, delay))),
-                Plan::RetryByMessage { error, delay } => via_message.push((record, (holder, error, delay))),
-                Plan::Release => released.push((record, holder)),
-                Plan::Park(resume) => parks.push((record, Park { holder, resume, attached_at })),
-                Plan::Expand(expansion) => expansions.push((record, expansion)),
-                Plan::Nothing => {
+                Verdict::RetryByPostgres { error, delay } => sorted.via_postgres.push((record, (holder, error, delay))),
+                Verdict::RetryByMessage { error, delay } => sorted.via_message.push((record, (holder, error, delay))),
+                Verdict::Release => sorted.released.push((record, holder)),
+                Verdict::Park(resume) => sorted.parks.push((record, Park { holder, resume, attached_at })),
+                Verdict::Expand(expansion) => sorted.expansions.push((record, expansion)),
+                Verdict::Nothing => {
                     report.counters.lease_lost += 1;
                     tracing::info!(step_id = %holder.step_id, "lease lost; nothing recorded");
                     report.acknowledge(record.message_id, Ack::LeaseLost);
                 }
             }
         }
+        sorted
+    }
+}
+
+impl BatchExecutor {
+    /// Records everything that finished together: the outcomes that settle a step
+    /// ([`record_ends`](Self::record_ends)), then those whose message comes back
+    /// ([`record_comebacks`](Self::record_comebacks)).
+    pub(super) async fn record(&self, finished: Vec<Finished>, report: &mut BatchReport) {
+        let sorted = Sorted::of(finished, report);
+        let comebacks = self.record_ends(sorted, report).await;
+        self.record_comebacks(comebacks, report).await;
+    }
+
+    /// Successes, expansions, failures for good and retries in Postgres: each acknowledged once
+    /// recorded. Returns the rest.
+    async fn record_ends(&self, sorted: Sorted, report: &mut BatchReport) -> Sorted {
+        let Sorted { successes, failures, via_postgres, via_message, released, parks, expansions } = sorted;
+        let rest = Sorted { via_message, released, parks, ..Sorted::default() };
         if !successes.is_empty() {
             let (records, items) = unzip(successes);
             let results = self.db(self.env.store.succeed(&items)).await;
@@ -82,6 +111,13 @@ impl BatchExecutor {
                 report.acknowledge(record.message_id, Ack::RetryInPostgres);
             }
         }
+        rest
+    }
+
+    /// Steps given back, parked attempts and retries by message: their messages come back (a
+    /// step given back is acknowledged: its token is cleared).
+    async fn record_comebacks(&self, sorted: Sorted, report: &mut BatchReport) {
+        let Sorted { released, parks, via_message, .. } = sorted;
         if !released.is_empty() {
             let (records, holders) = unzip(released);
             let error = StepError::retryable(

@@ -21,7 +21,7 @@ use rara_store::map::{Expansion, child_name};
 use rara_store::references::Needs;
 use serde_json::Value;
 
-use crate::execution::Execution;
+use crate::executor::execution::Execution;
 
 /// What the claim `map` of `step` reads: the references of its list, or its children's outputs.
 pub(super) fn add_needs(step: &ClaimedStep, map: &MapPhase, needs: &mut Needs) {

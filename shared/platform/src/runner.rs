@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rara_queue::{Queue, Received};
+use rara_runtime::burst::Burst;
+use rara_runtime::executor::{BatchExecutor, Record};
+use rara_runtime::interrupt::after_interrupt;
+use rara_runtime::metrics::Counters;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
 use tokio_util::task::AbortOnDropHandle;
-
-use crate::batch::{BatchExecutor, Record, after_interrupt};
-use crate::burst::Burst;
-use crate::metrics::Counters;
 
 /// The pause after a failed receive before the next one.
 const RECEIVE_RETRY_PAUSE: Duration = Duration::from_secs(1);
@@ -43,8 +42,8 @@ pub struct RunnerOptions {
 /// Stopping is bounded: once `stop` fires no new receive starts; the receive and the batch
 /// under way get the executor's shutdown grace (`RARA_SHUTDOWN_GRACE_SECONDS`); then the
 /// executions still running are interrupted and their steps given back (fenced), and the
-/// last calls to the queue get [`LAST_CALL_BOUND`](crate::batch::LAST_CALL_BOUND) — a silent SQS peer cannot hold the
-/// runner. Queue errors are transient: logged, and the loop goes on.
+/// last calls to the queue get [`LAST_CALL_BOUND`](rara_runtime::interrupt::LAST_CALL_BOUND) — a silent SQS peer cannot
+/// hold the runner. Queue errors are transient: logged, and the loop goes on.
 pub async fn run_executor(
     executor: &BatchExecutor,
     queue: Arc<dyn Queue>,
@@ -93,42 +92,54 @@ pub async fn run_executor(
             }
             continue;
         }
-        let receipts: Vec<(String, String)> =
-            received.iter().map(|m| (m.message_id.clone(), m.receipt_handle.clone())).collect();
-        let records = received
-            .into_iter()
-            .map(|m| Record {
-                message_id: m.message_id,
-                receipt_handle: m.receipt_handle,
-                body: m.body,
-                traceparent: m.traceparent,
-                sent_at: None,
-            })
-            .collect();
-        let deadline = Instant::now() + options.batch_timeout.saturating_sub(options.margin);
-        let report = executor.process(records, deadline).await;
-        // Only what the batch acknowledged is deleted; everything else comes back.
-        let done: Vec<String> =
-            receipts.into_iter().filter(|(id, _)| report.is_acknowledged(id)).map(|(_, receipt)| receipt).collect();
-        if !done.is_empty() {
-            match after_interrupt(&interrupt, queue.delete(&done)).await {
-                Some(Ok(undeleted)) if undeleted.is_empty() => {}
-                Some(Ok(undeleted)) => tracing::warn!(
-                    count = undeleted.len(),
-                    "some processed messages could not be deleted; they will be stale when they return"
-                ),
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "deleting processed messages failed; they will be stale when they return")
-                }
-                None => tracing::warn!(
-                    "gave up deleting processed messages (stopping); they will be stale when they return"
-                ),
-            }
-        }
-        total += report.counters;
+        total += process(&executor, queue.as_ref(), &interrupt, received, options).await;
         idle_since = Instant::now();
     }
     Ok(total)
+}
+
+/// Processes one received batch and deletes the messages it acknowledged (everything else
+/// comes back after its visibility). Returns the batch's counters.
+async fn process(
+    executor: &BatchExecutor,
+    queue: &dyn Queue,
+    interrupt: &CancellationToken,
+    received: Vec<Received>,
+    options: &RunnerOptions,
+) -> Counters {
+    let receipts: Vec<(String, String)> =
+        received.iter().map(|m| (m.message_id.clone(), m.receipt_handle.clone())).collect();
+    let records = received
+        .into_iter()
+        .map(|m| Record {
+            message_id: m.message_id,
+            receipt_handle: m.receipt_handle,
+            body: m.body,
+            traceparent: m.traceparent,
+            sent_at: None,
+        })
+        .collect();
+    let deadline = Instant::now() + options.batch_timeout.saturating_sub(options.margin);
+    let report = executor.process(records, deadline).await;
+    // Only what the batch acknowledged is deleted; everything else comes back.
+    let done: Vec<String> =
+        receipts.into_iter().filter(|(id, _)| report.is_acknowledged(id)).map(|(_, receipt)| receipt).collect();
+    if !done.is_empty() {
+        match after_interrupt(interrupt, queue.delete(&done)).await {
+            Some(Ok(undeleted)) if undeleted.is_empty() => {}
+            Some(Ok(undeleted)) => tracing::warn!(
+                count = undeleted.len(),
+                "some processed messages could not be deleted; they will be stale when they return"
+            ),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "deleting processed messages failed; they will be stale when they return")
+            }
+            None => {
+                tracing::warn!("gave up deleting processed messages (stopping); they will be stale when they return")
+            }
+        }
+    }
+    report.counters
 }
 
 /// One batch: a receive (waiting up to `wait` for the first message), then more receives

@@ -1,0 +1,150 @@
+//! What a function builds once, at start (the Lambda init phase): settings, the Postgres
+//! pool (credentials from `DATABASE_URL` or, deployed, the Secrets Manager secret of
+//! `RARA_DATABASE_SECRET_ARN`, fetched here once), the SQS client and the executor
+//! registry. Nothing here runs per invocation.
+
+use std::sync::Arc;
+
+use rara_queue::sqs::SqsQueue;
+use rara_runtime::executor::BatchExecutor;
+use rara_runtime::registry::standard_registry;
+use rara_runtime::scheduler::Scheduler;
+use rara_runtime::settings::{SecretsBackend, Settings};
+use rara_store::Store;
+
+use crate::aws::AwsConfig;
+use crate::database::DatabaseSource;
+use crate::secrets::{EnvSecretResolver, SecretsManagerResolver};
+
+/// The message attribute carrying the W3C trace context.
+pub const TRACEPARENT: &str = rara_queue::sqs::TRACEPARENT;
+/// Postgres connections per container: one for the work, one for heartbeats alongside.
+pub const POOL_CONNECTIONS: u32 = 2;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] rara_domain::config::Error),
+    #[error(transparent)]
+    Database(#[from] crate::database::Error),
+    #[error("cannot connect to Postgres: {0}")]
+    Store(#[from] rara_store::Error),
+    #[error(transparent)]
+    Registry(#[from] rara_runtime::registry::Error),
+}
+
+/// JSON logs on stderr (level from `AWS_LAMBDA_LOG_LEVEL`, else `RARA_LOG`, else `info`) and,
+/// when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, spans exported over OTLP as `service`
+/// ([`crate::telemetry`]). Step inputs and outputs are never logged; a step's lines carry run
+/// id, step id, attempt, fence, operation and the run's trace id. Call it inside the runtime.
+pub fn init_logging(service: &str) -> Result<(), crate::telemetry::Error> {
+    crate::telemetry::init(service, &crate::telemetry::Config::from_env()?)
+}
+
+/// The long-lived parts of a function.
+#[derive(Debug, Clone)]
+pub struct Wiring {
+    pub settings: Arc<Settings>,
+    pub store: Store,
+    pub queue: Arc<SqsQueue>,
+    /// The AWS SDK configuration every client of this function is built from.
+    pub aws: aws_config::SdkConfig,
+}
+
+impl Wiring {
+    /// Reads the environment once and connects. `role` names the worker (`scheduler`, `executor`).
+    pub async fn from_env(role: &str) -> Result<Self, Error> {
+        let env = |k: &str| std::env::var(k).ok();
+        let settings = Settings::from_lookup(role, env)?;
+        let database = DatabaseSource::from_lookup(&settings.core, env)?;
+        Self::connect_to(settings, &database).await
+    }
+
+    /// Connects with `settings` to the database the environment names: the secret of
+    /// `RARA_DATABASE_SECRET_ARN` when set, else `settings`' `DATABASE_URL`.
+    pub async fn connect(settings: Settings) -> Result<Self, Error> {
+        let database = DatabaseSource::from_lookup(&settings.core, |k| std::env::var(k).ok())?;
+        Self::connect_to(settings, &database).await
+    }
+
+    /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
+    /// client of the SDK environment. Every client gets the deadlines of
+    /// `settings.timeouts` ([`connect_store`]).
+    pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
+        let aws = settings.timeouts.aws_config().await;
+        let store = connect_store(&settings, database, &aws).await?;
+        let queue =
+            Arc::new(SqsQueue::new(crate::aws::sqs_client(&aws), settings.queue_url.clone(), settings.dlq_url.clone()));
+        tracing::info!(worker = %settings.core.worker_id, "wired");
+        Ok(Wiring { settings: Arc::new(settings), store, queue, aws })
+    }
+
+    pub fn scheduler(&self) -> Scheduler {
+        Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
+    }
+
+    /// The executor's batch processor with the standard registry and the secret resolver
+    /// of `RARA_SECRETS_BACKEND`.
+    pub async fn batch_executor(&self) -> Result<BatchExecutor, Error> {
+        let registry = standard_registry(&self.settings).await?;
+        let executor = BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings);
+        Ok(match self.settings.secrets_backend {
+            SecretsBackend::Env => executor.with_secrets(Arc::new(EnvSecretResolver::from_env())),
+            SecretsBackend::SecretsManager => {
+                let client = crate::aws::secrets_manager_client(&self.aws);
+                executor
+                    .with_secrets(Arc::new(SecretsManagerResolver::new(client, self.settings.secrets_prefix.clone())))
+            }
+        })
+    }
+}
+
+/// The Postgres side of a function alone, for one that sends nothing to SQS (the API):
+/// settings read once and the store connected as [`Wiring::from_env`] connects it, without
+/// an SQS client. `role` names the worker.
+pub async fn store_from_env(role: &str) -> Result<(Arc<Settings>, Store), Error> {
+    let env = |k: &str| std::env::var(k).ok();
+    let settings = Settings::from_lookup(role, env)?;
+    let database = DatabaseSource::from_lookup(&settings.core, env)?;
+    let aws = settings.timeouts.aws_config().await;
+    let store = connect_store(&settings, &database, &aws).await?;
+    tracing::info!(worker = %settings.core.worker_id, "wired");
+    Ok((Arc::new(settings), store))
+}
+
+/// The pool of a function: [`POOL_CONNECTIONS`] connections to `database` (a secret fetched
+/// once with `aws`), each session with rara's `statement_timeout` and
+/// `idle_in_transaction_session_timeout`.
+async fn connect_store(
+    settings: &Settings,
+    database: &DatabaseSource,
+    aws: &aws_config::SdkConfig,
+) -> Result<Store, Error> {
+    let timeouts = settings.timeouts;
+    let options = database.connect_options_from_env(aws).await?.into_inner().options([
+        ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
+        ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
+    ]);
+    // A call given up client-side (`timeouts::db_call`) leaves its connection waiting for
+    // an answer that may never come, and sqlx's own check of a released connection would
+    // wait for it forever, holding a pool slot (sqlx issue #4349). Check first, bounded: a
+    // connection that does not answer within the connect timeout is an error here, so
+    // sqlx drops it without the graceful close (which could wait on it too).
+    let release_check = timeouts.db_connect;
+    let pool = rara_store::pool_options()
+        .max_connections(POOL_CONNECTIONS)
+        .acquire_timeout(timeouts.db_connect)
+        .after_release(move |connection, _| {
+            Box::pin(async move {
+                use sqlx::Connection;
+                match tokio::time::timeout(release_check, connection.ping()).await {
+                    Ok(pinged) => pinged.map(|()| true),
+                    Err(_) => Err(sqlx::Error::PoolTimedOut),
+                }
+            })
+        })
+        .connect_with(options)
+        .await
+        .map_err(rara_store::Error::from)?;
+    Ok(Store::new(pool))
+}

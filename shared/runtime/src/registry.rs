@@ -1,0 +1,31 @@
+//! The registry an executor runs with: the built-in executors, and the remote executors of
+//! `RARA_REMOTE_EXECUTORS` for every other operation.
+
+use std::sync::Arc;
+
+use rara_domain::registry::Registry;
+use rara_remote::RemoteExecutors;
+
+use crate::settings::Settings;
+
+/// Why the registry could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot register the built-in executors: {0}")]
+    Builtins(#[from] rara_builtins::Error),
+    #[error("RARA_REMOTE_EXECUTORS is not valid: {0}")]
+    Remote(#[from] rara_remote::router::Error),
+}
+
+/// The built-in executors (`noop`, `sleep`, `fail`, `http.request`) plus the remote
+/// executors of `RARA_REMOTE_EXECUTORS` for every other operation. Remote capabilities are
+/// discovered here, during init (the first connection is paid once per container).
+pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
+    let mut registry = rara_builtins::registry()?;
+    if let Some(endpoints) = &settings.remote_executors {
+        let remote = Arc::new(RemoteExecutors::from_config_value_with(endpoints, settings.timeouts.grpc)?);
+        remote.refresh().await;
+        registry.with_remote(remote);
+    }
+    Ok(registry)
+}

@@ -1,0 +1,160 @@
+//! The scheduler's maintenance, on timers of its own beside the lease rounds: reap expired
+//! leases every `RARA_REAP_INTERVAL_MS`, refresh the statistics of hot tables that grew past
+//! them, delete a slice of the finished runs past the retention, turn the console's triggers
+//! off once no console listens.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Error, Scheduler};
+use crate::burst::Burst;
+use crate::metrics::Counters;
+
+/// How often a running scheduler checks whether a hot table outgrew its planner statistics
+/// (one catalog query; at most `RARA_REAP_INTERVAL_MS`). A fresh database's first batches
+/// prepare the claim and the outcome while `step_attempts` holds a few rows, and each
+/// connection keeps the generic plan made then (a sequential scan) until an ANALYZE of the
+/// table: checked only with the reaper, a short benchmark ran on that plan from start to end.
+pub const STATISTICS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often a running scheduler deletes finished runs past the retention (one statement of
+/// at most `RARA_PRUNE_BATCH_SIZE` runs; at most `RARA_REAP_INTERVAL_MS`). Each call deletes
+/// what finished in about the last second rather than a reap interval's worth at once, so
+/// that no single delete holds the scheduler's connection long under a high step rate.
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often a running scheduler turns the console's triggers off when no console listens any
+/// more (one catalog query; at most `RARA_REAP_INTERVAL_MS`): a console whose container froze
+/// lets its registration lapse (60 s) without ending it, and the triggers cost every statement
+/// that writes `steps` while they are on (migration `…000016`).
+pub const CONSOLE_INTERVAL: Duration = Duration::from_secs(30);
+
+/// The shortest wait of the maintenance task between two looks at its timers.
+const MAINTENANCE_TICK: Duration = Duration::from_millis(100);
+
+/// Whether the task whose last run `last` records is due after `interval`; marks it as run.
+fn due(last: &Mutex<Option<Instant>>, interval: Duration) -> bool {
+    let Ok(mut last) = last.lock() else { return true };
+    let due = last.is_none_or(|t| t.elapsed() >= interval);
+    if due {
+        *last = Some(Instant::now());
+    }
+    due
+}
+
+impl Scheduler {
+    /// Whether the reaper is due: never ran, or ran `reap_interval` ago. Marks it as run.
+    pub(super) fn reap_due(&self) -> bool {
+        due(&self.last_reap, self.settings.reap_interval)
+    }
+
+    /// The maintenance whose timer is due: reap (a failure is returned, and the reaper tries
+    /// again at the next look), the statistics check, a slice of the retention and the console's
+    /// triggers (their failures are logged: they only slow things down or cost space).
+    pub(super) async fn maintain(&self) -> Result<Counters, Error> {
+        let mut counters = Counters::default();
+        if self.reap_due() {
+            self.reap(&mut counters).await?;
+        }
+        let reap_interval = self.settings.reap_interval;
+        if due(&self.last_statistics, STATISTICS_INTERVAL.min(reap_interval)) {
+            self.refresh_statistics(&mut counters).await;
+        }
+        if self.settings.retention.is_some() && due(&self.last_prune, PRUNE_INTERVAL.min(reap_interval)) {
+            self.prune(&mut counters).await;
+        }
+        if due(&self.last_console, CONSOLE_INTERVAL.min(reap_interval)) {
+            self.quiet_console().await;
+        }
+        Ok(counters)
+    }
+
+    /// [`maintain`](Self::maintain) on its timers until `done` fires (checked between calls,
+    /// so a call under way finishes), beside the lease rounds of [`run_until`](Self::run_until).
+    pub(super) async fn maintain_until(&self, done: CancellationToken) -> Counters {
+        let mut total = Counters::default();
+        let mut database = Burst::new("scheduler maintenance", crate::burst::postgres_peer(self.store.pool()));
+        let tick = STATISTICS_INTERVAL.min(PRUNE_INTERVAL).min(self.settings.reap_interval).max(MAINTENANCE_TICK);
+        while !done.is_cancelled() {
+            match self.maintain().await {
+                Ok(counters) => {
+                    database.succeeded();
+                    total += counters;
+                }
+                Err(e) => _ = database.failed(&e),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(tick) => {}
+                _ = done.cancelled() => {}
+            }
+        }
+        total
+    }
+
+    async fn reap(&self, counters: &mut Counters) -> Result<(), Error> {
+        let reaped = self.db(self.store.reap_expired(self.settings.reap_batch)).await.inspect_err(|_| {
+            // Try again at the next look at the timers rather than after a whole interval.
+            if let Ok(mut last) = self.last_reap.lock() {
+                *last = None;
+            }
+        })?;
+        counters.reaper_runs += 1;
+        counters.reaped = reaped.total();
+        if reaped.total() > 0 {
+            tracing::info!(
+                released_leased = reaped.released_leased,
+                released_running = reaped.released_running,
+                failed = reaped.failed,
+                "reaped expired leases"
+            );
+        }
+        Ok(())
+    }
+
+    /// Analyzes the hot tables that grew to twice the rows their statistics saw.
+    /// Stale statistics only slow things down: a failure here is logged, not fatal.
+    async fn refresh_statistics(&self, counters: &mut Counters) {
+        counters.statistics_checks += 1;
+        match self.db(self.store.refresh_grown_statistics()).await {
+            Ok(tables) if !tables.is_empty() => {
+                counters.statistics_refreshes += tables.len() as u64;
+                tracing::info!(tables = tables.join(","), "analyzed tables that outgrew their planner statistics");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not refresh planner statistics"),
+        }
+    }
+
+    /// Turns the console's triggers off if no console listens any more. Triggers left on only
+    /// cost time: a failure here is logged, and the next check tries again.
+    async fn quiet_console(&self) {
+        match self.db(self.store.quiet_console()).await {
+            Ok(true) => tracing::info!("no console listens any more: its triggers are off"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "could not turn the console's triggers off"),
+        }
+    }
+
+    /// One slice of the retention (`RARA_RETENTION_DAYS`): at most `RARA_PRUNE_BATCH_SIZE`
+    /// runs, bounded by `statement_timeout`.
+    /// History only costs space: a failure here is logged, and the next pass tries again.
+    async fn prune(&self, counters: &mut Counters) {
+        let Some(retention) = self.settings.retention else { return };
+        match self.db(self.store.prune(retention, self.settings.prune_batch, self.settings.prune)).await {
+            Ok(pruned) => {
+                counters.pruned += pruned.runs;
+                if pruned.runs > 0 {
+                    tracing::info!(
+                        runs = pruned.runs,
+                        steps = pruned.steps,
+                        "deleted finished runs past the retention"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not delete finished runs past the retention"),
+        }
+    }
+}
