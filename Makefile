@@ -26,11 +26,13 @@ test-faults: ## Fault suite (SIGKILL/SIGSTOP runners, duplicate/stale/poison mes
 	@cat "$${CARGO_TARGET_DIR:-target}/fault-summary.txt"
 
 .PHONY: lint
-lint: ## cargo fmt --check, clippy -D warnings, docs without broken links, the book and its links, no OpenSSL in the dependency tree
+lint: ## fmt, clippy -D warnings, rustdoc, the book and its links, file/function/cycle bounds, commit subjects, no OpenSSL
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 	scripts/check-docs.sh
+	scripts/check-shape.py
+	scripts/check-commits.sh
 	scripts/check-no-openssl.sh
 
 .PHONY: proto
