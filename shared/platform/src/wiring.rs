@@ -69,7 +69,7 @@ impl Wiring {
 
     /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
     /// client of the SDK environment. Every client gets the deadlines of
-    /// `settings.timeouts` ([`connect_store`]).
+    /// `settings.timeouts` (through `connect_store`).
     pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
         let aws = settings.timeouts.aws_config().await;
         let store = connect_store(&settings, database, &aws).await?;

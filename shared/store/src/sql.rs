@@ -12,7 +12,7 @@
 //!   none of the steps has dependents) and `succeed_tail.sql` where they write `{succeed_tail}`;
 //! - the statements that finish steps other than by success: their targets, then the shared
 //!   `finish_tail.sql` (`WITH RECURSIVE targets AS (<targets>), <tail>`);
-//! - `ANALYZE` of each hot table ([`statistics`]).
+//! - `ANALYZE` of each hot table (the `statistics` module).
 //!
 //! `tests/catalogue.rs` prepares every statement of the catalogue against the migrated
 //! schema and checks its parameter types. `cargo run -q -p rara-store --example sql -- NAME`
