@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A/B of two rara-bench variants, alternated (BENCHMARKS.md "Method", "Pricing a schema change").
+"""A/B of two rara-bench variants, alternated (BENCHMARKS.md "Method", "Pricing a change").
 
     scripts/bench-ab.py [-n RUNS] [--steps N] [--batch B] [--executors K] [--out DIR] A B
 

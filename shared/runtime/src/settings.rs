@@ -8,8 +8,8 @@ use rara_domain::config::{Config, Error, MAX_VISIBILITY_DELAY, Vars};
 use crate::timeouts::Timeouts;
 
 /// Steps leased per scheduler round: each round's statement scans the due index from its
-/// head, past the entries of the steps leased before it (BENCHMARKS.md "Larger lease
-/// rounds"), so fewer, larger rounds cost less per step.
+/// head, past the entries of the steps leased before it, so fewer, larger rounds cost less per
+/// step (journal: `docs/benchmarks/journal/2026-12-05-larger-lease-rounds.md`).
 pub const DEFAULT_LEASE_BATCH: u32 = 1000;
 pub const DEFAULT_REAP_BATCH: u32 = 1000;
 pub const DEFAULT_SCHEDULER_BUDGET_SECONDS: u64 = 50;
@@ -21,8 +21,8 @@ pub const DEFAULT_REATTACH_INTERVAL_SECONDS: u64 = 30;
 pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 pub const DEFAULT_PRUNE_BATCH: u32 = 500;
 /// Steps per message: an executor batch of ten messages (the event source's default) then
-/// claims and records up to a hundred steps with the statements of one batch (BENCHMARKS.md
-/// "Several steps per message").
+/// claims and records up to a hundred steps with the statements of one batch (journal:
+/// `docs/benchmarks/journal/2026-12-05-several-steps-per-message.md`).
 pub const DEFAULT_STEPS_PER_MESSAGE: u32 = 10;
 
 /// Settings of both functions.

@@ -179,8 +179,8 @@ async fn generic_plans(conn: &mut sqlx::PgConnection, names: &[&str]) -> Vec<(&'
 /// analyzes a table after 50 changes), and on such statistics Postgres plans the claim's
 /// closing of a taken-over attempt and the outcome's closing of the attempt as a sequential
 /// scan of the table. A prepared statement keeps that generic plan until the next analyze, while
-/// the table grows: hundreds to thousands of rows read per step in the early minutes of a
-/// benchmark (BENCHMARKS.md "Attempts by primary key from the first batch"). rara's sessions
+/// the table grows: many rows read per step in the early minutes of a benchmark (journal:
+/// `docs/benchmarks/journal/2026-12-05-attempts-by-primary-key.md`). rara's sessions
 /// turn sequential scans off (`rara_store::SESSION_SETTINGS`: every statement of rara is
 /// written to reach its rows through an index; a table without one is still scanned), so the
 /// plans read attempts by primary key whatever the statistics say.

@@ -17,7 +17,8 @@ const WATCH_BUFFER: usize = 256;
 const WATCH_RETRY: Duration = Duration::from_secs(1);
 /// How long executions must have been running before the listener connects: a batch of short
 /// steps ends sooner and costs no connection (it was a backend forked and torn down per batch,
-/// about as much Postgres CPU as the batch's own statements: BENCHMARKS.md).
+/// which cost Postgres about as much as the batch's own statements; journal:
+/// `docs/benchmarks/journal/2026-12-04-connections-and-round-trips.md`).
 pub const WATCH_START_DELAY: Duration = Duration::from_millis(100);
 /// Sent to the subscribers once the listener is up (and again after it reconnects): a cancel
 /// may have come while nobody listened, so every holder checks its lease once.

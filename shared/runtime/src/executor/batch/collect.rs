@@ -25,8 +25,8 @@ impl BatchExecutor {
         while let Some(first) = running.join_next_with_id().await {
             let mut joined = vec![first];
             // What finishes within RECORD_WINDOW of the first joins it: a batch of short steps
-            // is one statement, not one per wave of completions (measured: 1.27 outcome
-            // statements per batch of ten noop steps without the window).
+            // is one statement, not one per wave of completions (journal:
+            // docs/benchmarks/journal/2026-12-04-after-this-rounds-cuts.md).
             let window = Instant::now() + RECORD_WINDOW;
             loop {
                 while let Some(more) = running.try_join_next_with_id() {
