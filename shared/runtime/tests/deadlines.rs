@@ -91,6 +91,19 @@ async fn runner_with_a_running_step(
         if status == "running" { Ok(()) } else { Err(status) }
     })
     .await;
+    // "running" is the claim's commit, which may not have reached the runner yet. The runner
+    // starts listening for cancels only once an execution runs, so its `LISTEN` proves the
+    // claim's answer arrived (the test then cuts the runner's peer knowing what it holds).
+    rara_testkit::eventually_within("the runner listens for cancels", Duration::from_secs(15), || async {
+        let listening: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'listen %'",
+        )
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        listening > 0
+    })
+    .await;
     (stop, task)
 }
 
