@@ -6,7 +6,7 @@ use rara_domain::StepError;
 use rara_domain::step_error::codes;
 use uuid::Uuid;
 
-use crate::detach::DetachedAttempt;
+use crate::detach::{DetachedAttempt, DetachedRow};
 use crate::outcome::dependency_failed;
 use crate::{Error, Store, sql};
 
@@ -50,15 +50,9 @@ impl Store {
     /// The attempts of the runs `run_ids` that run detached (parked) on a remote executor, in
     /// one statement: read before [`cancel_runs`](Self::cancel_runs).
     pub async fn detached_attempts_of_runs(&self, run_ids: &[Uuid]) -> Result<Vec<DetachedAttempt>, Error> {
-        let rows = sqlx::query_file!("sql/detached_attempts_of_runs.sql", run_ids).fetch_all(&self.pool).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| DetachedAttempt {
-                step_id: r.step_id,
-                attempt: u32::try_from(r.attempt).unwrap_or(0),
-                fence: r.fence,
-                endpoint: r.remote_endpoint,
-            })
-            .collect())
+        let rows = sqlx::query_file_as!(DetachedRow, "sql/detached_attempts_of_runs.sql", run_ids)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(DetachedAttempt::from).collect())
     }
 }

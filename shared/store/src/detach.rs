@@ -29,6 +29,25 @@ pub struct DetachedAttempt {
     pub endpoint: String,
 }
 
+/// A row of `sql/detached_attempts.sql` or `sql/detached_attempts_of_runs.sql`.
+pub(crate) struct DetachedRow {
+    pub step_id: Uuid,
+    pub attempt: i32,
+    pub fence: i64,
+    pub remote_endpoint: String,
+}
+
+impl From<DetachedRow> for DetachedAttempt {
+    fn from(r: DetachedRow) -> Self {
+        DetachedAttempt {
+            step_id: r.step_id,
+            attempt: u32::try_from(r.attempt).unwrap_or(0),
+            fence: r.fence,
+            endpoint: r.remote_endpoint,
+        }
+    }
+}
+
 impl Store {
     /// Parks attempts in one fenced statement: each step goes back to `leased` under the same
     /// lease token, keeping its attempt and fence, due again (for re-attaching) after
@@ -61,15 +80,7 @@ impl Store {
 
     /// The attempts of the run or step `id` that run detached (parked) on a remote executor.
     pub async fn detached_attempts(&self, id: Uuid) -> Result<Vec<DetachedAttempt>, Error> {
-        let rows = sqlx::query_file!("sql/detached_attempts.sql", id).fetch_all(&self.pool).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| DetachedAttempt {
-                step_id: r.step_id,
-                attempt: u32::try_from(r.attempt).unwrap_or(0),
-                fence: r.fence,
-                endpoint: r.remote_endpoint,
-            })
-            .collect())
+        let rows = sqlx::query_file_as!(DetachedRow, "sql/detached_attempts.sql", id).fetch_all(&self.pool).await?;
+        Ok(rows.into_iter().map(DetachedAttempt::from).collect())
     }
 }
