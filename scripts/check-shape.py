@@ -136,8 +136,7 @@ def module_edges(crate, files):
             targets.append(tuple(m.group(1).strip(":").split("::")))
         for m in re.finditer(r"\b((?:super::)+)((?:[A-Za-z_][A-Za-z0-9_]*::?)*)", text):
             ups = m.group(1).count("super")
-            base = mod if f.name in ("mod.rs", "lib.rs", "main.rs") else mod
-            base = base[: len(base) - ups] if ups <= len(base) else ()
+            base = mod[: len(mod) - ups] if ups <= len(mod) else ()
             rest = tuple(p for p in m.group(2).split("::") if p)
             targets.append(base + rest)
         for t in targets:
