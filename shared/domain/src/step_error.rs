@@ -51,6 +51,17 @@ pub mod codes {
     /// A child of a map step (`for_each`) did not succeed: the map step fails (written by the
     /// store's `finish_tail.sql`).
     pub const MAP_CHILD_FAILED: &str = "MAP_CHILD_FAILED";
+    /// An outbound connection (or a redirect) would reach an address or host the egress policy
+    /// does not open (loopback, link-local, private, ...): permanent; the error names the host,
+    /// never what the request carried.
+    pub const EGRESS_DENIED: &str = "EGRESS_DENIED";
+    /// The step's input references a secret that no grant gives its workflow or operation
+    /// (or gives it only for other hosts): permanent; the error names the secret, never a value.
+    pub const SECRET_NOT_GRANTED: &str = "SECRET_NOT_GRANTED";
+    /// What an executor returned (an output, an error's message or details, an artifact, a
+    /// progress message) exceeds its bound: the attempt fails permanently; the error names the
+    /// field and the bound.
+    pub const OUTPUT_TOO_LARGE: &str = "OUTPUT_TOO_LARGE";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".
