@@ -109,6 +109,7 @@ pub async fn store_from_env(role: &str) -> Result<(Arc<Settings>, Store), Error>
     let env = |k: &str| std::env::var(k).ok();
     let settings = Settings::from_lookup(role, env)?;
     let database = DatabaseSource::from_lookup(&settings.core, env)?;
+    crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
     let aws = settings.timeouts.aws_config().await;
     let store = connect_store(&settings, &database, &aws).await?;
     tracing::info!(worker = %settings.core.worker_id, "wired");
