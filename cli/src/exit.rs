@@ -36,7 +36,7 @@ exit_codes! {
     Failure = 1,
     /// Bad usage: an unknown flag, a missing or malformed argument, a command `--api` cannot run.
     Usage = 2,
-    /// Not found: the run, step, operator limit or pause named does not exist.
+    /// Not found: the run, step, operator limit, pause or secret grant named does not exist.
     NotFound = 3,
     /// The workflow definition is invalid.
     InvalidWorkflow = 4,

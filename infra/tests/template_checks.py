@@ -93,6 +93,7 @@ FULL_OPTIONS = {
     "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:rara-alarms",
     "RemoteExecutors": "https://worker.example.com:443",
     "EnableApi": "true",
+    "SecretsPrefix": "rara/workflows/",
 }
 
 
@@ -567,7 +568,7 @@ def _norm(value: Any) -> Any:
     return value if isinstance(value, Sym) else str(value)
 
 
-SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET(?!_ARN$)|TOKEN|CREDENTIAL|^DATABASE_URL$|_DSN$|PGPASS", re.I)
+SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET(?!_ARN$|S_BACKEND$|S_PREFIX$)|TOKEN|CREDENTIAL|^DATABASE_URL$|_DSN$|PGPASS", re.I)
 URL_WITH_PASSWORD = re.compile(r"^[a-z][a-z0-9+.-]*://[^/:@\s]+:[^/@\s]+@", re.I)
 
 
@@ -616,6 +617,13 @@ def check_iam(r: Resolved) -> list[str]:
     problems = []
     granted: dict[str, set[tuple[str, str]]] = {}
     secret = r.params.get("DatabaseSecretArn")
+    # Workflow secrets: the executor alone, GetSecretValue alone, on `secret:<prefix>*` alone.
+    prefix = r.params.get("SecretsPrefix") or ""
+    region, account = PSEUDO["AWS::Region"], PSEUDO["AWS::AccountId"]
+    workflow_secrets = f"arn:aws:secretsmanager:{region}:{account}:secret:{prefix}*" if prefix else None
+    if prefix and isinstance(secret, str) and secret.split(":secret:", 1)[-1].startswith(prefix):
+        problems.append(f"SecretsPrefix {prefix!r} covers the DatabaseSecretArn")
+    workflow_grants = 0
     for where, st in _statements(r):
         if st.get("Effect") != "Allow":
             continue
@@ -630,6 +638,14 @@ def check_iam(r: Resolved) -> list[str]:
         for a in sensitive:
             if "*" in a or "?" in a:
                 problems.append(f"{where}: wildcard action {a}")
+        if workflow_secrets and resources == [workflow_secrets]:
+            if where.startswith("ExecutorRole.") and st.get("Sid") == "WorkflowSecrets" and actions == [
+                "secretsmanager:GetSecretValue"
+            ]:
+                workflow_grants += 1
+                continue
+            problems.append(f"{where}: {', '.join(sensitive)} on the workflow secrets: only ExecutorRole's GetSecretValue")
+            continue
         for res in resources:
             if _is_wildcard(res):
                 problems.append(f"{where}: {', '.join(sensitive)} on wildcard resource {res!r}")
@@ -641,6 +657,8 @@ def check_iam(r: Resolved) -> list[str]:
                 for res in resources:
                     target = res.resource if isinstance(res, Sym) and res.attr == "Arn" else str(res)
                     granted.setdefault(role, set()).add((target, a))
+    if workflow_grants != (1 if prefix else 0):
+        problems.append(f"ExecutorRole: {workflow_grants} WorkflowSecrets grants for SecretsPrefix {prefix!r}")
     for role, want in SQS_GRANTS.items():
         have = granted.get(role, set())
         if have != want:

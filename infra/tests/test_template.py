@@ -120,6 +120,15 @@ def _statement(t: dict, role: str, sid: str) -> dict:
     raise KeyError(sid)
 
 
+def _workflow_secrets(t: dict) -> dict:
+    """The executor's WorkflowSecrets statement (inside its `Fn::If` on HasSecretsPrefix)."""
+    for st in t["Resources"]["ExecutorRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]:
+        branches = st.get("Fn::If", [None, {}])
+        if isinstance(branches[1], dict) and branches[1].get("Sid") == "WorkflowSecrets":
+            return branches[1]
+    raise KeyError("WorkflowSecrets")
+
+
 def _env(t: dict) -> dict:
     return t["Globals"]["Function"]["Environment"]["Variables"]
 
@@ -240,6 +249,22 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
             Resource="arn:aws:secretsmanager:us-east-1:123456789012:secret:other-AbCdEf"
         ),
         "not the DatabaseSecretArn",
+    ),
+    "workflow secrets beyond the prefix": (
+        lambda t: _workflow_secrets(t).update(
+            Resource={"Fn::Sub": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:*"}
+        ),
+        "ExecutorRole: 0 WorkflowSecrets grants for SecretsPrefix 'rara/workflows/'",
+    ),
+    "workflow secrets for the scheduler": (
+        lambda t: t["Resources"]["SchedulerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"].append(
+            copy.deepcopy(_workflow_secrets(t))
+        ),
+        "secretsmanager:GetSecretValue on the workflow secrets: only ExecutorRole's GetSecretValue",
+    ),
+    "secrets prefix covering the database secret": (
+        _set(["Parameters", "SecretsPrefix", "Default"], "rara/"),
+        "SecretsPrefix 'rara/' covers the DatabaseSecretArn",
     ),
     "scheduler may delete messages": (
         lambda t: _statement(t, "SchedulerRole", "EnqueueSteps").update(Action=["sqs:SendMessage", "sqs:DeleteMessage"]),

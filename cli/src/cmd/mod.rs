@@ -16,6 +16,7 @@ pub mod prune;
 pub mod queue;
 pub mod retry;
 pub mod scheduler;
+pub mod secrets;
 pub mod status;
 pub mod submit;
 pub mod trace;

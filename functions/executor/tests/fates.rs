@@ -173,6 +173,7 @@ async fn a_panicking_executor_brings_its_message_back_and_the_next_attempt_runs(
 async fn a_panic_in_secret_resolution_brings_the_message_back_and_the_next_attempt_runs(pool: PgPool) {
     let mut h = Harness::new(pool).await;
     h.executor = h.executor.clone().with_secrets(Arc::new(PanicsOnceResolver::default()));
+    h.store.grant_secret("api", "one", "noop", None).await.unwrap();
     let (_, step_id) = h
         .submit_one("{name: a, operation: noop, input: {token: {$secret: api}}, max_attempts: 2, retry: {initial_delay_seconds: 0.5, max_delay_seconds: 0.5}}")
         .await;

@@ -113,6 +113,16 @@ async fn bad_submissions_get_a_structured_4xx_and_store_nothing(pool: PgPool) {
             "invalid_workflow",
             Some("definition"),
         ),
+        (
+            "a secret no grant permits",
+            serde_json::to_vec(&json!({"definition": {"name": "x", "steps": [
+                {"name": "a", "operation": "noop", "input": {"token": {"$secret": "api"}}}]}}))
+            .unwrap(),
+            "application/json",
+            StatusCode::FORBIDDEN,
+            "SECRET_NOT_GRANTED",
+            Some("definition.steps[0].input.token"),
+        ),
     ];
     for (what, body, content_type, status, code, field) in cases {
         let (got, error) = client.send(Method::POST, "/api/runs", Some(TOKEN), Some((content_type, body))).await;

@@ -3,8 +3,14 @@
 //! - [`EnvSecretResolver`] (`env`, the default): `RARA_SECRET_<NAME>` (the name upper-cased,
 //!   every character but a letter or a digit as `_`), read once at start, else the file
 //!   `RARA_SECRETS_DIR/<name>` read at each use (mounted secrets may rotate);
-//! - [`SecretsManagerResolver`] (`secretsmanager`): AWS Secrets Manager, the name (after an
-//!   optional prefix) as the secret id, values cached for [`SECRETS_MANAGER_CACHE_TTL`].
+//! - [`SecretsManagerResolver`] (`secretsmanager`): AWS Secrets Manager, `RARA_SECRETS_PREFIX`
+//!   (required, not empty) followed by the name as the secret id, values cached for
+//!   [`SECRETS_MANAGER_CACHE_TTL`]. A name holding `:` or starting with `/` is refused: an ARN
+//!   is never a name, and nothing outside the prefix resolves.
+//!
+//! Which workflows may resolve which names is the grants' business (`rara_store::grants`,
+//! checked before any backend is asked). [`check_start`] refuses a Secrets Manager backend
+//! without a prefix, or whose prefix covers the database secret.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,6 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rara_runtime::secrets::{Error, SecretResolver};
+use rara_runtime::settings::SecretsBackend;
 use tokio::time::Instant;
 
 /// The prefix of the environment variables holding secrets.
@@ -80,8 +87,51 @@ impl SecretResolver for EnvSecretResolver {
     }
 }
 
-/// AWS Secrets Manager: the secret id is `prefix + name` (a name may also be a full ARN
-/// when there is no prefix). Text secrets only.
+/// Why a function refuses to start with its secrets backend. No variant holds a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(
+        "RARA_SECRETS_BACKEND=secretsmanager needs RARA_SECRETS_PREFIX (e.g. `rara/workflows/`): without one, \
+         a workflow could name any secret the executor's role can read"
+    )]
+    NoPrefix,
+    #[error(
+        "RARA_SECRETS_PREFIX {prefix:?} covers the database secret {database:?}: a workflow could resolve the \
+         database credentials; choose a prefix the database secret's name does not start with"
+    )]
+    PrefixCoversDatabase { prefix: String, database: String },
+}
+
+/// The start check of the secrets backend: Secrets Manager needs a non-empty prefix, and the
+/// database secret (`database_secret`: a name or an ARN, `RARA_DATABASE_SECRET_ARN`) must not
+/// fall under it.
+pub fn check_start(backend: SecretsBackend, prefix: &str, database_secret: Option<&str>) -> Result<(), StartError> {
+    if backend != SecretsBackend::SecretsManager {
+        return Ok(());
+    }
+    if prefix.is_empty() {
+        return Err(StartError::NoPrefix);
+    }
+    if let Some(database) = database_secret
+        && secret_names(database).iter().any(|name| name.starts_with(prefix))
+    {
+        return Err(StartError::PrefixCoversDatabase { prefix: prefix.to_owned(), database: database.to_owned() });
+    }
+    Ok(())
+}
+
+/// The names a secret id may stand for: an ARN's part after `secret:`, with and without the
+/// six-character suffix Secrets Manager appends (`-AbCdEf`); anything else as it is.
+fn secret_names(id: &str) -> Vec<&str> {
+    let Some((_, name)) = id.split_once(":secret:").filter(|_| id.starts_with("arn:")) else { return vec![id] };
+    let suffixed = name.len() > 7
+        && name.as_bytes()[name.len() - 7] == b'-'
+        && name[name.len() - 6..].bytes().all(|b| b.is_ascii_alphanumeric());
+    if suffixed { vec![name, &name[..name.len() - 7]] } else { vec![name] }
+}
+
+/// AWS Secrets Manager: the secret id is `prefix + name`, the prefix required and the name
+/// never an ARN nor an absolute path. Text secrets only.
 pub struct SecretsManagerResolver {
     client: aws_sdk_secretsmanager::Client,
     prefix: String,
@@ -95,8 +145,13 @@ impl std::fmt::Debug for SecretsManagerResolver {
 }
 
 impl SecretsManagerResolver {
-    pub fn new(client: aws_sdk_secretsmanager::Client, prefix: impl Into<String>) -> Self {
-        SecretsManagerResolver { client, prefix: prefix.into(), cache: Mutex::new(HashMap::new()) }
+    /// Refuses an empty prefix ([`StartError::NoPrefix`]).
+    pub fn new(client: aws_sdk_secretsmanager::Client, prefix: impl Into<String>) -> Result<Self, StartError> {
+        let prefix = prefix.into();
+        if prefix.is_empty() {
+            return Err(StartError::NoPrefix);
+        }
+        Ok(SecretsManagerResolver { client, prefix, cache: Mutex::new(HashMap::new()) })
     }
 
     fn cached(&self, id: &str) -> Option<String> {
@@ -108,6 +163,13 @@ impl SecretsManagerResolver {
 #[async_trait::async_trait]
 impl SecretResolver for SecretsManagerResolver {
     async fn resolve(&self, name: &str) -> Result<String, Error> {
+        if name.contains(':') || name.starts_with('/') {
+            return Err(Error::InvalidName {
+                name: name.to_owned(),
+                reason: "a Secrets Manager name may not hold `:` or start with `/` (an ARN is never a name): \
+                         it is read under RARA_SECRETS_PREFIX",
+            });
+        }
         let id = format!("{}{name}", self.prefix);
         if let Some(value) = self.cached(&id) {
             return Ok(value);
@@ -141,5 +203,32 @@ mod tests {
         assert!(matches!(resolver.resolve("nope").await, Err(Error::NotFound { .. })));
         assert!(matches!(resolver.resolve("../etc/passwd").await, Err(Error::InvalidName { .. })));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    const DB_ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/database-AbCdEf";
+
+    #[test]
+    fn secrets_manager_refuses_to_start_without_a_prefix_or_when_it_covers_the_database_secret() {
+        let sm = SecretsBackend::SecretsManager;
+        assert!(matches!(check_start(sm, "", None), Err(StartError::NoPrefix)));
+        for prefix in ["rara/", "rara/data", "rara/database", "r"] {
+            let refused = check_start(sm, prefix, Some(DB_ARN));
+            assert!(matches!(refused, Err(StartError::PrefixCoversDatabase { .. })), "{prefix}: {refused:?}");
+        }
+        assert!(matches!(
+            check_start(sm, "rara/", Some("rara/database")),
+            Err(StartError::PrefixCoversDatabase { .. })
+        ));
+        assert!(check_start(sm, "rara/workflows/", Some(DB_ARN)).is_ok());
+        assert!(check_start(sm, "rara/database-AbCdEf-x", Some(DB_ARN)).is_ok());
+        assert!(check_start(sm, "wf/", None).is_ok());
+        assert!(check_start(SecretsBackend::Env, "", Some(DB_ARN)).is_ok(), "the env backend needs no prefix");
+    }
+
+    #[test]
+    fn an_arn_names_its_secret_with_and_without_the_suffix() {
+        assert_eq!(secret_names(DB_ARN), vec!["rara/database-AbCdEf", "rara/database"]);
+        assert_eq!(secret_names("arn:aws:secretsmanager:us-east-1:1:secret:db"), vec!["db"]);
+        assert_eq!(secret_names("rara/db"), vec!["rara/db"]);
     }
 }

@@ -31,6 +31,8 @@ pub enum Error {
     Store(#[from] rara_store::Error),
     #[error(transparent)]
     Registry(#[from] rara_runtime::registry::Error),
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::StartError),
 }
 
 /// JSON logs on stderr (level from `AWS_LAMBDA_LOG_LEVEL`, else `RARA_LOG`, else `info`) and,
@@ -71,6 +73,7 @@ impl Wiring {
     /// client of the SDK environment. Every client gets the deadlines of
     /// `settings.timeouts` (through `connect_store`).
     pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
+        crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
         let aws = settings.timeouts.aws_config().await;
         let store = connect_store(&settings, database, &aws).await?;
         let queue =
@@ -93,7 +96,7 @@ impl Wiring {
             SecretsBackend::SecretsManager => {
                 let client = crate::aws::secrets_manager_client(&self.aws);
                 executor
-                    .with_secrets(Arc::new(SecretsManagerResolver::new(client, self.settings.secrets_prefix.clone())))
+                    .with_secrets(Arc::new(SecretsManagerResolver::new(client, self.settings.secrets_prefix.clone())?))
             }
         })
     }
@@ -106,6 +109,7 @@ pub async fn store_from_env(role: &str) -> Result<(Arc<Settings>, Store), Error>
     let env = |k: &str| std::env::var(k).ok();
     let settings = Settings::from_lookup(role, env)?;
     let database = DatabaseSource::from_lookup(&settings.core, env)?;
+    crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
     let aws = settings.timeouts.aws_config().await;
     let store = connect_store(&settings, &database, &aws).await?;
     tracing::info!(worker = %settings.core.worker_id, "wired");

@@ -16,6 +16,7 @@
 //!   timeout.
 //! - [`interrupt`]: a stopping runner's last calls, bounded.
 //! - [`registry`]: the registry an executor runs with (built-ins and remote executors).
+//! - [`grants`]: the claim's check of secret grants (workflow, operation, host), before resolution.
 //! - [`secrets`]: `{"$secret": "name"}` references resolved through a port just before a
 //!   step runs, and the redaction of what the step returns.
 //! - [`telemetry`]: the spans of a run's trace (ids derived, `traceparent`s, spans emitted
@@ -25,6 +26,7 @@
 
 pub mod burst;
 pub mod executor;
+pub mod grants;
 pub mod interrupt;
 pub mod invocation;
 pub mod metrics;

@@ -53,6 +53,7 @@ async fn stack(pool: PgPool, extra: &[(&str, &str)]) -> (Store, Stack, Echo) {
     let queue = queues.queue();
     let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings)
         .with_secrets(Arc::new(Vault(SECRET)));
+    store.grant_secret("api", "*", "test.echo", None).await.unwrap();
     (store.clone(), Stack { store, queue, settings, executor }, echo)
 }
 

@@ -39,6 +39,7 @@ async fn quick_steps_are_recorded_in_their_locks_transaction_and_the_rest_as_usu
     // `secretive` reads a secret this resolver does not know: resolved at claim, it fails
     // there for good (SECRET_NOT_FOUND); run quick, it would have succeeded unresolved.
     stack.executor = stack.executor.clone().with_secrets(Arc::new(EnvSecretResolver::from_lookup([], None)));
+    store.grant_secret("quick_token", "*", "noop", None).await.unwrap();
     let run_id = submit(&store, &stack.settings, MIXED).await;
     let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
     assert_eq!(status, "failed", "`broken` fails for good");

@@ -167,6 +167,9 @@ async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
     let executor =
         BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings).with_secrets(Arc::new(vault));
 
+    for name in ["api", "nope"] {
+        store.grant_secret(name, "secret", "http.request", None).await.unwrap();
+    }
     let run_id = submit(
         &store,
         &settings,

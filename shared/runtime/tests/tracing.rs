@@ -67,6 +67,7 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
     let caller = telemetry::parse_traceparent(&telemetry::new_traceparent(None)).unwrap();
     let context = telemetry::new_traceparent(Some(&caller));
     let started = SystemTime::now();
+    store.grant_secret("trace_token", "*", "noop", None).await.unwrap();
     let run_id = store.submit_traced(&plan, Some(&context)).await.unwrap().run_id;
     let run = telemetry::parse_traceparent(&context).unwrap();
     telemetry::emit_run_span(&run, Some(caller.clone()), run_id, &plan.name, started, SystemTime::now());

@@ -26,6 +26,13 @@ pub enum Error {
          (give the same inputs to get that run, or use another key)"
     )]
     IdempotencyConflict { key: String, run_id: Uuid },
+    /// Submit: a step references a secret no grant permits for its workflow and operation
+    /// (`SECRET_NOT_GRANTED`): nothing was submitted.
+    #[error(
+        "{path}: secret {secret:?} is not granted to workflow {workflow:?} (operation {operation:?}); nothing was \
+         submitted (an operator grants it: rara secrets grant {secret} --workflow {workflow})"
+    )]
+    SecretNotGranted { path: String, secret: String, workflow: String, operation: String },
     /// A database or connection failure, in sqlx's words. sqlx's message already spells its
     /// causes ("error returned from database: <the server's message>", "error communicating
     /// with database: <the I/O error>"), so this variant prints it and hands on no source:

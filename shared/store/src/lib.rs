@@ -6,6 +6,8 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps (flow control included: keys, limits,
 //!   fair share, priority, rates, pauses; one statement), release a lease, reap expired leases.
+//! - [`grants`]: which workflows and operations may resolve which secrets, towards which
+//!   hosts; checked at submit and, cached, at claim.
 //! - [`flow`]: flow control's operator side: limits per key or group, pauses of runs, keys
 //!   and operations, and what each key holds and has due.
 //! - [`claim`]: the executor's batch claim, telling claimed from stale from still-held.
@@ -66,6 +68,7 @@ pub mod due;
 pub mod error;
 pub mod fence;
 pub mod flow;
+pub mod grants;
 pub mod interrupt;
 pub mod lease;
 pub mod listen;
@@ -83,6 +86,7 @@ pub mod submit;
 pub mod testing;
 pub mod trace;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -99,6 +103,8 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations"
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
+    /// The executor's cache of secret grants and run names ([`grants`]).
+    grants: Arc<grants::GrantCache>,
 }
 
 /// A pooled connection idle for longer than this is checked (one round trip) before it is
@@ -149,7 +155,7 @@ pub fn pool_options() -> PgPoolOptions {
 
 impl Store {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self { pool, grants: Arc::default() }
     }
 
     /// Connects with a small pool (a Lambda container needs one or two connections).
@@ -159,7 +165,7 @@ impl Store {
             .acquire_timeout(Duration::from_secs(10))
             .connect(database_url)
             .await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool))
     }
 
     /// Like [`connect`](Self::connect), with options built in code (e.g. from a secret), so
@@ -170,7 +176,7 @@ impl Store {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        Ok(Self { pool })
+        Ok(Self::new(pool))
     }
 
     pub fn pool(&self) -> &PgPool {

@@ -114,6 +114,11 @@ pub const DETACHED_ATTEMPTS_OF_RUNS: &str = sql_file!("detached_attempts_of_runs
 pub const FLOW_LIMIT_SET: &str = sql_file!("flow_limit_set");
 pub const FLOW_LIMIT_UNSET: &str = sql_file!("flow_limit_unset");
 pub const FLOW_LIMITS_LIST: &str = sql_file!("flow_limits_list");
+// Secret grants (grants.rs).
+pub const GRANT_SECRET: &str = sql_file!("grant_secret");
+pub const REVOKE_SECRET: &str = sql_file!("revoke_secret");
+pub const SECRET_GRANTS: &str = sql_file!("secret_grants");
+pub const RUN_NAME: &str = sql_file!("run_name");
 pub const FLOW_PAUSE: &str = sql_file!("flow_pause");
 pub const FLOW_RESUME: &str = sql_file!("flow_resume");
 pub const FLOW_PAUSES: &str = sql_file!("flow_pauses");
@@ -278,6 +283,10 @@ fn operators() -> Vec<Statement> {
         s("flow_resume", FLOW_RESUME, &["text", "text", "text"]),
         s("flow_pauses", FLOW_PAUSES, &[]),
         s("flow_overruns", FLOW_OVERRUNS, &[]),
+        s("grant_secret", GRANT_SECRET, &["text", "text", "text", "text[]"]),
+        s("revoke_secret", REVOKE_SECRET, &["text", "text", "text"]),
+        s("secret_grants", SECRET_GRANTS, &[]),
+        s("run_name", RUN_NAME, &["uuid"]),
     ]
 }
 

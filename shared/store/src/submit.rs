@@ -1,6 +1,7 @@
 //! Submitting a workflow: one short transaction stores the run, its steps and their
 //! dependencies. The same idempotency key with the same inputs returns the existing run; with
-//! other inputs it is [`Error::IdempotencyConflict`] and nothing is stored.
+//! other inputs it is [`Error::IdempotencyConflict`] and nothing is stored. A step referencing
+//! a secret no grant permits is [`Error::SecretNotGranted`] and nothing is stored.
 
 use rara_domain::workflow::{MapSpec, Plan, PlannedStep};
 use uuid::Uuid;
@@ -26,6 +27,10 @@ impl Store {
     /// the run's root span) instead of a fresh one.
     pub async fn submit_traced(&self, plan: &Plan, trace_context: Option<&str>) -> Result<Submitted, Error> {
         let mut tx = self.pool.begin().await?;
+        // Secrets are granted, not ambient: an ungranted reference stores nothing.
+        if crate::grants::plan_references_secrets(plan) {
+            crate::grants::check_plan(&crate::grants::read_grants(&mut *tx).await?, plan)?;
+        }
         let run_id = Uuid::now_v7();
         let total = plan.steps.len() as i32;
         let no_output = serde_json::json!({});

@@ -74,3 +74,14 @@ pub fn options_from_secret(
     }
     Ok(ConnectOptions(options))
 }
+
+impl super::DatabaseSource {
+    /// The database secret's ARN when the credentials come from one: a workflow's secrets
+    /// prefix must not cover it (`crate::secrets::check_start`).
+    pub fn secret_arn(&self) -> Option<&str> {
+        match self {
+            super::DatabaseSource::Secret { arn, .. } => Some(arn),
+            super::DatabaseSource::Url(_) => None,
+        }
+    }
+}

@@ -186,7 +186,12 @@ async fn resolve_secrets(
     step: &ClaimedStep,
     run_until: Instant,
 ) -> Result<secrets::Resolved, StepError> {
-    match tokio::time::timeout_at(run_until, secrets::resolve(&step.input, env.secrets.as_ref())).await {
+    // Granted first: an ungranted reference resolves nothing and sends nothing.
+    let resolve = async {
+        crate::grants::check(&env.store, step).await?;
+        secrets::resolve(&step.input, env.secrets.as_ref()).await
+    };
+    match tokio::time::timeout_at(run_until, resolve).await {
         Ok(resolved) => resolved,
         Err(_) => Err(StepError::retryable(
             codes::SECRET_UNAVAILABLE,
