@@ -35,6 +35,12 @@ pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
         "RARA_DLQ_URL" => Some(pair.dlq_url.clone()),
         _ => lookup(k),
     })?;
+    // `rara dev` keeps the executor's egress policy: servers on this machine (loopback) and
+    // on private networks stay closed unless RARA_HTTP_ALLOW_CIDRS opens them.
+    eprintln!(
+        "rara dev: http.request may reach {}; RARA_HTTP_ALLOW_CIDRS=127.0.0.1/32 opens servers on this machine",
+        settings.egress
+    );
     let wiring = Wiring::connect(settings).await?;
     let scheduler = wiring.scheduler();
     let executor = wiring.batch_executor().await?;
