@@ -37,10 +37,9 @@ pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
     })?;
     // `rara dev` keeps the executor's egress policy: servers on this machine (loopback) and
     // on private networks stay closed unless RARA_HTTP_ALLOW_CIDRS opens them.
-    eprintln!(
-        "rara dev: http.request may reach {}; RARA_HTTP_ALLOW_CIDRS=127.0.0.1/32 opens servers on this machine",
-        settings.egress
-    );
+    let loopback_closed = settings.egress.check_ip(std::net::Ipv4Addr::LOCALHOST.into()).is_err();
+    let hint = if loopback_closed { " (RARA_HTTP_ALLOW_CIDRS=127.0.0.1/32 opens servers on this machine)" } else { "" };
+    eprintln!("rara dev: http.request may reach {}{hint}", settings.egress);
     let wiring = Wiring::connect(settings).await?;
     let scheduler = wiring.scheduler();
     let executor = wiring.batch_executor().await?;
