@@ -192,3 +192,18 @@ async fn five_redirects_are_followed_and_a_sixth_is_refused() {
     let paths: Vec<String> = server.seen().into_iter().skip(6).map(|s| s.path).collect();
     assert_eq!(paths, ["/hop/0", "/hop/1", "/hop/2", "/hop/3", "/hop/4", "/hop/5"], "the sixth hop was not sent");
 }
+
+#[tokio::test]
+async fn an_allowlist_of_hosts_opens_exactly_those_names() {
+    let (port, server) = serve("127.0.0.1").await;
+    let vars = [("RARA_HTTP_EGRESS", "allowlist"), ("RARA_HTTP_ALLOW_HOSTS", "localhost")];
+    let policy = Policy::from_lookup(|var| vars.iter().find(|(k, _)| *k == var).map(|(_, v)| (*v).to_owned())).unwrap();
+    let executor = HttpRequest::new(&BuiltinsConfig { egress: policy, ..BuiltinsConfig::default() }).unwrap();
+
+    let output = executor.execute(context(), json!({ "url": format!("http://localhost:{port}/ok") })).await.unwrap();
+    assert_eq!(output["status"], 200);
+    let err = executor.execute(context(), json!({ "url": format!("http://127.0.0.1:{port}/ok") })).await.unwrap_err();
+    assert_denied(&err, "127.0.0.1");
+    assert_eq!(err.details["rule"], "not-allowlisted");
+    assert_eq!(server.seen().len(), 1, "only the named host's request arrived");
+}
