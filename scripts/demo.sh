@@ -59,6 +59,8 @@ article="http://127.0.0.1:$web_port/article.txt"
 echo "serving $article"
 
 step "migrating and starting rara dev (scheduler + executor)"
+# http.request refuses loopback unless it is opened: the demo's article is on 127.0.0.1.
+export RARA_HTTP_ALLOW_CIDRS=${RARA_HTTP_ALLOW_CIDRS:-127.0.0.1/32}
 "$rara" migrate
 start_bg "$rara" dev --queue-name rara-demo >.demo/dev.log 2>&1
 # Submit only once the runners are up, so the first step starts within a second.

@@ -35,6 +35,11 @@ pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
         "RARA_DLQ_URL" => Some(pair.dlq_url.clone()),
         _ => lookup(k),
     })?;
+    // `rara dev` keeps the executor's egress policy: servers on this machine (loopback) and
+    // on private networks stay closed unless RARA_HTTP_ALLOW_CIDRS opens them.
+    let loopback_closed = settings.egress.check_ip(std::net::Ipv4Addr::LOCALHOST.into()).is_err();
+    let hint = if loopback_closed { " (RARA_HTTP_ALLOW_CIDRS=127.0.0.1/32 opens servers on this machine)" } else { "" };
+    eprintln!("rara dev: http.request may reach {}{hint}", settings.egress);
     let wiring = Wiring::connect(settings).await?;
     let scheduler = wiring.scheduler();
     let executor = wiring.batch_executor().await?;

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::egress::Policy;
+
 /// The most response body `http.request` returns by default (64 KiB).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
 /// The `http.request` timeout when the input names none.
@@ -23,6 +25,10 @@ pub struct BuiltinsConfig {
     pub http_connect_timeout: Duration,
     /// The `User-Agent` header `http.request` sends unless the input sets one.
     pub user_agent: String,
+    /// What `http.request` may connect to (`RARA_HTTP_EGRESS`, `RARA_HTTP_ALLOW_CIDRS`,
+    /// `RARA_HTTP_ALLOW_HOSTS`; validated when parsed). The default refuses loopback,
+    /// link-local, private and the other special-purpose ranges, and opens nothing.
+    pub egress: Policy,
 }
 
 impl Default for BuiltinsConfig {
@@ -32,6 +38,7 @@ impl Default for BuiltinsConfig {
             http_default_timeout: DEFAULT_HTTP_TIMEOUT,
             http_connect_timeout: DEFAULT_HTTP_CONNECT_TIMEOUT,
             user_agent: DEFAULT_USER_AGENT.to_owned(),
+            egress: Policy::default(),
         }
     }
 }

@@ -6,14 +6,17 @@
 //! - [`config`]: [`BuiltinsConfig`], the limits the executors share, with named defaults.
 //! - [`noop`], [`sleep`], [`fail`], [`http_request`]: one executor per module, each with its
 //!   input format in the module docs and its unit tests next to it.
+//! - [`egress`]: the egress policy of `http.request` (refused ranges, the operator's opened
+//!   CIDRs and hosts) and the DNS resolver that enforces it at connect time.
 //! - `input`: input parsing shared by all executors: every malformed input becomes a
 //!   permanent `INVALID_INPUT` naming the field, without echoing the value.
 //! - `guard`: races an execution against `ctx.cancel` and `ctx.deadline`.
 //! - [`register_builtins`] (here): registers all four under their names.
 //! - [`registry()`] (`registry.rs`): a registry of the built-ins alone, with the default
-//!   config: what routing runs in-process and what submit checks.
+//!   config: what submit checks; [`registry_with`] with the executor's config.
 
 pub mod config;
+pub mod egress;
 pub mod fail;
 mod guard;
 pub mod http_request;
@@ -29,7 +32,7 @@ pub use config::BuiltinsConfig;
 pub use fail::Fail;
 pub use http_request::HttpRequest;
 pub use noop::Noop;
-pub use registry::registry;
+pub use registry::{registry, registry_with};
 pub use sleep::Sleep;
 
 use rara_domain::registry::Registry;

@@ -8,8 +8,14 @@ use crate::{BuiltinsConfig, Error, register_builtins};
 /// A registry of the built-in executors (`noop`, `sleep`, `fail`, `http.request`) alone, with
 /// the default [`BuiltinsConfig`].
 pub fn registry() -> Result<Registry, Error> {
+    registry_with(&BuiltinsConfig::default())
+}
+
+/// A registry of the built-in executors alone, with `config` (the executor's: its egress
+/// policy from the settings).
+pub fn registry_with(config: &BuiltinsConfig) -> Result<Registry, Error> {
     let mut registry = Registry::new();
-    register_builtins(&mut registry, &BuiltinsConfig::default())?;
+    register_builtins(&mut registry, config)?;
     Ok(registry)
 }
 

@@ -1,4 +1,5 @@
-//! `http.request` against a real HTTP server bound to 127.0.0.1:0.
+//! `http.request` against a real HTTP server bound to 127.0.0.1:0, with 127.0.0.1 opened by
+//! the egress policy (tests/egress.rs shows what the default refuses).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use axum::Router;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{any, get};
+use rara_builtins::egress::Policy;
 use rara_builtins::http_request::{HTTP_4XX, HTTP_5XX, HTTP_CONNECT, HTTP_TIMEOUT};
 use rara_builtins::{BuiltinsConfig, HttpRequest};
 use rara_domain::StepError;
@@ -38,6 +40,10 @@ async fn server() -> String {
         .route("/missing", get(|| async { StatusCode::NOT_FOUND }))
         .route("/busy", get(|| async { StatusCode::TOO_MANY_REQUESTS }))
         .route("/throttled", get(|| async { (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "12")]) }))
+        .route(
+            "/throttled-forever",
+            get(|| async { (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "18446744073709551615")]) }),
+        )
         .route("/unavailable", get(|| async { (StatusCode::SERVICE_UNAVAILABLE, "down: internal detail") }))
         .route(
             "/slow",
@@ -86,8 +92,13 @@ fn context(time_left: Duration) -> ExecutionContext {
     }
 }
 
+/// The default config with 127.0.0.1 opened.
+fn config() -> BuiltinsConfig {
+    BuiltinsConfig { egress: Policy::opening("127.0.0.1/32").unwrap(), ..BuiltinsConfig::default() }
+}
+
 fn executor() -> HttpRequest {
-    HttpRequest::new(&BuiltinsConfig::default()).unwrap()
+    HttpRequest::new(&config()).unwrap()
 }
 
 async fn run(input: Value) -> Result<Value, StepError> {
@@ -164,6 +175,8 @@ async fn a_retry_after_header_becomes_retry_after_seconds() {
     let base = server().await;
     let err = run(json!({ "url": format!("{base}/throttled") })).await.unwrap_err();
     assert_eq!(err.details["retry_after_seconds"], json!(12));
+    let forever = run(json!({ "url": format!("{base}/throttled-forever") })).await.unwrap_err();
+    assert_eq!(forever.details["retry_after_seconds"], json!(86_400), "clamped to MAX_RETRY_AFTER where it enters");
     let plain = run(json!({ "url": format!("{base}/busy") })).await.unwrap_err();
     assert!(plain.details.get("retry_after_seconds").is_none(), "{:?}", plain.details);
 }
@@ -242,7 +255,7 @@ async fn cancelling_mid_request_returns_a_permanent_cancelled_promptly() {
 #[tokio::test]
 async fn a_large_body_is_cut_at_max_response_bytes_on_a_character_boundary() {
     let base = server().await;
-    let config = BuiltinsConfig { max_response_bytes: 1_001, ..BuiltinsConfig::default() };
+    let config = BuiltinsConfig { max_response_bytes: 1_001, ..config() };
     let output = HttpRequest::new(&config)
         .unwrap()
         .execute(context(Duration::from_secs(30)), json!({ "url": format!("{base}/large") }))
@@ -259,7 +272,7 @@ async fn the_default_limit_is_64_kib_and_a_body_within_the_limit_is_whole() {
     assert_eq!(output["truncated"], true, "2 x {LARGE_BODY_CHARS} bytes exceed 64 KiB");
     assert_eq!(output["body"].as_str().unwrap().len(), 65_536);
 
-    let config = BuiltinsConfig { max_response_bytes: 2 * LARGE_BODY_CHARS, ..BuiltinsConfig::default() };
+    let config = BuiltinsConfig { max_response_bytes: 2 * LARGE_BODY_CHARS, ..config() };
     let executor = HttpRequest::new(&config).unwrap();
     let output =
         executor.execute(context(Duration::from_secs(30)), json!({ "url": format!("{base}/large") })).await.unwrap();
@@ -270,7 +283,7 @@ async fn the_default_limit_is_64_kib_and_a_body_within_the_limit_is_whole() {
 #[tokio::test]
 async fn a_truncated_json_body_has_no_json_field() {
     let base = server().await;
-    let config = BuiltinsConfig { max_response_bytes: 100, ..BuiltinsConfig::default() };
+    let config = BuiltinsConfig { max_response_bytes: 100, ..config() };
     let output = HttpRequest::new(&config)
         .unwrap()
         .execute(context(Duration::from_secs(30)), json!({ "url": format!("{base}/large-json") }))

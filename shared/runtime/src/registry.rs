@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use rara_builtins::BuiltinsConfig;
 use rara_domain::registry::Registry;
 use rara_remote::RemoteExecutors;
 
@@ -17,11 +18,13 @@ pub enum Error {
     Remote(#[from] rara_remote::router::Error),
 }
 
-/// The built-in executors (`noop`, `sleep`, `fail`, `http.request`) plus the remote
-/// executors of `RARA_REMOTE_EXECUTORS` for every other operation. Remote capabilities are
-/// discovered here, during init (the first connection is paid once per container).
+/// The built-in executors (`noop`, `sleep`, `fail`, `http.request` with the settings' egress
+/// policy) plus the remote executors of `RARA_REMOTE_EXECUTORS` for every other operation.
+/// Remote capabilities are discovered here, during init (the first connection is paid once
+/// per container).
 pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
-    let mut registry = rara_builtins::registry()?;
+    let builtins = BuiltinsConfig { egress: settings.egress.clone(), ..BuiltinsConfig::default() };
+    let mut registry = rara_builtins::registry_with(&builtins)?;
     if let Some(endpoints) = &settings.remote_executors {
         let remote = Arc::new(RemoteExecutors::from_config_value_with(endpoints, settings.timeouts.grpc)?);
         remote.refresh().await;

@@ -96,6 +96,9 @@ pub struct Settings {
     /// Lambda time only for the window per re-attach interval; the outcome is then recorded
     /// at the re-attach after it.
     pub attach_window: Option<Duration>,
+    /// `RARA_HTTP_EGRESS`, `RARA_HTTP_ALLOW_CIDRS`, `RARA_HTTP_ALLOW_HOSTS`: what `http.request`
+    /// may connect to (`rara_builtins::egress`).
+    pub egress: rara_builtins::egress::Policy,
 }
 
 /// Where secret references are resolved.
@@ -171,6 +174,8 @@ impl Settings {
                 DEFAULT_REATTACH_INTERVAL_SECONDS,
                 "a whole number of seconds",
             )?),
+            egress: rara_builtins::egress::Policy::from_lookup(|var| vars.optional(var))
+                .map_err(|e| Error::Invalid { var: e.var, value: e.entry, reason: e.reason })?,
             core,
         };
         settings.validated()
@@ -299,5 +304,17 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.starts_with("misaligned configuration"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_egress_cidr_names_the_variable_and_the_entry() {
+        let err = Settings::from_lookup("test", |k| match k {
+            "RARA_QUEUE_URL" => Some("http://q".into()),
+            "RARA_HTTP_ALLOW_CIDRS" => Some("127.0.0.1/32, 10.0.0.0/99".into()),
+            _ => None,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("RARA_HTTP_ALLOW_CIDRS") && err.contains("\"10.0.0.0/99\""), "{err}");
     }
 }

@@ -347,7 +347,9 @@ async fn an_article_fetched_split_mapped_and_merged_gives_the_run_its_outputs(po
     let server = PythonServer::start();
     let store = Store::new(pool);
     let queues = Queues::new(30, 10).await;
-    let stack = stack_for(&store, &queues, server.url()).await;
+    // The article's server is on loopback, which the egress policy opens only when told.
+    let extra = [("RARA_REMOTE_EXECUTORS", server.url()), ("RARA_HTTP_ALLOW_CIDRS", "127.0.0.1/32")];
+    let stack = Stack::new(store.clone(), &queues, settings(&queues, &extra)).await;
     let definition = json!({"name": "flow",
     "output": {"words": {"$output": "merge", "pointer": "/words"},
                 "top": {"$output": "merge", "pointer": "/top_words/0"}},

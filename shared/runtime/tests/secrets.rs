@@ -160,7 +160,7 @@ async fn a_referenced_secret_reaches_the_step_and_nothing_else(pool: PgPool) {
 
     let store = Store::new(pool.clone());
     let queues = Queues::new(30, 10).await;
-    let settings = Arc::new(settings(&queues, &[]));
+    let settings = Arc::new(settings(&queues, &[("RARA_HTTP_ALLOW_CIDRS", "127.0.0.1/32")]));
     let queue = Arc::new(Recording { inner: queues.queue(), seen: Mutex::new(Vec::new()) });
     let registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
     let vault = Vault([("api".to_owned(), SECRET.to_owned())].into());

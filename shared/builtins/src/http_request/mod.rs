@@ -15,18 +15,36 @@
 //! `HTTP_4XX`, `HTTP_TIMEOUT`, `HTTP_CONNECT`, `HTTP_TRANSPORT`); other 4xx are permanent
 //! `HTTP_4XX`. Input headers, bodies and the URL's path and query may hold secrets: they are
 //! never logged, and errors name only the method, the origin (scheme, host, port) and the status.
+//!
+//! Egress: every connection, the first and each redirect hop's, goes only to an address the
+//! [`Policy`] of [`BuiltinsConfig::egress`] opens; a refusal is a permanent `EGRESS_DENIED`
+//! naming the host and the rule. Redirects are followed here, hop by hop (`redirect`: at most
+//! five, never from https to http, input headers other than a few safe ones and bodies never
+//! sent to another origin); a redirect not followed is a permanent `HTTP_REDIRECT`.
+//!
+//! # Layout
+//!
+//! - here: the executor, its input, the request loop over redirect hops;
+//! - `redirect`: the decision for one hop;
+//! - `answer`: the output of a response, and the step error of each failure.
+
+mod answer;
+mod redirect;
+
+pub use redirect::{MAX_REDIRECTS, SAFE_HEADERS};
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rara_domain::StepError;
 use rara_domain::executor::{ExecutionContext, Executor};
-use rara_domain::step_error::codes;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Method, StatusCode, Url};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
+use reqwest::{Method, Url};
 use serde::Deserialize;
 
 use crate::config::BuiltinsConfig;
+use crate::egress::{Denied, Policy, Resolver};
 use crate::guard::guard;
 use crate::input;
 
@@ -59,7 +77,8 @@ pub const HTTP_TIMEOUT: &str = "HTTP_TIMEOUT";
 pub const HTTP_CONNECT: &str = "HTTP_CONNECT";
 /// The connection broke while sending or reading (retryable).
 pub const HTTP_TRANSPORT: &str = "HTTP_TRANSPORT";
-/// Too many redirects or a redirect loop (permanent).
+/// More than [`MAX_REDIRECTS`] redirects, or a `Location` that is not an http(s) URL
+/// (permanent).
 pub const HTTP_REDIRECT: &str = "HTTP_REDIRECT";
 
 /// Why the executor could not be built.
@@ -69,23 +88,33 @@ pub enum Error {
     Client(#[source] reqwest::Error),
 }
 
-/// Sends HTTP requests with one client, built once (rustls, no system proxy).
+/// Sends HTTP requests with one client, built once (rustls, no system proxy, no redirects of
+/// its own, names resolved through the egress [`Resolver`]).
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
     client: reqwest::Client,
+    egress: Arc<Policy>,
     max_response_bytes: usize,
     default_timeout: Duration,
 }
 
 impl HttpRequest {
     pub fn new(config: &BuiltinsConfig) -> Result<Self, Error> {
+        let egress = Arc::new(config.egress.clone());
         let client = reqwest::Client::builder()
             .connect_timeout(config.http_connect_timeout)
             .user_agent(config.user_agent.as_str())
             .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(Resolver::new(egress.clone())))
             .build()
             .map_err(Error::Client)?;
-        Ok(Self { client, max_response_bytes: config.max_response_bytes, default_timeout: config.http_default_timeout })
+        Ok(Self {
+            client,
+            egress,
+            max_response_bytes: config.max_response_bytes,
+            default_timeout: config.http_default_timeout,
+        })
     }
 }
 
@@ -122,7 +151,9 @@ impl Executor for HttpRequest {
         let target = request.target.clone();
         let timeout = request.timeout;
         let result = guard(&ctx, async {
-            tokio::time::timeout(timeout, self.send(request)).await.unwrap_or_else(|_| Err(timed_out(&target, timeout)))
+            tokio::time::timeout(timeout, self.send(request))
+                .await
+                .unwrap_or_else(|_| Err(answer::timed_out(&target, timeout)))
         })
         .await;
         if let Err(err) = &result {
@@ -133,46 +164,62 @@ impl Executor for HttpRequest {
 }
 
 impl HttpRequest {
+    /// Sends the request and follows redirects hop by hop (module `redirect`), each hop
+    /// checked by the egress policy before it connects (a literal address) and while it
+    /// connects (a name, in the resolver).
     async fn send(&self, request: Request) -> Result<serde_json::Value, StepError> {
-        let Request { method, url, headers, body, target, .. } = request;
-        let builder = self.client.request(method, url).headers(headers);
-        let builder = match body {
-            None => builder,
-            Some(serde_json::Value::String(text)) => builder.body(text),
-            Some(json) => builder.json(&json),
-        };
-        let mut response = builder.send().await.map_err(|err| transport_error(&target, err))?;
-        let status = response.status();
-        if status.is_client_error() || status.is_server_error() {
-            return Err(with_retry_after(status_error(&target, status), response.headers()));
+        let Request { mut method, mut url, mut headers, mut body, .. } = request;
+        let mut hops = 0;
+        loop {
+            let target = target(&method, &url);
+            self.egress.check_url(&url).map_err(|denied| answer::egress_denied(&target, &denied))?;
+            let builder = self.client.request(method.clone(), url.clone()).headers(headers.clone());
+            let builder = match &body {
+                None => builder,
+                Some(serde_json::Value::String(text)) => builder.body(text.clone()),
+                Some(json) => builder.json(json),
+            };
+            let response = builder.send().await.map_err(|err| answer::transport_error(&target, err))?;
+            let status = response.status();
+            let location = response.headers().get(LOCATION).filter(|_| redirect::is_followed(status));
+            if let Some(location) = location {
+                hops += 1;
+                if hops > redirect::MAX_REDIRECTS {
+                    let reason = format!("more than {} redirects", redirect::MAX_REDIRECTS);
+                    return Err(answer::redirect_error(&target, &reason));
+                }
+                let location = location.to_str().map_err(|_| answer::redirect_error(&target, "bad Location"))?;
+                let hop = redirect::next_hop(status, &method, &url, location, body.is_some())
+                    .map_err(|refusal| refused_hop(&target, &url, refusal))?;
+                redirect::strip_headers(&mut headers, &hop);
+                if !hop.keeps_body {
+                    body = None;
+                }
+                (method, url) = (hop.method, hop.url);
+                continue;
+            }
+            if status.is_client_error() || status.is_server_error() {
+                return Err(answer::status_error(&target, status, response.headers()));
+            }
+            return answer::output(&target, response, self.max_response_bytes).await;
         }
-        tracing::debug!(target = %target, status = status.as_u16(), "http.request answered");
+    }
+}
 
-        let headers: serde_json::Map<String, serde_json::Value> = RETURNED_HEADERS
-            .iter()
-            .filter_map(|&name| {
-                let value = response.headers().get(name)?.to_str().ok()?;
-                Some((name.to_owned(), value.into()))
-            })
-            .collect();
-        let is_json =
-            response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json_media_type);
-        let (body, truncated) =
-            read_limited(&mut response, self.max_response_bytes).await.map_err(|err| transport_error(&target, err))?;
+/// `"GET https://host:port"`: all that messages and logs may show of a request.
+fn target(method: &Method, url: &Url) -> String {
+    format!("{method} {}", url.origin().ascii_serialization())
+}
 
-        let mut output = serde_json::json!({
-            "status": status.as_u16(),
-            "headers": headers,
-            "body": utf8_text(&body, truncated),
-            "truncated": truncated,
-        });
-        if is_json
-            && !truncated
-            && let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body)
-        {
-            output["json"] = json;
+/// A redirect refused: the scheme and body rules are egress refusals naming the hop's host.
+fn refused_hop(target: &str, from: &Url, refusal: redirect::Refusal) -> StepError {
+    let host = from.host_str().unwrap_or_default().to_owned();
+    match refusal {
+        redirect::Refusal::BadLocation(reason) => answer::redirect_error(target, reason),
+        redirect::Refusal::Downgrade => answer::egress_denied(target, &Denied { host, rule: "https-downgrade" }),
+        redirect::Refusal::BodyToOtherOrigin => {
+            answer::egress_denied(target, &Denied { host, rule: "body-to-other-origin" })
         }
-        Ok(output)
     }
 }
 
@@ -215,116 +262,13 @@ fn validate(input: Input, default_timeout: Duration) -> Result<Request, StepErro
         }
     };
 
-    let target = format!("{method} {}", url.origin().ascii_serialization());
+    let target = target(&method, &url);
     Ok(Request { method, url, headers, body: input.body, timeout, target })
-}
-
-/// Reads at most `limit` bytes of the body; `true` when there was more.
-async fn read_limited(response: &mut reqwest::Response, limit: usize) -> Result<(Vec<u8>, bool), reqwest::Error> {
-    let expected = response.content_length().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
-    let mut body = Vec::with_capacity(expected.min(limit));
-    while let Some(chunk) = response.chunk().await? {
-        let room = limit - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            return Ok((body, true));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok((body, false))
-}
-
-/// The body as text. A body cut inside a UTF-8 sequence loses the partial character; other
-/// invalid bytes become U+FFFD.
-fn utf8_text(body: &[u8], truncated: bool) -> String {
-    match std::str::from_utf8(body) {
-        Ok(text) => text.to_owned(),
-        Err(err) if truncated && err.error_len().is_none() => {
-            String::from_utf8_lossy(&body[..err.valid_up_to()]).into_owned()
-        }
-        Err(_) => String::from_utf8_lossy(body).into_owned(),
-    }
-}
-
-fn is_json_media_type(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    essence == "application/json" || essence.ends_with("+json")
-}
-
-fn status_error(target: &str, status: StatusCode) -> StepError {
-    let message = format!("{NAME}: {target} answered {status}");
-    let error = if status.is_server_error() {
-        StepError::retryable(HTTP_5XX, message)
-    } else if matches!(status, StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_MANY_REQUESTS) {
-        StepError::retryable(HTTP_4XX, message)
-    } else {
-        StepError::permanent(HTTP_4XX, message)
-    };
-    error.with_details(serde_json::json!({ "status": status.as_u16(), "target": target }))
-}
-
-/// A `Retry-After` header in seconds (the HTTP-date form is not read) becomes the error detail
-/// `retry_after_seconds`, which sets the next attempt's delay exactly (rara_domain::retry).
-fn with_retry_after(mut error: StepError, headers: &reqwest::header::HeaderMap) -> StepError {
-    let seconds = headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if let (Some(seconds), Some(details)) = (seconds, error.details.as_object_mut()) {
-        details.insert("retry_after_seconds".into(), seconds.into());
-    }
-    error
-}
-
-fn timed_out(target: &str, timeout: Duration) -> StepError {
-    StepError::retryable(HTTP_TIMEOUT, format!("{NAME}: {target} did not answer within {:.3}s", timeout.as_secs_f64()))
-        .with_details(serde_json::json!({ "target": target }))
-}
-
-/// Classifies a client error. The message is built from the error chain without the URL.
-fn transport_error(target: &str, err: reqwest::Error) -> StepError {
-    let (code, retryable) = if err.is_timeout() {
-        (HTTP_TIMEOUT, true)
-    } else if err.is_connect() {
-        (HTTP_CONNECT, true)
-    } else if err.is_redirect() {
-        (HTTP_REDIRECT, false)
-    } else if err.is_builder() {
-        (codes::INVALID_INPUT, false)
-    } else {
-        (HTTP_TRANSPORT, true)
-    };
-    let err = err.without_url();
-    let mut message = format!("{NAME}: {target}: {err}");
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    let error = if retryable { StepError::retryable(code, message) } else { StepError::permanent(code, message) };
-    error.with_details(serde_json::json!({ "target": target }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_body_cut_inside_a_character_drops_the_partial_character() {
-        let body = "aé".as_bytes();
-        assert_eq!(utf8_text(&body[..2], true), "a");
-        assert_eq!(utf8_text(body, false), "aé");
-        assert_eq!(utf8_text(&[b'a', 0xff, b'b'], false), "a\u{fffd}b");
-    }
-
-    #[test]
-    fn json_media_types_are_recognised() {
-        assert!(is_json_media_type("application/json"));
-        assert!(is_json_media_type("Application/JSON; charset=utf-8"));
-        assert!(is_json_media_type("application/problem+json"));
-        assert!(!is_json_media_type("text/plain"));
-    }
 
     #[test]
     fn the_target_shows_the_origin_but_not_path_query_or_credentials() {
