@@ -59,6 +59,9 @@ async fn server() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
     (addr, received)
 }
 
+/// The servers are on loopback, which the egress policy of `http.request` opens only when told.
+const LOOPBACK: &[(&str, &str)] = &[("RARA_HTTP_ALLOW_CIDRS", "127.0.0.1/32")];
+
 fn call(name: &str, url: &str) -> String {
     format!(
         "  - {{name: {name}, operation: http.request, max_attempts: 3, input: {{url: '{url}', headers: {{authorization: {{$secret: api}}}}}}}}\n"
@@ -80,7 +83,7 @@ fn assert_not_granted(step: &StepView, needle: &str) {
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_granted_secret_is_sent_and_one_revoked_after_submit_fails_at_claim_sending_nothing(pool: PgPool) {
     let (addr, received) = server().await;
-    let (store, _queues, mut stack) = Stack::fresh(pool, &[]).await;
+    let (store, _queues, mut stack) = Stack::fresh(pool, LOOPBACK).await;
     let vault = Arc::new(CountingVault::default());
     stack.executor = stack.executor.clone().with_secrets(vault.clone());
     let url = format!("http://{addr}/echo");
@@ -107,7 +110,7 @@ async fn a_granted_secret_is_sent_and_one_revoked_after_submit_fails_at_claim_se
 async fn a_grant_restricted_to_one_host_refuses_another_before_any_request(pool: PgPool) {
     let (a, received_a) = server().await;
     let (b, received_b) = server().await;
-    let (store, _queues, mut stack) = Stack::fresh(pool, &[]).await;
+    let (store, _queues, mut stack) = Stack::fresh(pool, LOOPBACK).await;
     let vault = Arc::new(CountingVault::default());
     stack.executor = stack.executor.clone().with_secrets(vault.clone());
     let hosts = ["127.0.0.1".to_owned()];
