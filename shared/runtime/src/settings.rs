@@ -24,6 +24,9 @@ pub const DEFAULT_PRUNE_BATCH: u32 = 500;
 /// claims and records up to a hundred steps with the statements of one batch (journal:
 /// `docs/benchmarks/journal/2026-12-05-several-steps-per-message.md`).
 pub const DEFAULT_STEPS_PER_MESSAGE: u32 = 10;
+/// Default `RARA_MAX_GATHERED_BYTES`: the most a map step's dependent gathers of its
+/// children's outputs (measured in Postgres, before anything is read).
+pub const DEFAULT_MAX_GATHERED_BYTES: usize = 16 * 1024 * 1024;
 
 /// Settings of both functions.
 #[derive(Debug, Clone)]
@@ -96,6 +99,11 @@ pub struct Settings {
     /// Lambda time only for the window per re-attach interval; the outcome is then recorded
     /// at the re-attach after it.
     pub attach_window: Option<Duration>,
+    /// `RARA_MAX_OUTPUT_BYTES`, `RARA_MAX_ARTIFACTS_PER_ATTEMPT`: what a step may return
+    /// ([`rara_remote::bounds`]); beyond them the attempt fails with `OUTPUT_TOO_LARGE`.
+    pub returns: rara_remote::Limits,
+    /// `RARA_MAX_GATHERED_BYTES`: the most a map step gathers of its children's outputs.
+    pub max_gathered_bytes: usize,
 }
 
 /// Where secret references are resolved.
@@ -171,6 +179,23 @@ impl Settings {
                 DEFAULT_REATTACH_INTERVAL_SECONDS,
                 "a whole number of seconds",
             )?),
+            returns: rara_remote::Limits {
+                max_output_bytes: vars.parse(
+                    "RARA_MAX_OUTPUT_BYTES",
+                    rara_remote::bounds::DEFAULT_MAX_OUTPUT_BYTES,
+                    "a number of bytes",
+                )?,
+                max_artifacts: vars.parse(
+                    "RARA_MAX_ARTIFACTS_PER_ATTEMPT",
+                    rara_remote::bounds::DEFAULT_MAX_ARTIFACTS,
+                    "a whole number",
+                )?,
+            },
+            max_gathered_bytes: vars.parse(
+                "RARA_MAX_GATHERED_BYTES",
+                DEFAULT_MAX_GATHERED_BYTES,
+                "a number of bytes",
+            )?,
             core,
         };
         settings.validated()
