@@ -6,6 +6,7 @@
 //!
 //! - [`pb`]: the Rust code generated from `proto/rara/v1/executor.proto` at build time
 //!   (client and server; the server serves tests and embedders). Never edited by hand.
+//! - [`bounds`]: what a step may return ([`bounds::Limits`]), checked where it enters.
 //! - [`cancel`]: `Cancel`, for a running attempt's client and for an operator's cancel of a
 //!   detached attempt (sent to the endpoint the attempt row names).
 //! - [`protocol`]: the strict event-order checker every `Execute` stream goes through.
@@ -37,6 +38,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bounds;
 pub mod cancel;
 pub mod client;
 pub mod pb;
@@ -45,6 +47,7 @@ pub mod router;
 pub mod transport;
 pub mod version;
 
+pub use bounds::Limits;
 pub use client::RemoteExecutor;
 pub use router::{RemoteCapability, RemoteExecutors};
 pub use transport::Transport;

@@ -24,6 +24,9 @@ pub const DEFAULT_PRUNE_BATCH: u32 = 500;
 /// claims and records up to a hundred steps with the statements of one batch (journal:
 /// `docs/benchmarks/journal/2026-12-05-several-steps-per-message.md`).
 pub const DEFAULT_STEPS_PER_MESSAGE: u32 = 10;
+/// Default `RARA_MAX_GATHERED_BYTES`: the most a map step's dependent gathers of its
+/// children's outputs (measured in Postgres, before anything is read).
+pub const DEFAULT_MAX_GATHERED_BYTES: usize = 16 * 1024 * 1024;
 
 /// Settings of both functions.
 #[derive(Debug, Clone)]
@@ -99,6 +102,11 @@ pub struct Settings {
     /// `RARA_HTTP_EGRESS`, `RARA_HTTP_ALLOW_CIDRS`, `RARA_HTTP_ALLOW_HOSTS`: what `http.request`
     /// may connect to (`rara_builtins::egress`).
     pub egress: rara_builtins::egress::Policy,
+    /// `RARA_MAX_OUTPUT_BYTES`, `RARA_MAX_ARTIFACTS_PER_ATTEMPT`: what a step may return
+    /// ([`rara_remote::bounds`]); beyond them the attempt fails with `OUTPUT_TOO_LARGE`.
+    pub returns: rara_remote::Limits,
+    /// `RARA_MAX_GATHERED_BYTES`: the most a map step gathers of its children's outputs.
+    pub max_gathered_bytes: usize,
 }
 
 /// Where secret references are resolved.
@@ -176,6 +184,23 @@ impl Settings {
             )?),
             egress: rara_builtins::egress::Policy::from_lookup(|var| vars.optional(var))
                 .map_err(|e| Error::Invalid { var: e.var, value: e.entry, reason: e.reason })?,
+            returns: rara_remote::Limits {
+                max_output_bytes: vars.parse(
+                    "RARA_MAX_OUTPUT_BYTES",
+                    rara_remote::bounds::DEFAULT_MAX_OUTPUT_BYTES,
+                    "a number of bytes",
+                )?,
+                max_artifacts: vars.parse(
+                    "RARA_MAX_ARTIFACTS_PER_ATTEMPT",
+                    rara_remote::bounds::DEFAULT_MAX_ARTIFACTS,
+                    "a whole number",
+                )?,
+            },
+            max_gathered_bytes: vars.parse(
+                "RARA_MAX_GATHERED_BYTES",
+                DEFAULT_MAX_GATHERED_BYTES,
+                "a number of bytes",
+            )?,
             core,
         };
         settings.validated()

@@ -129,6 +129,14 @@ impl Store {
         Ok(upstream)
     }
 
+    /// What each of the map steps `maps` would gather of its children's outputs, in bytes of
+    /// JSON text (`sql/gathered_bytes.sql`): measured in Postgres, nothing is read. A map
+    /// without a succeeded child is absent.
+    pub async fn gathered_bytes(&self, maps: &[Uuid]) -> Result<HashMap<Uuid, u64>, Error> {
+        let rows = sqlx::query_file!("sql/gathered_bytes.sql", maps).fetch_all(&self.pool).await?;
+        Ok(rows.into_iter().map(|row| (row.map_id, u64::try_from(row.bytes).unwrap_or(0))).collect())
+    }
+
     /// Records the input each holder's attempt runs with (references substituted, secret
     /// references kept), in one fenced statement. One result per item, in order; a holder that
     /// lost its lease gets [`Error::LeaseLost`].

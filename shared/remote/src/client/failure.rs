@@ -9,8 +9,8 @@ use rara_domain::step_error::codes;
 use tonic::{Code, Status};
 
 use super::RemoteExecutor;
-use crate::pb;
 use crate::transport::IDLE_HEARTBEATS;
+use crate::{bounds, pb};
 
 /// Why a call stopped before its stream gave an outcome.
 #[derive(Debug, Clone, Copy)]
@@ -104,11 +104,9 @@ impl RemoteExecutor {
         let Some(error) = error else {
             return self.located(StepError::permanent(codes::PROTOCOL_VIOLATION, "a failed event carried no error"));
         };
-        let details = serde_json::Value::Object(
-            error.details.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
-        );
+        let details = serde_json::Value::Object(error.details.into_iter().filter_map(|(k, v)| detail(k, v)).collect());
         let code = if error.code.is_empty() { "REMOTE_ERROR".to_owned() } else { error.code };
-        StepError { code, message: error.message, retryable: error.retryable, details }
+        bounds::bounded_error(StepError { code, message: error.message, retryable: error.retryable, details })
     }
 
     pub(super) fn unavailable(&self, status: &Status, when: &str) -> StepError {
@@ -174,6 +172,21 @@ pub(super) fn report(result: Result<(), ReportError>) -> Result<(), Interrupted>
     }
 }
 
+/// One detail of a remote error: a string, except `retry_after_seconds`, which decides the
+/// retry's delay: a number clamped to [`MAX_RETRY_AFTER`](rara_domain::retry::MAX_RETRY_AFTER)
+/// here, before anything converts it (dropped when it is not a non-negative number).
+fn detail(key: String, value: String) -> Option<(String, serde_json::Value)> {
+    if key == "retry_after_seconds" {
+        let seconds = bounds::retry_after_seconds(&value);
+        if seconds.is_none() {
+            tracing::warn!("a remote error's retry_after_seconds is not a non-negative number; ignored");
+        }
+        let number = serde_json::Number::from_f64(seconds?)?;
+        return Some((key, serde_json::Value::Number(number)));
+    }
+    Some((key, serde_json::Value::String(value)))
+}
+
 /// What kind of JSON value `value` is, for a violation's message (never the value itself).
 fn json_kind(value: &serde_json::Value) -> &'static str {
     match value {
@@ -189,6 +202,18 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_retry_after_is_a_clamped_number_and_a_bad_one_is_dropped() {
+        let max = rara_domain::retry::MAX_RETRY_AFTER.as_secs_f64();
+        assert_eq!(
+            detail("retry_after_seconds".into(), "1e300".into()),
+            Some(("retry_after_seconds".into(), max.into()))
+        );
+        assert_eq!(detail("retry_after_seconds".into(), "NaN".into()), None);
+        assert_eq!(detail("retry_after_seconds".into(), "-5".into()), None);
+        assert_eq!(detail("other".into(), "1e300".into()), Some(("other".into(), "1e300".into())));
+    }
 
     #[test]
     fn report_errors_stop_only_on_a_lost_lease() {

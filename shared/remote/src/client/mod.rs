@@ -14,6 +14,10 @@
 //! | the call did not start, or its stream sent nothing (heartbeats included), for its idle timeout ([`IDLE_HEARTBEATS`](crate::transport::IDLE_HEARTBEATS) heartbeat intervals; `Cancel` sent on a stream) | `EXECUTOR_UNAVAILABLE` | yes |
 //! | the server does not implement `rara.v1` (`UNIMPLEMENTED`) | `EXECUTOR_UNAVAILABLE` | no |
 //! | events out of order, bad sequence numbers, output that is not JSON | `PROTOCOL_VIOLATION` | no |
+//! | an output, an artifact (or their count) or a gRPC message beyond its bound ([`crate::bounds`]) | `OUTPUT_TOO_LARGE` (`Cancel` sent) | no |
+//!
+//! An error's code, message and details and a progress message beyond their bounds are cut
+//! (or replaced by a marker), and a `retry_after_seconds` detail is clamped, as they enter.
 //!
 //! Detachable capabilities (DESIGN.md "Long steps"): the request says `detachable`, and when
 //! `ctx.detach.park` fires the client stops reading the events between two of them (never
@@ -62,6 +66,7 @@ use tonic::transport::Channel;
 use tracing::Instrument;
 
 use self::failure::{Interrupted, Stop};
+use crate::bounds::Limits;
 use crate::pb::executor_service_client::ExecutorServiceClient;
 use crate::pb::{self};
 use crate::transport::HEARTBEAT_INTERVAL;
@@ -91,6 +96,8 @@ pub struct RemoteExecutor {
     detachable: bool,
     /// Asked of the executor in every request; zero: no heartbeats and no idle timeout.
     heartbeat_interval: Duration,
+    /// What the executor may return ([`crate::bounds`]).
+    limits: Limits,
 }
 
 impl RemoteExecutor {
@@ -102,15 +109,25 @@ impl RemoteExecutor {
         operation: impl Into<String>,
         version: impl Into<String>,
     ) -> Self {
+        let limits = Limits::default();
         Self {
-            client: ExecutorServiceClient::new(channel),
+            client: ExecutorServiceClient::new(channel).max_decoding_message_size(limits.max_decoding_message_size()),
             endpoint: endpoint.into(),
             operation: operation.into(),
             version: version.into(),
             cancel_timeout: DEFAULT_CANCEL_TIMEOUT,
             detachable: false,
             heartbeat_interval: HEARTBEAT_INTERVAL,
+            limits,
         }
+    }
+
+    /// What the executor may return (default [`Limits::default`]); gRPC messages beyond
+    /// the output bound plus [`DECODING_SLACK`](crate::bounds::DECODING_SLACK) are not decoded.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.client = self.client.max_decoding_message_size(limits.max_decoding_message_size());
+        self.limits = limits;
+        self
     }
 
     /// The heartbeat interval asked of the executor (default [`HEARTBEAT_INTERVAL`]): a

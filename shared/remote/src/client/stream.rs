@@ -13,6 +13,7 @@ use tonic::Status;
 
 use super::failure::{Interrupted, Stop, report};
 use super::{Call, DEADLINE_GRACE, DEADLINE_MARGIN, END_OF_STREAM_GRACE, RemoteExecutor, with_timeout};
+use crate::bounds;
 use crate::pb::execute_response::Event;
 use crate::pb::{self};
 use crate::protocol::EventOrder;
@@ -32,6 +33,7 @@ impl RemoteExecutor {
             ctx.detach.runs_on(&self.endpoint);
         }
         let mut outcome: Option<Result<serde_json::Value, StepError>> = None;
+        let mut artifacts = 0usize;
         loop {
             if self.detachable && outcome.is_none() && ctx.detach.park.is_cancelled() {
                 return Err(Interrupted::Parked);
@@ -54,6 +56,10 @@ impl RemoteExecutor {
                     tracing::warn!(endpoint = %self.endpoint, code = ?status.code(), "stream broke after its terminal event");
                     break;
                 }
+                Err(status) if is_too_large(&status) => {
+                    let error = bounds::message_too_large(self.limits.max_decoding_message_size());
+                    return Err(self.refuse(ctx, error, cancel_sent).await);
+                }
                 Err(status) => {
                     let when = format!("the stream broke after {} event(s)", order.seen());
                     return Err(Interrupted::Failed(self.unavailable(&status, &when)));
@@ -64,6 +70,9 @@ impl RemoteExecutor {
                 continue;
             }
             order.check(&event).map_err(|err| Interrupted::Failed(self.located(err)))?;
+            if let Err(error) = self.within_limits(event.event.as_ref(), &mut artifacts) {
+                return Err(self.refuse(ctx, error, cancel_sent).await);
+            }
             let sequence = event.sequence;
             if let Some(end) = self.take(ctx, event.event, &mut events, cancel_sent).await? {
                 outcome = Some(end);
@@ -131,7 +140,8 @@ impl RemoteExecutor {
             }
             Some(Event::Accepted(_) | Event::Running(_) | Event::Heartbeat(_)) | None => Ok(()),
             Some(Event::Progress(progress)) => {
-                ctx.reporter.progress(fraction(progress.fraction), &progress.message).await
+                let message = bounds::truncate(progress.message, bounds::MAX_PROGRESS_MESSAGE_BYTES);
+                ctx.reporter.progress(fraction(progress.fraction), &message).await
             }
             Some(Event::Artifact(artifact)) => ctx.reporter.artifact(artifact_of(artifact)).await,
             Some(Event::Succeeded(succeeded)) => return Ok(Some(self.output(&succeeded.output_json))),
@@ -148,6 +158,42 @@ impl RemoteExecutor {
             return Err(lost);
         }
         Ok(None)
+    }
+
+    /// Whether an event holds to the [`Limits`](crate::bounds::Limits): the output's size,
+    /// the count of artifacts so far (`artifacts`, counted here) and each artifact's fields.
+    fn within_limits(&self, event: Option<&Event>, artifacts: &mut usize) -> Result<(), StepError> {
+        match event {
+            Some(Event::Succeeded(succeeded)) => self.limits.check_output(succeeded.output_json.len()),
+            Some(Event::Artifact(artifact)) => {
+                *artifacts += 1;
+                let max = self.limits.max_artifacts;
+                bounds::within("artifacts", *artifacts, max, "RARA_MAX_ARTIFACTS_PER_ATTEMPT").map_err(|e| {
+                    StepError { message: format!("the executor reported more than {max} artifacts in one attempt (RARA_MAX_ARTIFACTS_PER_ATTEMPT)"), ..e }
+                })?;
+                bounds::within("artifact.name", artifact.name.len(), bounds::MAX_ARTIFACT_NAME_BYTES, "")?;
+                bounds::within("artifact.uri", artifact.uri.len(), bounds::MAX_ARTIFACT_URI_BYTES, "")?;
+                bounds::within(
+                    "artifact.media_type",
+                    artifact.media_type.len(),
+                    bounds::MAX_ARTIFACT_MEDIA_TYPE_BYTES,
+                    "",
+                )?;
+                bounds::within("artifact.digest", artifact.digest.len(), bounds::MAX_ARTIFACT_DIGEST_BYTES, "")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// An event beyond its bound: `Cancel` (best effort, unless sent already), then the
+    /// attempt fails with `error` (permanent `OUTPUT_TOO_LARGE`).
+    async fn refuse(&self, ctx: &ExecutionContext, error: StepError, cancel_sent: &AtomicBool) -> Interrupted {
+        tracing::warn!(step_id = %ctx.step_id, attempt = ctx.attempt, endpoint = %self.endpoint, message = %error.message, "the remote executor returned more than its bound; the attempt fails");
+        if !cancel_sent.swap(true, Ordering::SeqCst) {
+            self.send_cancel(ctx, "the attempt returned more than rara accepts").await;
+        }
+        let message = format!("{} ({} on {})", error.message, self.operation, self.endpoint);
+        Interrupted::Failed(StepError { message, ..error })
     }
 
     /// Opens the call: `Execute` for a new attempt, `Attach` to resume a detached one.
@@ -239,6 +285,11 @@ impl RemoteExecutor {
             tracing::warn!(step_id = %ctx.step_id, endpoint = %self.endpoint, "no terminal event after Cancel");
         }
     }
+}
+
+/// Whether a stream's error is tonic refusing to decode a message beyond the decoding limit.
+fn is_too_large(status: &Status) -> bool {
+    status.code() == tonic::Code::OutOfRange && status.message().contains("message length too large")
 }
 
 /// The contract's fraction, kept within `0.0..=1.0`.

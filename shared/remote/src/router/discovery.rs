@@ -7,6 +7,7 @@ use std::time::Duration;
 use tonic::transport::Channel;
 
 use super::cache::{Answer, Offer, RemoteCapability};
+use crate::bounds::Limits;
 use crate::client::RemoteExecutor;
 use crate::pb;
 use crate::pb::executor_service_client::ExecutorServiceClient;
@@ -19,6 +20,20 @@ pub(super) struct Remote {
     pub(super) channel: Channel,
     /// The heartbeat interval asked on its streams ([`crate::Transport::heartbeat_interval`]).
     pub(super) heartbeat_interval: Duration,
+    /// What its executors may return ([`crate::bounds`]).
+    pub(super) limits: Limits,
+}
+
+/// The longest capability name or version kept: they become metric dimensions and log fields.
+pub const MAX_CAPABILITY_NAME_BYTES: usize = 128;
+pub const MAX_CAPABILITY_VERSION_BYTES: usize = 64;
+
+/// Whether a capability's name (or version) is one rara keeps: 1 to `bound` bytes of ASCII
+/// letters, digits and `.`, `_`, `-`, `/`, `:`, `+`.
+fn acceptable(text: &str, bound: usize) -> bool {
+    !text.is_empty()
+        && text.len() <= bound
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/' | b':' | b'+'))
 }
 
 /// One endpoint's offers and whether it drains, or `None` (logged) when it could not be
@@ -56,8 +71,17 @@ fn offers(remote: &Remote, capabilities: Vec<pb::Capability>) -> Vec<Offer> {
     for capability in capabilities {
         let duplicate =
             offers.iter().any(|o| o.capability.name == capability.name && o.capability.version == capability.version);
-        if capability.name.is_empty() || duplicate {
-            tracing::warn!(endpoint = %remote.url, name = %capability.name, "skipping a blank or repeated capability");
+        let version_ok = capability.version.is_empty() || acceptable(&capability.version, MAX_CAPABILITY_VERSION_BYTES);
+        if !acceptable(&capability.name, MAX_CAPABILITY_NAME_BYTES) || !version_ok {
+            // Neither is repeated: they are what is wrong.
+            tracing::warn!(
+                endpoint = %remote.url, name_bytes = capability.name.len(), version_bytes = capability.version.len(),
+                "skipping a capability whose name or version is blank, longer than {MAX_CAPABILITY_NAME_BYTES}/{MAX_CAPABILITY_VERSION_BYTES} bytes or not of [A-Za-z0-9._-/:+]"
+            );
+            continue;
+        }
+        if duplicate {
+            tracing::warn!(endpoint = %remote.url, name = %capability.name, "skipping a repeated capability");
             continue;
         }
         if version::parse(&capability.version).is_none() {
@@ -69,7 +93,8 @@ fn offers(remote: &Remote, capabilities: Vec<pb::Capability>) -> Vec<Offer> {
         let executor =
             RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version)
                 .with_detachable(capability.detachable)
-                .with_heartbeat_interval(remote.heartbeat_interval);
+                .with_heartbeat_interval(remote.heartbeat_interval)
+                .with_limits(remote.limits);
         offers.push(Offer {
             capability: RemoteCapability {
                 endpoint: remote.url.to_string(),

@@ -40,6 +40,7 @@ use tokio::time::Instant;
 use self::cache::Cache;
 pub use self::cache::RemoteCapability;
 use self::discovery::{Remote, discover};
+use crate::bounds::Limits;
 use crate::client::RemoteExecutor;
 pub use crate::transport::{CONNECT_TIMEOUT, Error, lazy_channel};
 use crate::transport::{Transport, connect_lazy, origin};
@@ -100,7 +101,8 @@ impl RemoteExecutors {
                 return Err(Error::Duplicate { url });
             }
             let channel = connect_lazy(&url, &transport)?;
-            remotes.push(Remote { url: url.into(), channel, heartbeat_interval: transport.heartbeat_interval });
+            let heartbeat_interval = transport.heartbeat_interval;
+            remotes.push(Remote { url: url.into(), channel, heartbeat_interval, limits: Limits::default() });
         }
         if remotes.is_empty() {
             return Err(Error::NoEndpoints);
@@ -114,6 +116,15 @@ impl RemoteExecutors {
             cache,
             refreshing: Mutex::default(),
         })
+    }
+
+    /// What the executors of every endpoint may return (default [`Limits::default`]); set
+    /// before the first refresh.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        for remote in &mut self.endpoints {
+            remote.limits = limits;
+        }
+        self
     }
 
     /// How often cached capabilities are refreshed (default [`DEFAULT_REFRESH_INTERVAL`]).
@@ -273,7 +284,8 @@ impl RemoteRouter for RemoteExecutors {
         // was chosen when it started.
         let executor = RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), operation, "")
             .with_detachable(true)
-            .with_heartbeat_interval(remote.heartbeat_interval);
+            .with_heartbeat_interval(remote.heartbeat_interval)
+            .with_limits(remote.limits);
         Some(Arc::new(executor))
     }
 }

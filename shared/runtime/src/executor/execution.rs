@@ -29,6 +29,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::executor::reporter::{Loss, StoreReporter};
+use crate::executor::returned;
 use crate::secrets::{self, RedactingReporter, SecretResolver};
 
 /// How an execution ended, before its outcome is recorded.
@@ -59,6 +60,8 @@ pub struct Environment {
     pub attach_window: Option<Duration>,
     pub heartbeat_interval: Duration,
     pub progress_interval: Duration,
+    /// `RARA_MAX_OUTPUT_BYTES` and friends: what an executor may return ([`rara_remote::bounds`]).
+    pub returns: rara_remote::Limits,
     /// Resolves the input's `{"$secret": "name"}` references at execution.
     pub secrets: Arc<dyn SecretResolver>,
     /// Fired when a stopping runner's grace is over: executions still running stop and
@@ -121,8 +124,8 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
     };
 
     tokio::select! {
-        joined = &mut task => finished(joined, &detach, &lost, &redactor),
-        _ = park_time => park(&mut task, &detach, &redactor).await,
+        joined = &mut task => finished(joined, &detach, &lost, &redactor, &env.returns),
+        _ = park_time => park(&mut task, &detach, &redactor, &env.returns).await,
         _ = tokio::time::sleep_until(timing.run_until) => {
             let (message, error) = past_deadline(step, timing.cut_by_invocation);
             stop_reason.set(message);
@@ -141,7 +144,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         _ = env.interrupt.cancelled() => {
             if timing.park_at.is_some() && detach.resume_point().is_some() {
                 tracing::info!("the runner is stopping and its grace is over; parking the detachable attempt");
-                park(&mut task, &detach, &redactor).await
+                park(&mut task, &detach, &redactor, &env.returns).await
             } else {
                 tracing::warn!("the runner is stopping and its grace is over; giving the step back");
                 stop_reason.set("the executor is shutting down; the step will run again on another executor");
@@ -206,9 +209,10 @@ fn finished(
     detach: &Detach,
     lost: &CancellationToken,
     redactor: &secrets::Redactor,
+    limits: &rara_remote::Limits,
 ) -> Execution {
     match joined {
-        Ok(Ok(output)) => Execution::Succeeded(redactor.json(output)),
+        Ok(Ok(output)) => succeeded(output, redactor, limits),
         // It could not re-attach now (the endpoint did not answer): still detached.
         Ok(Err(_)) if detach.was_let_go() => parked(detach),
         Ok(Err(error)) if lost.is_cancelled() => {
@@ -221,6 +225,11 @@ fn finished(
             if join.is_panic() { "the executor panicked" } else { "the executor task was aborted" },
         )),
     }
+}
+
+/// A success, unless the output is beyond its bound ([`returned::bounded`]).
+fn succeeded(output: serde_json::Value, redactor: &secrets::Redactor, limits: &rara_remote::Limits) -> Execution {
+    returned::bounded(output, redactor, limits).map_or_else(Execution::Failed, Execution::Succeeded)
 }
 
 /// Why an execution that reached its end without an outcome stops, and its failure: the
@@ -256,10 +265,11 @@ async fn park(
     task: &mut AbortOnDropHandle<Result<serde_json::Value, StepError>>,
     detach: &Detach,
     redactor: &secrets::Redactor,
+    limits: &rara_remote::Limits,
 ) -> Execution {
     detach.park.cancel();
     match tokio::time::timeout(DEADLINE_STOP_GRACE, &mut *task).await {
-        Ok(Ok(Ok(output))) => return Execution::Succeeded(redactor.json(output)),
+        Ok(Ok(Ok(output))) => return succeeded(output, redactor, limits),
         Ok(Ok(Err(error))) if !detach.was_let_go() => return Execution::Failed(redactor.error(error)),
         Ok(_) => {}
         // Aborting drops the call, which a detachable attempt outlives.

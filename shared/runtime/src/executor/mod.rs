@@ -13,6 +13,7 @@
 //!   and parking a detachable remote attempt at the invocation's end.
 //! - [`reporter`]: progress and artifacts written to Postgres, fenced and throttled, and the
 //!   [`Loss`](reporter::Loss) that tells an execution its lease is gone.
+//! - `returned`: an executor's output held to `RARA_MAX_OUTPUT_BYTES` before it is recorded.
 //! - [`cancel_watch`]: the holder's side of an operator's cancel: one listener per process,
 //!   relayed to every running execution's heartbeat.
 
@@ -21,6 +22,7 @@ pub mod cancel_watch;
 pub mod execution;
 pub mod fate;
 pub mod reporter;
+mod returned;
 
 pub use batch::BatchExecutor;
 pub use fate::{BatchReport, Record};

@@ -1,8 +1,12 @@
 //! Progress and artifacts of one execution, written to Postgres under the holder's fence.
-//! Progress is throttled: at most one write per interval per step, and reports in between
-//! are dropped, except a final one (fraction 1.0), so a chatty executor cannot flood Postgres.
+//! Progress is throttled whatever its fraction: at most one write per interval per step, and
+//! reports in between are dropped, except the first final one (fraction 1.0), which is always
+//! written; later ones wait for the slot like any other. A chatty executor cannot flood
+//! Postgres: an attempt writes at most one progress row per interval, plus one. Messages are
+//! cut to [`MAX_PROGRESS_MESSAGE_BYTES`](rara_remote::bounds::MAX_PROGRESS_MESSAGE_BYTES).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rara_domain::executor::{Artifact, ReportError, Reporter, StopReason};
@@ -17,6 +21,8 @@ pub struct StoreReporter {
     /// Fired (with its reason) when a write finds the lease gone: the execution must stop.
     loss: Loss,
     last_write: Mutex<Option<Instant>>,
+    /// Whether a final report (fraction 1.0) was written: only the first skips the throttle.
+    final_written: AtomicBool,
     /// How long one write may take (the lease: a later one is worthless): a silent Postgres
     /// fails the write instead of holding the execution.
     write_bound: Duration,
@@ -30,7 +36,15 @@ impl std::fmt::Debug for StoreReporter {
 
 impl StoreReporter {
     pub fn new(store: Store, holder: Holder, interval: Duration, loss: Loss, write_bound: Duration) -> Self {
-        StoreReporter { store, holder, interval, loss, last_write: Mutex::new(None), write_bound }
+        StoreReporter {
+            store,
+            holder,
+            interval,
+            loss,
+            last_write: Mutex::new(None),
+            final_written: AtomicBool::new(false),
+            write_bound,
+        }
     }
 
     async fn map(&self, e: rara_store::Error) -> ReportError {
@@ -63,10 +77,12 @@ impl Reporter for StoreReporter {
         if self.loss.lost.is_cancelled() {
             return Err(ReportError::LeaseLost);
         }
-        // Final progress is always written; in-between reports only when the slot is free.
-        if fraction < 1.0 && !self.take_slot() {
+        // The first final report is always written; any other only when the slot is free.
+        let first_final = fraction >= 1.0 && !self.final_written.swap(true, Ordering::SeqCst);
+        if !self.take_slot() && !first_final {
             return Ok(());
         }
+        let message = bounded_message(message);
         match crate::timeouts::db_call(self.write_bound, self.store.progress(&self.holder, fraction, message)).await {
             Ok(()) => Ok(()),
             Err(e) => Err(self.map(e).await),
@@ -92,6 +108,19 @@ impl Reporter for StoreReporter {
             Err(e) => Err(self.map(e).await),
         }
     }
+}
+
+/// `message` cut to [`MAX_PROGRESS_MESSAGE_BYTES`](rara_remote::bounds::MAX_PROGRESS_MESSAGE_BYTES).
+fn bounded_message(message: &str) -> &str {
+    let bound = rara_remote::bounds::MAX_PROGRESS_MESSAGE_BYTES;
+    if message.len() <= bound {
+        return message;
+    }
+    let mut end = bound;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    &message[..end]
 }
 
 /// How long reading why a lease was lost may delay the stop.

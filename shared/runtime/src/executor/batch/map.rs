@@ -10,7 +10,11 @@
 //!
 //! A list that is not there fails the map step for good with `INPUT_REFERENCE_MISSING`; one
 //! that is not a list, has more than [`MAX_MAP_ITEMS`] elements or makes a child's input
-//! too large, with `INVALID_INPUT`. No value is echoed in an error.
+//! too large, with `INVALID_INPUT`. A gathering whose children's outputs total more than
+//! `RARA_MAX_GATHERED_BYTES` (summed in Postgres: nothing is read) fails for good with
+//! `OUTPUT_TOO_LARGE`. No value is echoed in an error.
+
+use std::collections::HashMap;
 
 use rara_domain::StepError;
 use rara_domain::references::{self, Missing, Sources};
@@ -20,8 +24,73 @@ use rara_store::claim::{ClaimedStep, MapPhase};
 use rara_store::map::{Expansion, child_name};
 use rara_store::references::Needs;
 use serde_json::Value;
+use uuid::Uuid;
 
+use super::BatchExecutor;
 use crate::executor::execution::Execution;
+
+/// Whether the claim `map` is the second, which gathers the children's outputs.
+pub(super) fn gathers(map: &MapPhase) -> bool {
+    matches!(map, MapPhase::Gather { .. })
+}
+
+impl BatchExecutor {
+    /// The gathering claims whose children's outputs total at most `RARA_MAX_GATHERED_BYTES`
+    /// (measured in one statement, nothing read), with their needs added; the others end in
+    /// `ended` (permanent `OUTPUT_TOO_LARGE`, or retryable when they could not be measured).
+    /// Claims that do not gather pass as they are.
+    pub(super) async fn bound_gatherings<'a>(
+        &self,
+        maps: Vec<&'a ClaimedStep>,
+        needs: &mut Needs,
+        ended: &mut HashMap<Uuid, Execution>,
+    ) -> Vec<&'a ClaimedStep> {
+        let ids: Vec<Uuid> =
+            maps.iter().filter(|s| s.map.as_ref().is_some_and(gathers)).map(|s| s.holder.step_id).collect();
+        if ids.is_empty() {
+            return maps;
+        }
+        let totals = match self.db(self.env.store.gathered_bytes(&ids)).await {
+            Ok(totals) => Some(totals),
+            Err(e) => {
+                tracing::error!(error = %e, maps = ids.len(), "could not measure what the map steps gather");
+                None
+            }
+        };
+        let bound = self.max_gathered_bytes as u64;
+        let mut kept = Vec::with_capacity(maps.len());
+        for step in maps {
+            let Some(map) = step.map.as_ref().filter(|m| gathers(m)) else {
+                kept.push(step);
+                continue;
+            };
+            let id = step.holder.step_id;
+            let Some(total) = totals.as_ref().map(|t| t.get(&id).copied().unwrap_or(0)) else {
+                ended.insert(id, super::references::unavailable("could not be measured"));
+                continue;
+            };
+            if total > bound {
+                tracing::warn!(step_id = %id, total, bound, "the map's children's outputs are too large to gather; it fails");
+                ended.insert(id, Execution::Failed(too_large_to_gather(total, bound)));
+                continue;
+            }
+            add_needs(step, map, needs);
+            kept.push(step);
+        }
+        kept
+    }
+}
+
+/// The permanent `OUTPUT_TOO_LARGE` of a map whose children's outputs total `total` bytes.
+fn too_large_to_gather(total: u64, bound: u64) -> StepError {
+    StepError::permanent(
+        codes::OUTPUT_TOO_LARGE,
+        format!(
+            "the map's children's outputs total {total} bytes; a map gathers at most {bound} (RARA_MAX_GATHERED_BYTES)"
+        ),
+    )
+    .with_details(serde_json::json!({ "field": "children", "bytes": total, "bound": bound }))
+}
 
 /// What the claim `map` of `step` reads: the references of its list, or its children's outputs.
 pub(super) fn add_needs(step: &ClaimedStep, map: &MapPhase, needs: &mut Needs) {

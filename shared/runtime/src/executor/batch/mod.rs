@@ -119,6 +119,8 @@ pub struct BatchExecutor {
     reattach_interval: Duration,
     /// `RARA_MAX_INPUT_BYTES`: the largest input a step runs with, references substituted.
     max_input_bytes: usize,
+    /// `RARA_MAX_GATHERED_BYTES`: the most a map step gathers of its children's outputs.
+    max_gathered_bytes: usize,
     /// How long one Postgres call may take ([`Timeouts::db_call`](crate::timeouts::Timeouts::db_call)).
     db_call: Duration,
     /// The registry's quick operations ([`Executor::quick`](rara_domain::executor::Executor::quick)),
@@ -162,6 +164,7 @@ impl BatchExecutor {
                 attach_window: settings.attach_window,
                 heartbeat_interval: core.heartbeat_interval,
                 progress_interval: settings.progress_interval,
+                returns: settings.returns,
                 secrets: Arc::new(NoSecrets),
                 interrupt: CancellationToken::new(),
                 cancels,
@@ -172,6 +175,7 @@ impl BatchExecutor {
             delivery_timeout: settings.delivery_timeout,
             reattach_interval: settings.reattach_interval,
             max_input_bytes: core.max_input_bytes,
+            max_gathered_bytes: settings.max_gathered_bytes,
             db_call: settings.timeouts.db_call(),
             quick_operations,
             jitter: Arc::new(Mutex::new(StdRng::from_os_rng())),

@@ -144,10 +144,14 @@ impl BatchExecutor {
             running.spawn(async move { (i, executor.execute(ctx, input).await) });
         }
         let mut outputs = Vec::with_capacity(running.len());
+        let max_output_bytes = self.env.returns.max_output_bytes;
         // A panic is a task that did not succeed: the claim runs the step again and records it.
         let collect = async {
             while let Some(joined) = running.join_next().await {
-                if let Ok((i, Ok(output))) = joined {
+                // An output beyond its bound is left to the claim, which records the failure.
+                if let Ok((i, Ok(output))) = joined
+                    && serde_json::to_vec(&output).is_ok_and(|b| b.len() <= max_output_bytes)
+                {
                     outputs.push((&steps[i], output));
                 }
             }

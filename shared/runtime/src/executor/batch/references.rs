@@ -18,6 +18,8 @@
 //! - a reference finds nothing: a permanent `INPUT_REFERENCE_MISSING` naming the field, the
 //!   upstream step and the pointer (never a value);
 //! - the resolved input exceeds `RARA_MAX_INPUT_BYTES`: a permanent `INVALID_INPUT`;
+//! - a map's children's outputs total more than `RARA_MAX_GATHERED_BYTES` (measured in
+//!   Postgres, before any is read): a permanent `OUTPUT_TOO_LARGE` (`map.rs`);
 //! - the values could not be read or the input not recorded (database trouble): a retryable
 //!   `INPUT_REFERENCE_UNAVAILABLE`;
 //! - its lease was lost before the input was recorded: nothing more is written.
@@ -59,7 +61,10 @@ impl<'a> Gathered<'a> {
                 continue;
             }
             if let Some(map) = &step.map {
-                map::add_needs(step, map, &mut gathered.needs);
+                // A gathering's needs wait until its total is known to be within its bound.
+                if !map::gathers(map) {
+                    map::add_needs(step, map, &mut gathered.needs);
+                }
                 gathered.maps.push(step);
                 continue;
             }
@@ -81,10 +86,11 @@ impl BatchExecutor {
     /// executions of the steps that must not run end, by step id.
     pub(super) async fn substitute_references(&self, outcomes: &mut [ClaimOutcome]) -> HashMap<Uuid, Execution> {
         let mut ended = HashMap::new();
-        let Gathered { needs, steps, maps } = Gathered::of(outcomes);
+        let Gathered { mut needs, steps, maps } = Gathered::of(outcomes);
         if steps.is_empty() && maps.is_empty() {
             return ended;
         }
+        let maps = self.bound_gatherings(maps, &mut needs, &mut ended).await;
 
         let upstream = if needs.is_empty() {
             Upstream::default()
@@ -185,7 +191,7 @@ impl BatchExecutor {
     }
 }
 
-fn unavailable(what: &str) -> Execution {
+pub(super) fn unavailable(what: &str) -> Execution {
     Execution::Failed(StepError::retryable(
         codes::INPUT_REFERENCE_UNAVAILABLE,
         format!("the values the input references {what} (database trouble); another attempt may"),
