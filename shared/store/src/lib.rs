@@ -99,6 +99,8 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations"
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
+    /// Where the next lease round's window of keys starts ([`lease`]): after this key.
+    lease_cursor: lease::Cursor,
 }
 
 /// A pooled connection idle for longer than this is checked (one round trip) before it is
@@ -149,7 +151,7 @@ pub fn pool_options() -> PgPoolOptions {
 
 impl Store {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self { pool, lease_cursor: lease::Cursor::default() }
     }
 
     /// Connects with a small pool (a Lambda container needs one or two connections).
@@ -159,7 +161,7 @@ impl Store {
             .acquire_timeout(Duration::from_secs(10))
             .connect(database_url)
             .await?;
-        Ok(Self { pool })
+        Ok(Self { pool, lease_cursor: lease::Cursor::default() })
     }
 
     /// Like [`connect`](Self::connect), with options built in code (e.g. from a secret), so
@@ -170,7 +172,7 @@ impl Store {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        Ok(Self { pool })
+        Ok(Self { pool, lease_cursor: lease::Cursor::default() })
     }
 
     pub fn pool(&self) -> &PgPool {
