@@ -166,7 +166,7 @@ mod tests {
             assert_eq!((rate.count, rate.period.as_millis()), (count, ms), "{text}");
             assert_eq!(rate.to_string(), shown);
         }
-        for bad in ["50", "0/s", "50/0s", "50/fortnight", "x/s"] {
+        for bad in ["50", "0/s", "50/0s", "50/fortnight", "x/s", "10/4294967296s"] {
             assert!(bad.parse::<Rate>().is_err(), "{bad} must be refused");
         }
         assert_eq!("50/s".parse::<Rate>().unwrap().burst(), 5);
