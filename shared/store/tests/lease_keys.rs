@@ -78,6 +78,22 @@ async fn with_more_keys_than_a_window_each_round_leases_the_next_window_and_ever
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_round_whose_batch_fills_first_is_followed_by_the_keys_after_its_last(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    // Two due steps of each key: a round that ignored where the last one stopped would take
+    // the first keys' second steps.
+    submit_keys(&store, "k-", 30).await;
+    submit_keys(&store, "k-", 30).await;
+    // All due at the same instant: neither age nor priority tells the keys apart.
+    sqlx::query("UPDATE steps SET next_run_at = now() - interval '1 minute'").execute(&pool).await.unwrap();
+    for round in 0..3 {
+        let keys = keys_of(&pool, &store.lease_due("scheduler", 10, LEASE).await.unwrap()).await;
+        let expected: HashSet<String> = (round * 10..round * 10 + 10).map(|i| format!("k-{i:05}")).collect();
+        assert_eq!(keys, expected, "round {round} takes the next ten keys in order");
+    }
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn flow_keys_rows_of_keys_with_nothing_due_or_held_and_no_limit_are_pruned(pool: PgPool) {
     let store = Store::new(pool.clone());
     submit_keys(&store, "done-", 30).await;
