@@ -65,14 +65,17 @@ pub fn fill_key(template: &str, inputs: &serde_json::Value) -> Result<String, St
     Ok(out)
 }
 
-/// A key is 1 to [`MAX_KEY_LEN`] characters without `*` (which names a group of keys in
-/// operators' limits and pauses).
+/// A key is 1 to [`MAX_KEY_LEN`] bytes without `*` (which names a group of keys in operators'
+/// limits and pauses) and without control characters. A key too long is not echoed back.
 pub fn check_key(key: &str) -> Result<(), String> {
     if key.is_empty() || key.len() > MAX_KEY_LEN {
-        return Err(format!("{key:?}: a key is 1 to {MAX_KEY_LEN} characters"));
+        return Err(format!("{} bytes; a key is 1 to {MAX_KEY_LEN} bytes", key.len()));
     }
     if key.contains('*') {
         return Err(format!("{key:?}: a key cannot hold '*' (it names a group of keys: `tenant-*`)"));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(format!("{key:?}: a key cannot hold control characters (newlines, tabs, ...)"));
     }
     Ok(())
 }
@@ -112,7 +115,8 @@ impl std::str::FromStr for Rate {
         if count == 0 || times == 0 {
             return Err(format!("{text:?}: a rate needs a count and a period above zero"));
         }
-        Ok(Rate { count, period: unit * times as u32 })
+        let times = u32::try_from(times).map_err(|_| bad())?;
+        Ok(Rate { count, period: unit.checked_mul(times).ok_or_else(bad)? })
     }
 }
 
@@ -144,6 +148,9 @@ mod tests {
         assert!(fill_key("tenant-{input.tenant", &inputs).unwrap_err().contains("without"));
         assert!(fill_key("tenant-*", &inputs).unwrap_err().contains("'*'"));
         assert!(fill_key("", &inputs).is_err());
+        assert!(fill_key("a\nb", &inputs).unwrap_err().contains("control characters"));
+        let long = fill_key(&"k".repeat(MAX_KEY_LEN + 1), &inputs).unwrap_err();
+        assert_eq!(long, format!("{} bytes; a key is 1 to {MAX_KEY_LEN} bytes", MAX_KEY_LEN + 1));
     }
 
     #[test]
@@ -159,7 +166,7 @@ mod tests {
             assert_eq!((rate.count, rate.period.as_millis()), (count, ms), "{text}");
             assert_eq!(rate.to_string(), shown);
         }
-        for bad in ["50", "0/s", "50/0s", "50/fortnight", "x/s"] {
+        for bad in ["50", "0/s", "50/0s", "50/fortnight", "x/s", "10/4294967296s"] {
             assert!(bad.parse::<Rate>().is_err(), "{bad} must be refused");
         }
         assert_eq!("50/s".parse::<Rate>().unwrap().burst(), 5);

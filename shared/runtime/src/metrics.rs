@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use rara_domain::workflow::valid_operation;
 use serde::{Deserialize, Serialize};
 
 /// What one scheduler or executor invocation did.
@@ -121,17 +122,31 @@ pub struct OperationFigures {
     pub queue_age_ms: Vec<f64>,
 }
 
+/// The dimension of an operation whose name is not a valid one
+/// ([`rara_domain::workflow::valid_operation`]): a step stored before names were bounded at
+/// submit, or a name from elsewhere, is counted under it and never becomes a dimension itself.
+pub const INVALID_OPERATION: &str = "invalid";
+
+/// The operation's name as a metric dimension: itself if valid, else [`INVALID_OPERATION`].
+pub fn dimension(operation: &str) -> &str {
+    if valid_operation(operation) { operation } else { INVALID_OPERATION }
+}
+
 impl OperationMetrics {
     /// An attempt of `operation` ended with `outcome` (a metric name) after `duration`.
     pub fn attempt(&mut self, operation: &str, outcome: &'static str, duration: Duration) {
-        let figures = self.operations.entry(operation.to_owned()).or_default();
+        let figures = self.operations.entry(dimension(operation).to_owned()).or_default();
         *figures.outcomes.entry(outcome).or_default() += 1;
         figures.attempt_ms.push(duration.as_secs_f64() * 1000.0);
     }
 
     /// A message of `operation` was claimed `age` after it was first sent.
     pub fn queue_age(&mut self, operation: &str, age: Duration) {
-        self.operations.entry(operation.to_owned()).or_default().queue_age_ms.push(age.as_secs_f64() * 1000.0);
+        self.operations
+            .entry(dimension(operation).to_owned())
+            .or_default()
+            .queue_age_ms
+            .push(age.as_secs_f64() * 1000.0);
     }
 
     /// Each operation's figures, by operation name.
@@ -164,5 +179,20 @@ mod tests {
         for (i, field) in fields.iter().enumerate() {
             assert_eq!(sum[field], 2 * (i as u64 + 1), "{field} is not summed");
         }
+    }
+
+    #[test]
+    fn an_operation_name_that_is_not_valid_is_never_a_dimension() {
+        let mut metrics = OperationMetrics::default();
+        let long = "o".repeat(300);
+        for bad in ["text split", "a\nb", "", long.as_str(), "tëxt"] {
+            metrics.attempt(bad, "Failed", Duration::from_millis(5));
+            metrics.queue_age(bad, Duration::from_millis(1));
+        }
+        metrics.attempt("text.split", "Succeeded", Duration::from_millis(5));
+        let names: Vec<&str> = metrics.operations().map(|(name, _)| name).collect();
+        assert_eq!(names, vec![INVALID_OPERATION, "text.split"]);
+        let invalid = metrics.operations().next().unwrap().1;
+        assert_eq!((invalid.outcomes["Failed"], invalid.queue_age_ms.len()), (5, 5));
     }
 }

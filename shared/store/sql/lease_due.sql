@@ -2,12 +2,20 @@
 -- one statement, which also returns what their messages carry. $3 (ms) is the delivery
 -- timeout: how long the message may take to be claimed before the reaper leases the step
 -- again (RARA_DELIVERY_TIMEOUT_SECONDS). $4 is the time to lease at (NULL: now(); tests pass
--- a clock).
+-- a clock). $5 is the most keys one round considers, $6 the key the previous round's window
+-- ended at (NULL: none).
 --
 -- Steps without a concurrency key come from the partial index steps_due, highest priority
 -- first, then oldest (`make explain`). Steps with a key come from steps_due_key, a few per
 -- key: the keys with due steps are walked one index probe each, so a key with 100,000 due
--- steps costs what a key with 10 does. Each round takes from every key in turn (the first
+-- steps costs what a key with 10 does. A round considers at most $5 keys (authors choose
+-- keys, and a flood of distinct ones must not slow the round for everyone): the window of
+-- keys after $6 in key order, wrapping round to the first key. A key beyond the window waits
+-- for a later round, it does not fail; the next round's window starts where this one ended
+-- (or, when the batch filled first, after the last key it took from), so every key with due
+-- steps is considered within (keys / $5) rounds and none is starved.
+-- Each row returned carries `window_end`, and one row with no step is returned when nothing
+-- is leased. Each round takes from every key in turn (the first
 -- due step of each key, then the second, ...; the steps without a key count as one key),
 -- highest priority first within a key and across keys at the same turn; no key gets more
 -- than its share of the batch ($1 over the number of keys, rounded up).
@@ -29,17 +37,36 @@ pauses AS (
            coalesce(array_agg(target) FILTER (WHERE kind = 'key'), '{}') AS keys
     FROM flow_pauses
 ),
--- The keys with due steps, one index probe each (a loose index scan of steps_due_key).
-keys AS (
-    (SELECT s.concurrency_key AS key FROM steps s
+-- The window: up to $5 keys with due steps after $6, one index probe each (a loose index scan
+-- of steps_due_key), then from the first key up to $6 if the window is not full.
+after(key, n) AS (
+    (SELECT s.concurrency_key, 1::bigint FROM steps s
      WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+       AND s.concurrency_key > coalesce($6::text, '')
      ORDER BY s.concurrency_key LIMIT 1)
     UNION ALL
     SELECT (SELECT s.concurrency_key FROM steps s
             WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
-              AND s.concurrency_key > k.key
-            ORDER BY s.concurrency_key LIMIT 1)
-    FROM keys k WHERE k.key IS NOT NULL
+              AND s.concurrency_key > a.key
+            ORDER BY s.concurrency_key LIMIT 1), a.n + 1
+    FROM after a WHERE a.key IS NOT NULL AND a.n < $5::bigint
+),
+wrapped(key, n) AS (
+    (SELECT s.concurrency_key, (SELECT count(a.key) FROM after a) + 1 FROM steps s
+     WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+       AND s.concurrency_key <= $6::text AND (SELECT count(a.key) FROM after a) < $5::bigint
+     ORDER BY s.concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT s.concurrency_key FROM steps s
+            WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+              AND s.concurrency_key > w.key AND s.concurrency_key <= $6::text
+            ORDER BY s.concurrency_key LIMIT 1), w.n + 1
+    FROM wrapped w WHERE w.key IS NOT NULL AND w.n < $5::bigint
+),
+keys AS (
+    SELECT key, n FROM after WHERE key IS NOT NULL
+    UNION ALL
+    SELECT key, n FROM wrapped WHERE key IS NOT NULL
 ),
 -- What each key holds now.
 held AS (
@@ -49,7 +76,7 @@ held AS (
 ),
 -- Each unpaused key with due steps, its own limits and its group (the longest prefix).
 live AS (
-    SELECT k.key, own.target AS own, g.target AS grp
+    SELECT k.key, k.n, own.target AS own, g.target AS grp
     FROM keys k
     CROSS JOIN pauses pa
     LEFT JOIN flow_limits own ON own.target = k.key
@@ -102,7 +129,7 @@ buckets AS (
 ),
 -- Up to its room and its share of each key's due steps, highest priority first, then oldest.
 keyed AS (
-    SELECT d.id, d.key, lv.grp, d.priority, d.next_run_at, d.concurrency_limit,
+    SELECT d.id, d.key, lv.n, lv.grp, d.priority, d.next_run_at, d.concurrency_limit,
            coalesce((SELECT h.n FROM held h WHERE h.key = d.key), 0) AS held
     FROM live lv
     JOIN buckets kb ON kb.name = lv.key AND NOT kb.is_group
@@ -138,7 +165,7 @@ turns AS (
     FROM keyed k
 ),
 allowed AS (
-    SELECT t.id, t.key, t.grp, t.priority, t.next_run_at, t.turn
+    SELECT t.id, t.key, t.n, t.grp, t.priority, t.next_run_at, t.turn
     FROM turns t
     WHERE t.held + t.turn <= coalesce(t.concurrency_limit, 2147483647)
 ),
@@ -147,16 +174,19 @@ grouped AS (
     SELECT a.*, row_number() OVER (PARTITION BY a.grp ORDER BY a.turn, a.priority DESC, a.next_run_at) AS in_group
     FROM allowed a
 ),
+-- Ties go to the key earlier in the window (the steps without a key first), so that a round
+-- whose batch fills takes from the window's keys in order.
 chosen AS (
-    SELECT g.id, g.key, g.grp FROM (
-        SELECT g.id, g.key, g.grp, g.turn, g.priority, g.next_run_at FROM grouped g
+    SELECT g.id, g.key, g.n, g.grp FROM (
+        SELECT g.id, g.key, g.n, g.grp, g.turn, g.priority, g.next_run_at FROM grouped g
         LEFT JOIN buckets gb ON gb.name = g.grp AND gb.is_group
         WHERE g.grp IS NULL OR g.in_group <= gb.room
         UNION ALL
-        SELECT p.id, NULL, NULL, row_number() OVER (ORDER BY p.priority DESC, p.next_run_at), p.priority, p.next_run_at
+        SELECT p.id, NULL, 0, NULL, row_number() OVER (ORDER BY p.priority DESC, p.next_run_at), p.priority,
+               p.next_run_at
         FROM plain p
     ) g
-    ORDER BY g.turn, g.priority DESC, g.next_run_at
+    ORDER BY g.turn, g.priority DESC, g.next_run_at, g.n
     LIMIT $1::bigint
 ),
 -- The buckets written: the epoch read plus one, only if it is still the epoch read.
@@ -189,7 +219,13 @@ leased AS (
 -- Each leased step with what its message and spans carry (DESIGN.md "Tracing"): the attempt
 -- the claim will run (the next one, or the same one when it re-attaches to a detached attempt:
 -- claim.sql) and its run's trace context, one probe of the run's primary key per step (a
--- subquery, so that no plan reads the runs otherwise).
-SELECT l.id AS "step_id!", l.run_id AS "run_id!", l.lease_token AS "lease_token!", l.operation AS "operation!",
-       l.attempt AS "attempt!", (SELECT r.trace_context FROM workflow_runs r WHERE r.id = l.run_id) AS trace_context
-FROM leased l
+-- subquery, so that no plan reads the runs otherwise); and on every row, where the next
+-- round's window starts (a row without a step when nothing was leased): after the last key of
+-- this window, or, when the batch filled, after the last key it took from (the keys after it
+-- are the next round's first; with no key taken, where this round started).
+SELECT l.id AS step_id, l.run_id, l.lease_token, l.operation, l.attempt,
+       (SELECT r.trace_context FROM workflow_runs r WHERE r.id = l.run_id) AS trace_context, w.window_end
+FROM (SELECT CASE WHEN (SELECT count(*) FROM chosen) >= $1::bigint
+                  THEN coalesce((SELECT c.key FROM chosen c WHERE c.key IS NOT NULL ORDER BY c.n DESC LIMIT 1), $6::text)
+                  ELSE (SELECT k.key FROM keys k ORDER BY k.n DESC LIMIT 1) END AS window_end) w
+LEFT JOIN leased l ON true

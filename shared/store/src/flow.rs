@@ -149,4 +149,14 @@ impl Store {
     pub async fn limit_overruns(&self) -> Result<Vec<Overrun>, Error> {
         Ok(sqlx::query_file_as!(Overrun, "sql/flow_overruns.sql").fetch_all(&self.pool).await?)
     }
+
+    /// Deletes up to `limit` rows of `flow_keys` that no lease needs any more
+    /// (`sql/prune_flow_keys.sql`): keys without an operator limit, due steps or held steps.
+    /// Authors choose keys; the scheduler's maintenance calls this so the table does not keep a
+    /// row for every key ever leased. Returns how many rows were deleted.
+    pub async fn prune_flow_keys(&self, limit: u32) -> Result<u64, Error> {
+        let deleted: i64 =
+            sqlx::query_scalar(crate::sql::PRUNE_FLOW_KEYS).bind(i64::from(limit)).fetch_one(&self.pool).await?;
+        Ok(deleted.max(0) as u64)
+    }
 }

@@ -1,6 +1,7 @@
 //! The scheduler's transitions: lease due steps, give a lease back when its message could
 //! not be sent, and reap leases that expired with their message gone.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -26,6 +27,53 @@ pub struct Leased {
     pub trace_context: Option<String>,
 }
 
+/// The fewest concurrency keys one lease round considers (`sql/lease_due.sql`, `$5`): a round
+/// of `limit` steps considers `max(limit, LEASE_KEYS_MIN)` keys with due steps, whatever their
+/// number; the others wait for a later round (journal `2026-12-06-lease-with-10000-keys.md`).
+pub const LEASE_KEYS_MIN: u32 = 1000;
+
+/// Where the next lease round's window of keys starts: after the key the last one ended at.
+/// Per store (per scheduler process): two schedulers each walk every key in turn.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cursor(Arc<Mutex<Option<String>>>);
+
+impl Cursor {
+    fn get(&self) -> Option<String> {
+        self.0.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    fn set(&self, key: Option<String>) {
+        if let Ok(mut c) = self.0.lock() {
+            *c = key;
+        }
+    }
+}
+
+/// A row of `sql/lease_due.sql`: a leased step, or none (nothing was leased), and the key the
+/// round's window ended at.
+struct Row {
+    step_id: Option<Uuid>,
+    run_id: Option<Uuid>,
+    lease_token: Option<Uuid>,
+    operation: Option<String>,
+    attempt: Option<i32>,
+    trace_context: Option<String>,
+    window_end: Option<String>,
+}
+
+impl Row {
+    fn leased(self) -> Option<Leased> {
+        Some(Leased {
+            step_id: self.step_id?,
+            run_id: self.run_id?,
+            lease_token: self.lease_token?,
+            operation: self.operation?,
+            attempt: self.attempt?,
+            trace_context: self.trace_context,
+        })
+    }
+}
+
 /// What one reaper pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Reaped {
@@ -46,7 +94,9 @@ impl Reaped {
 impl Store {
     /// Leases up to `limit` due steps for `holder` in one statement, under flow control
     /// (`sql/lease_due.sql`): fair share between concurrency keys, higher priority first,
-    /// then oldest; no key over its limits or rate; nothing paused.
+    /// then oldest; no key over its limits or rate; nothing paused. At most
+    /// `max(limit, LEASE_KEYS_MIN)` keys are considered, the window after the one the last
+    /// round ended at.
     pub async fn lease_due(&self, holder: &str, limit: u32, lease: Duration) -> Result<Vec<Leased>, Error> {
         self.lease_due_at(holder, limit, lease, None).await
     }
@@ -66,11 +116,15 @@ impl Store {
         // (`tests/explain.rs`), so this transaction asks for it.
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan").execute(&mut *tx).await?;
-        let leased = sqlx::query_file_as!(Leased, "sql/lease_due.sql", i64::from(limit), holder, millis(lease), at)
-            .fetch_all(&mut *tx)
-            .await?;
+        let window = i64::from(limit.max(LEASE_KEYS_MIN));
+        let after = self.lease_cursor.get();
+        let rows =
+            sqlx::query_file_as!(Row, "sql/lease_due.sql", i64::from(limit), holder, millis(lease), at, window, after)
+                .fetch_all(&mut *tx)
+                .await?;
         tx.commit().await?;
-        Ok(leased)
+        self.lease_cursor.set(rows.first().and_then(|r| r.window_end.clone()));
+        Ok(rows.into_iter().filter_map(Row::leased).collect())
     }
 
     /// Gives leases back (their messages could not be sent): the steps are due again at once.

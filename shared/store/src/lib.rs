@@ -105,6 +105,8 @@ pub struct Store {
     pool: PgPool,
     /// The executor's cache of secret grants and run names ([`grants`]).
     grants: Arc<grants::GrantCache>,
+    /// Where the next lease round's window of keys starts ([`lease`]): after this key.
+    lease_cursor: lease::Cursor,
 }
 
 /// A pooled connection idle for longer than this is checked (one round trip) before it is
@@ -155,7 +157,7 @@ pub fn pool_options() -> PgPoolOptions {
 
 impl Store {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool, grants: Arc::default() }
+        Self { pool, grants: Arc::default(), lease_cursor: lease::Cursor::default() }
     }
 
     /// Connects with a small pool (a Lambda container needs one or two connections).

@@ -9,10 +9,15 @@ use std::time::Duration;
 
 use rara_domain::StepError;
 use rara_domain::step_error::codes;
+use rara_domain::workflow::MAX_RETRY_DELAY_SECONDS;
 use uuid::Uuid;
 
 use crate::fence::{columns, per_holder};
 use crate::{DUE_CHANNEL, Error, Holder, Store, millis, sql};
+
+/// The longest delay [`Store::retry`] writes: a day, the bound on a retry delay at submit
+/// ([`MAX_RETRY_DELAY_SECONDS`]).
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(MAX_RETRY_DELAY_SECONDS);
 
 /// How a retry comes back (DESIGN.md "Alignment of SQS and leases").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +58,10 @@ impl Store {
     /// Records retryable failures with attempts left: each step runs again after its delay.
     /// With [`RetryVia::Message`] the step stays leased under the same token; with
     /// [`RetryVia::Postgres`] it goes back to pending and its message must be deleted.
+    ///
+    /// Each delay (and the lease) is clamped to [`MAX_RETRY_DELAY`] before it is bound: a step
+    /// whose stored policy predates the bounds at submit (`initial_delay_seconds: 1e16`) waits a
+    /// day, and cannot overflow the statement's timestamps and fail its siblings.
     pub async fn retry(
         &self,
         items: &[(Holder, StepError, Duration)],
@@ -61,9 +70,9 @@ impl Store {
         let holders: Vec<&Holder> = items.iter().map(|(h, _, _)| h).collect();
         let held = columns(&holders);
         let errors: Vec<serde_json::Value> = items.iter().map(|(_, e, _)| e.to_json()).collect();
-        let delays: Vec<i64> = items.iter().map(|(_, _, d)| millis(*d)).collect();
+        let delays: Vec<i64> = items.iter().map(|(_, _, d)| millis((*d).min(MAX_RETRY_DELAY))).collect();
         let lease = match via {
-            RetryVia::Message { lease } => Some(millis(lease)),
+            RetryVia::Message { lease } => Some(millis(lease.min(MAX_RETRY_DELAY))),
             RetryVia::Postgres => None,
         };
         let landed: Vec<Uuid> = sqlx::query_scalar(sql::RETRY.as_str())

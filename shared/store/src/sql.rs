@@ -41,6 +41,7 @@ pub struct Statement {
 pub const LEASE_DUE: &str = sql_file!("lease_due");
 pub const RELEASE: &str = sql_file!("release");
 pub const REAP_RELEASE: &str = sql_file!("reap_release");
+pub const PRUNE_FLOW_KEYS: &str = sql_file!("prune_flow_keys");
 pub static REAP_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("reap_fail_targets"), 3));
 
 // The executor (claim.rs, running.rs, outcome.rs, references.rs).
@@ -188,7 +189,7 @@ fn s(name: &'static str, sql: &'static str, params: &'static [&'static str]) -> 
 /// The scheduler's and the executor's statements.
 fn hot_path() -> Vec<Statement> {
     vec![
-        s("lease_due", LEASE_DUE, &["int8", "text", "int8", "timestamptz"]),
+        s("lease_due", LEASE_DUE, &["int8", "text", "int8", "timestamptz", "int8", "text"]),
         s("release", RELEASE, &["uuid[]", "uuid[]"]),
         s("reap_release", REAP_RELEASE, &["int8", "jsonb"]),
         s("reap_fail", REAP_FAIL.as_str(), &["int8", "jsonb", "jsonb"]),
@@ -300,6 +301,7 @@ fn maintenance() -> Vec<Statement> {
         s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),
         s("history_steps", HISTORY_STEPS, &["int8", "int8", "int8"]),
         s("history_attempts", HISTORY_ATTEMPTS, &["int8", "int8"]),
+        s("prune_flow_keys", PRUNE_FLOW_KEYS, &["int8"]),
     ];
     all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));
     all

@@ -37,6 +37,8 @@ async fn explain_lease(pool: &PgPool, options: &str, limit: i64, setup: Option<&
         .bind("scheduler")
         .bind(60_000_i64)
         .bind(None::<chrono::DateTime<chrono::Utc>>)
+        .bind(i64::from(rara_store::lease::LEASE_KEYS_MIN).max(limit))
+        .bind(None::<String>)
         .fetch_one(&mut *tx)
         .await
         .unwrap();

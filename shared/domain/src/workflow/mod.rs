@@ -63,6 +63,9 @@ mod problem;
 pub mod references;
 
 pub use definition::{Format, RetrySpec, StepDefinition, WorkflowDefinition};
-pub use limits::{MAX_MAP_ITEMS, MAX_NAME_LEN, MAX_STEPS, MAX_TIMEOUT_SECONDS};
+pub use limits::{
+    MAX_MAP_ITEMS, MAX_NAME_LEN, MAX_OPERATION_LEN, MAX_RETRY_DELAY_SECONDS, MAX_RETRY_MULTIPLIER, MAX_RUN_STEPS,
+    MAX_STEPS, MAX_TIMEOUT_SECONDS, valid_operation,
+};
 pub use plan::{MapSpec, Plan, PlannedStep};
 pub use problem::{Error, Problem};

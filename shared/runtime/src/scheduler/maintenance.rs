@@ -1,7 +1,7 @@
 //! The scheduler's maintenance, on timers of its own beside the lease rounds: reap expired
 //! leases every `RARA_REAP_INTERVAL_MS`, refresh the statistics of hot tables that grew past
-//! them, delete a slice of the finished runs past the retention, turn the console's triggers
-//! off once no console listens.
+//! them, delete a slice of the finished runs past the retention, delete a slice of the
+//! `flow_keys` rows no lease needs, turn the console's triggers off once no console listens.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -31,6 +31,14 @@ pub const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
 /// lets its registration lapse (60 s) without ending it, and the triggers cost every statement
 /// that writes `steps` while they are on (migration `…000016`).
 pub const CONSOLE_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How often a running scheduler deletes rows of `flow_keys` that no lease needs any more (one
+/// statement of at most [`FLOW_KEYS_SLICE`] rows; at most `RARA_REAP_INTERVAL_MS`): authors
+/// choose concurrency keys, and every key leased once has a row.
+pub const FLOW_KEYS_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The most `flow_keys` rows one pass deletes.
+pub const FLOW_KEYS_SLICE: u32 = 1000;
 
 /// The shortest wait of the maintenance task between two looks at its timers.
 const MAINTENANCE_TICK: Duration = Duration::from_millis(100);
@@ -68,6 +76,9 @@ impl Scheduler {
         }
         if due(&self.last_console, CONSOLE_INTERVAL.min(reap_interval)) {
             self.quiet_console().await;
+        }
+        if due(&self.last_flow_keys, FLOW_KEYS_INTERVAL.min(reap_interval)) {
+            self.prune_flow_keys().await;
         }
         Ok(counters)
     }
@@ -135,6 +146,16 @@ impl Scheduler {
             Ok(true) => tracing::info!("no console listens any more: its triggers are off"),
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "could not turn the console's triggers off"),
+        }
+    }
+
+    /// One slice of `flow_keys`' idle rows. They only cost space: a failure here is logged,
+    /// and the next pass tries again.
+    async fn prune_flow_keys(&self) {
+        match self.db(self.store.prune_flow_keys(FLOW_KEYS_SLICE)).await {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, "deleted flow_keys rows of keys with nothing due or held"),
+            Err(e) => tracing::warn!(error = %e, "could not delete idle flow_keys rows"),
         }
     }
 

@@ -75,6 +75,8 @@ pub struct Scheduler {
     last_prune: Arc<Mutex<Option<Instant>>>,
     /// When the console's triggers were last checked (`None`: never).
     last_console: Arc<Mutex<Option<Instant>>>,
+    /// When the maintenance last pruned `flow_keys`.
+    last_flow_keys: Arc<Mutex<Option<Instant>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
 }
@@ -96,6 +98,7 @@ impl Scheduler {
             last_statistics: Arc::default(),
             last_prune: Arc::default(),
             last_console: Arc::default(),
+            last_flow_keys: Arc::default(),
             sends,
         }
     }

@@ -134,4 +134,6 @@ fn check_name(path: &str, name: &str, problem: &mut impl FnMut(String, String)) 
 }
 
 #[cfg(test)]
+mod bounds_tests;
+#[cfg(test)]
 mod tests;

@@ -10,7 +10,9 @@ use crate::retry::RetryPolicy;
 use crate::secret_material;
 use crate::workflow::definition::{RetrySpec, StepDefinition};
 use crate::workflow::inputs::RunInputs;
-use crate::workflow::limits::MAX_TIMEOUT_SECONDS;
+use crate::workflow::limits::{
+    MAX_OPERATION_LEN, MAX_RETRY_DELAY_SECONDS, MAX_RETRY_MULTIPLIER, MAX_TIMEOUT_SECONDS, valid_operation,
+};
 use crate::workflow::plan::{MapSpec, PlannedStep};
 
 use super::check_name;
@@ -58,8 +60,15 @@ impl StepRules<'_> {
         problem: &mut impl FnMut(String, String),
     ) {
         check_name(&at("name"), &step.name, problem);
-        if step.operation.is_empty() || step.operation.chars().any(char::is_whitespace) {
-            problem(at("operation"), "must be a non-empty name without whitespace".into());
+        if !valid_operation(&step.operation) {
+            problem(
+                at("operation"),
+                format!(
+                    "must be 1 to {MAX_OPERATION_LEN} characters of ASCII letters, digits and . _ : - \
+                     (it is {} characters)",
+                    step.operation.chars().count()
+                ),
+            );
         }
         if step.version.as_deref().is_some_and(str::is_empty) {
             problem(at("version"), "must not be empty; leave it out to accept any version".into());
@@ -205,7 +214,9 @@ fn plan_map(
 }
 
 /// The step's retry policy: its `retry:` settings over the configured defaults, each checked
-/// (delays non-negative, the longest at least the first, a multiplier of at least 1).
+/// (delays of 0 to [`MAX_RETRY_DELAY_SECONDS`], the longest at least the first, a finite
+/// multiplier of 1 to [`MAX_RETRY_MULTIPLIER`]). A number is converted to a `Duration` only
+/// once it is known to be in bounds.
 fn plan_retry(
     spec: Option<&RetrySpec>,
     max_attempts: u32,
@@ -215,12 +226,17 @@ fn plan_retry(
 ) -> RetryPolicy {
     let defaults = &config.default_retry;
     let spec = spec.cloned().unwrap_or_default();
+    let bound = MAX_RETRY_DELAY_SECONDS as f64;
     let mut seconds = |field: &str, value: Option<f64>, default: Duration| match value {
         None => default,
-        Some(v) => Duration::try_from_secs_f64(v).unwrap_or_else(|_| {
-            problem(at(&format!("retry.{field}")), format!("{v}; must be a non-negative number of seconds"));
+        Some(v) if v.is_finite() && (0.0..=bound).contains(&v) => Duration::try_from_secs_f64(v).unwrap_or(default),
+        Some(v) => {
+            problem(
+                at(&format!("retry.{field}")),
+                format!("{}; must be a number of seconds from 0 to {MAX_RETRY_DELAY_SECONDS}", shown(v)),
+            );
             default
-        }),
+        }
     };
     let initial_delay = seconds("initial_delay_seconds", spec.initial_delay_seconds, defaults.initial_delay);
     let max_delay = seconds("max_delay_seconds", spec.max_delay_seconds, defaults.max_delay.max(initial_delay));
@@ -228,8 +244,11 @@ fn plan_retry(
     if max_delay < initial_delay {
         problem(at("retry.max_delay_seconds"), "must be at least retry.initial_delay_seconds".into());
     }
-    if !multiplier.is_finite() || multiplier < 1.0 {
-        problem(at("retry.multiplier"), format!("{multiplier}; must be a number of at least 1"));
+    if !(multiplier.is_finite() && (1.0..=MAX_RETRY_MULTIPLIER).contains(&multiplier)) {
+        problem(
+            at("retry.multiplier"),
+            format!("{}; must be a number from 1 to {MAX_RETRY_MULTIPLIER}", shown(multiplier)),
+        );
     }
     RetryPolicy {
         max_attempts,
@@ -238,4 +257,9 @@ fn plan_retry(
         multiplier,
         non_retryable_codes: defaults.non_retryable_codes.clone(),
     }
+}
+
+/// A number as an author would read it back: `1e300`, not its 301 digits.
+fn shown(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e15 { format!("{v:e}") } else { v.to_string() }
 }
