@@ -1,6 +1,9 @@
-//! `fail`: input `{"fail_attempts": N, "retryable": true|false}` (`retryable` defaults to
-//! true). Attempts `1..=N` fail with code `INJECTED_FAILURE`; later attempts succeed with
-//! `{"attempt": n}`. For demos and tests of the retry path.
+//! `fail`: input `{"fail_attempts": N, "retryable": true|false, "retry_after_seconds": S}`
+//! (`retryable` defaults to true). Attempts `1..=N` fail with code `INJECTED_FAILURE`; later
+//! attempts succeed with `{"attempt": n}`. `retry_after_seconds` (0 to
+//! [`MAX_RETRY_AFTER`](rara_domain::retry::MAX_RETRY_AFTER)) is put in the error's details, as
+//! `http.request` does from `Retry-After`, and sets the next attempt's delay exactly. For demos
+//! and tests of the retry path.
 
 use rara_domain::StepError;
 use rara_domain::executor::{ExecutionContext, Executor};
@@ -19,6 +22,8 @@ struct Input {
     fail_attempts: u32,
     #[serde(default = "retryable_by_default")]
     retryable: bool,
+    #[serde(default)]
+    retry_after_seconds: Option<f64>,
 }
 
 fn retryable_by_default() -> bool {
@@ -32,7 +37,12 @@ pub struct Fail;
 #[async_trait::async_trait]
 impl Executor for Fail {
     async fn execute(&self, ctx: ExecutionContext, input: serde_json::Value) -> Result<serde_json::Value, StepError> {
-        let Input { fail_attempts, retryable } = input::parse(NAME, input)?;
+        let Input { fail_attempts, retryable, retry_after_seconds } = input::parse(NAME, input)?;
+        let max = rara_domain::retry::MAX_RETRY_AFTER.as_secs_f64();
+        if retry_after_seconds.is_some_and(|s| !(0.0..=max).contains(&s)) {
+            let problem = format_args!("must be a number of seconds from 0 to {max}");
+            return Err(input::invalid(NAME, "retry_after_seconds", problem));
+        }
         let attempt = ctx.attempt;
         if attempt > fail_attempts {
             return Ok(serde_json::json!({ "attempt": attempt }));
@@ -43,7 +53,11 @@ impl Executor for Fail {
         } else {
             StepError::permanent(INJECTED_FAILURE, message)
         };
-        Err(error.with_details(serde_json::json!({ "attempt": attempt, "fail_attempts": fail_attempts })))
+        let mut details = serde_json::json!({ "attempt": attempt, "fail_attempts": fail_attempts });
+        if let Some(seconds) = retry_after_seconds {
+            details["retry_after_seconds"] = seconds.into();
+        }
+        Err(error.with_details(details))
     }
 }
 
@@ -78,6 +92,16 @@ mod tests {
         assert!(!err.retryable);
         let err = run(1, json!({ "fail_attempts": 1 })).await.unwrap_err();
         assert!(err.retryable, "retryable defaults to true");
+    }
+
+    #[tokio::test]
+    async fn retry_after_seconds_is_carried_in_the_details_within_its_bound() {
+        let err = run(1, json!({ "fail_attempts": 1, "retry_after_seconds": 86400 })).await.unwrap_err();
+        assert_eq!(err.details["retry_after_seconds"], json!(86400.0));
+        for bad in [json!(-1), json!(86401), json!(1e300)] {
+            let err = run(1, json!({ "fail_attempts": 1, "retry_after_seconds": bad })).await.unwrap_err();
+            assert_eq!(err.code, codes::INVALID_INPUT, "{bad}");
+        }
     }
 
     #[tokio::test]
