@@ -25,6 +25,14 @@ test-faults: ## Fault suite (SIGKILL/SIGSTOP runners, duplicate/stale/poison mes
 	@eval "$$(scripts/localstack.sh env)" && DATABASE_URL=$(TEST_DATABASE_URL) cargo test -p rara --test faults -- --nocapture --test-threads 4
 	@cat "$${CARGO_TARGET_DIR:-target}/fault-summary.txt"
 
+# `make fuzz`: seconds per target, and a seed to reproduce a failure (default: from the clock).
+FUZZ_SECONDS ?= 60
+FUZZ_SEED ?=
+
+.PHONY: fuzz
+fuzz: ## Fuzz the parsers of hostile input (workflow, message, retry, remote) FUZZ_SECONDS (60) each, two at a time; FUZZ_SEED=n reproduces a run
+	cargo run --quiet --profile fuzz -p rara-fuzz -- --seconds $(FUZZ_SECONDS) --jobs 2 $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+
 .PHONY: lint
 lint: ## fmt, clippy -D warnings, rustdoc, the book and its links, file/function/cycle bounds, commit subjects, no OpenSSL
 	cargo fmt --all --check

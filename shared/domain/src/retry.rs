@@ -68,10 +68,15 @@ impl RetryPolicy {
 /// The longest `retry_after_seconds` honoured (a day, the longest step timeout).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// The error detail `retry_after_seconds`, if it is a non-negative number.
+/// The error detail `retry_after_seconds`, if it is a non-negative number, clamped to
+/// [`MAX_RETRY_AFTER`] before it becomes a `Duration` (a third party sets it: `Retry-After:
+/// 18446744073709551615` or `1e300` must not panic the conversion).
 fn retry_after(error: &StepError) -> Option<Duration> {
     let seconds = error.details.get("retry_after_seconds")?.as_f64()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds).min(MAX_RETRY_AFTER))
+    if !(seconds.is_finite() && seconds >= 0.0) {
+        return None;
+    }
+    Duration::try_from_secs_f64(seconds.min(MAX_RETRY_AFTER.as_secs_f64())).ok()
 }
 
 #[cfg(test)]
@@ -141,5 +146,23 @@ mod tests {
         }
         let last = StepError::retryable("X", "x").with_details(serde_json::json!({"retry_after_seconds": 1}));
         assert_eq!(policy().decide(5, &last, &mut rng), RetryDecision::Fail, "no attempts left");
+    }
+
+    /// Found by rara-fuzz (target `retry`): `Duration::from_secs_f64` panicked on these before
+    /// the clamp to a day was applied.
+    #[test]
+    fn a_retry_after_too_large_for_a_duration_is_clamped_not_a_panic() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let u64_max: serde_json::Value = serde_json::from_str("18446744073709551615").unwrap();
+        let beyond: serde_json::Value = serde_json::from_str("1e19").unwrap();
+        for seconds in [u64_max, beyond, serde_json::json!(1e300), serde_json::json!(f64::MAX)] {
+            let error =
+                StepError::retryable("X", "x").with_details(serde_json::json!({"retry_after_seconds": seconds}));
+            assert_eq!(policy().decide(1, &error, &mut rng), RetryDecision::RetryAfter(MAX_RETRY_AFTER), "{seconds}");
+        }
+        let nan_as_text =
+            StepError::retryable("X", "x").with_details(serde_json::json!({"retry_after_seconds": "NaN"}));
+        let RetryDecision::RetryAfter(d) = policy().decide(1, &nan_as_text, &mut rng) else { panic!("retries") };
+        assert!(d <= policy().ceiling(1), "not a number: the backoff applies");
     }
 }
