@@ -210,7 +210,9 @@ async fn a_retry_beyond_12_hours_goes_back_to_postgres_and_its_message_is_acknow
     let h = Harness::new(pool).await;
     // The failure asks for a day's wait (as a `Retry-After: 86400` would): beyond SQS's 12 h.
     let (_, step_id) = h
-        .submit_one("{name: a, operation: fail, input: {fail_attempts: 1, retry_after_seconds: 86400}, max_attempts: 2}")
+        .submit_one(
+            "{name: a, operation: fail, input: {fail_attempts: 1, retry_after_seconds: 86400}, max_attempts: 2}",
+        )
         .await;
 
     let (_, returned) = h.deliver(Duration::from_secs(5)).await;

@@ -8,7 +8,10 @@ use rand::rngs::StdRng;
 use rara_domain::StepError;
 use rara_domain::config::Config;
 use rara_domain::retry::{MAX_RETRY_AFTER, RetryDecision};
-use rara_domain::workflow::{MAX_MAP_ITEMS, MAX_NAME_LEN, MAX_STEPS, MAX_TIMEOUT_SECONDS, Plan, Problem};
+use rara_domain::workflow::{
+    MAX_MAP_ITEMS, MAX_NAME_LEN, MAX_RETRY_DELAY_SECONDS, MAX_RETRY_MULTIPLIER, MAX_STEPS, MAX_TIMEOUT_SECONDS, Plan,
+    Problem,
+};
 
 /// The fields a problem's path may start with.
 const FIELDS: [&str; 5] = ["name", "idempotency_key", "inputs", "output", "steps"];
@@ -43,7 +46,11 @@ pub fn plan_obeys_the_limits(
         if retry.max_attempts == 0 || retry.max_attempts > config.max_attempts_limit {
             return fail(format!("{at} with max_attempts {}", retry.max_attempts));
         }
-        if retry.max_delay < retry.initial_delay || !retry.multiplier.is_finite() || retry.multiplier < 1.0 {
+        let longest = Duration::from_secs(MAX_RETRY_DELAY_SECONDS);
+        if retry.max_delay < retry.initial_delay
+            || retry.max_delay > longest
+            || !(1.0..=MAX_RETRY_MULTIPLIER).contains(&retry.multiplier)
+        {
             return fail(format!("{at} with retry {retry:?}"));
         }
         if !step.input.is_object() || step.input.to_string().len() > config.max_input_bytes {
