@@ -69,6 +69,7 @@ pub const DETACHED_ATTEMPTS: &str = sql_file!("detached_attempts");
 
 // Data flow at claim (references.rs).
 pub const REFERENCES: &str = sql_file!("references");
+pub const GATHERED_BYTES: &str = sql_file!("gathered_bytes");
 pub static ATTEMPT_INPUT: LazyLock<String> = LazyLock::new(|| fence::batch(sql_file!("attempt_input")));
 
 // Fan-out (map.rs).
@@ -222,6 +223,7 @@ fn hot_path() -> Vec<Statement> {
         ),
         s("detached_attempts", DETACHED_ATTEMPTS, &["uuid"]),
         s("references", REFERENCES, &["uuid[]", "text[]", "uuid[]", "text[]", "text[]", "uuid[]"]),
+        s("gathered_bytes", GATHERED_BYTES, &["uuid[]"]),
         s("attempt_input", ATTEMPT_INPUT.as_str(), &[HOLDERS[0], HOLDERS[1], HOLDERS[2], "jsonb[]"]),
         s(
             "expand",
