@@ -90,6 +90,10 @@ mod tests {
         }
         assert_eq!(ExitCode::from_code(200), None);
         assert_eq!(table().lines().count(), ExitCode::ALL.len() + 2);
-        assert!(table().contains("| 3 | Not found: the run, step, operator limit, pause or secret grant named does not exist. |"));
+        assert!(
+            table().contains(
+                "| 3 | Not found: the run, step, operator limit, pause or secret grant named does not exist. |"
+            )
+        );
     }
 }
