@@ -121,16 +121,23 @@ async fn flow_keys_rows_of_keys_with_nothing_due_or_held_and_no_limit_are_pruned
     assert_eq!(rows(pool.clone()).await, vec!["held".to_owned(), "limited".to_owned()]);
 }
 
-/// The lease's time with 10,000 distinct keys, one due step each, a round of 1,000 (the default
+/// The lease's time over 10,000 due steps, each under its own key, a round of 1,000 (the default
 /// batch), each round rolled back: `cargo test -p rara-store --test lease_keys -- --ignored
 /// --nocapture`. `RARA_LEASE_SQL=<file>` times another version of the statement (four
-/// parameters: the statement before the window). Journal: `2026-12-06-lease-with-10000-keys.md`.
+/// parameters: the statement before the window); `RARA_LEASE_KEYLESS=1` submits the 10,000
+/// steps without a key (the common case). Journal: `2026-12-06-lease-with-10000-keys.md`.
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 #[ignore = "a measurement: run it with --ignored --nocapture"]
 async fn lease_time_with_10000_distinct_keys(pool: PgPool) {
     let store = Store::new(pool.clone());
+    let keyless = std::env::var("RARA_LEASE_KEYLESS").is_ok_and(|v| v == "1");
     for part in 0..2 {
-        submit_keys(&store, &format!("tenant-{part}-"), 5000).await;
+        if keyless {
+            let steps: String = (0..5000).map(|i| format!("  - {{name: s{i}, operation: noop}}\n")).collect();
+            store.submit(&plan(&format!("name: run{part}\nsteps:\n{steps}"))).await.unwrap();
+        } else {
+            submit_keys(&store, &format!("tenant-{part}-"), 5000).await;
+        }
     }
     sqlx::query("ANALYZE steps").execute(&pool).await.unwrap();
     let sql = match std::env::var("RARA_LEASE_SQL") {
@@ -158,7 +165,8 @@ async fn lease_time_with_10000_distinct_keys(pool: PgPool) {
     }
     times.sort_by(f64::total_cmp);
     println!(
-        "lease over 10,000 keys ({}): {leased} rows; median {:.1} ms, min {:.1} ms, max {:.1} ms (20 rounds)",
+        "lease over 10,000 {} ({}): {leased} rows; median {:.1} ms, min {:.1} ms, max {:.1} ms (20 rounds)",
+        if keyless { "steps without a key" } else { "keys" },
         if windowed { "window" } else { "all keys" },
         times[10],
         times[0],
