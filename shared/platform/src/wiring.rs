@@ -90,6 +90,7 @@ impl Wiring {
     /// of `RARA_SECRETS_BACKEND`.
     pub async fn batch_executor(&self) -> Result<BatchExecutor, Error> {
         let registry = standard_registry(&self.settings).await?;
+        tracing::info!(egress = %self.settings.egress, "http.request may reach");
         let executor = BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings);
         Ok(match self.settings.secrets_backend {
             SecretsBackend::Env => executor.with_secrets(Arc::new(EnvSecretResolver::from_env())),
