@@ -5,7 +5,8 @@
 //! - `message`: SQS bodies → [`rara_queue::parse_steps`] (formats 1 and 2) and back.
 //! - `retry`: [`rara_domain::retry::RetryPolicy::decide`] with any policy and any error details.
 //! - `remote`: an `Execute` stream's events, as bytes and as values, through
-//!   [`rara_remote::protocol::EventOrder`].
+//!   [`rara_remote::protocol::EventOrder`], and every field through the bounds the client
+//!   applies (`remote_fields.rs`).
 //!
 //! Shared: `values.rs` (JSON values, numbers and text at the edges), `mutate.rs` (a JSON
 //! value changed at one node).
@@ -13,6 +14,7 @@
 pub mod message;
 pub mod mutate;
 pub mod remote;
+pub mod remote_fields;
 pub mod retry;
 pub mod values;
 pub mod workflow;

@@ -192,6 +192,7 @@ impl Target for Remote {
             if matches!(event.event, Some(Event::Heartbeat(_))) {
                 continue;
             }
+            super::remote_fields::within_bounds(&event)?;
             let allowed = expected.next(&event);
             match (order.check(&event), allowed) {
                 (Ok(_), true) => {}
