@@ -7,20 +7,21 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
+use common::context;
 use rara_builtins::egress::Policy;
 use rara_builtins::http_request::HTTP_REDIRECT;
 use rara_builtins::{BuiltinsConfig, HttpRequest};
 use rara_domain::StepError;
-use rara_domain::executor::{DiscardReporter, ExecutionContext, Executor};
+use rara_domain::executor::Executor;
 use rara_domain::step_error::codes::EGRESS_DENIED;
 use serde_json::{Value, json};
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// One request a server received.
 #[derive(Debug, Clone)]
@@ -76,27 +77,10 @@ async fn serve(ip: &str) -> (u16, Arc<Recorder>) {
     (port, server)
 }
 
-fn context() -> ExecutionContext {
-    ExecutionContext {
-        run_id: uuid::Uuid::nil(),
-        step_id: uuid::Uuid::nil(),
-        map_index: None,
-        operation: "http.request".to_owned(),
-        version: None,
-        attempt: 1,
-        fence: 1,
-        deadline: Instant::now() + Duration::from_secs(30),
-        cancel: CancellationToken::new(),
-        stop_reason: Default::default(),
-        reporter: Arc::new(DiscardReporter),
-        detach: Default::default(),
-    }
-}
-
 /// `http.request` with `cidrs` opened.
 async fn run(cidrs: &str, input: Value) -> Result<Value, StepError> {
     let config = BuiltinsConfig { egress: Policy::opening(cidrs).unwrap(), ..BuiltinsConfig::default() };
-    HttpRequest::new(&config).unwrap().execute(context(), input).await
+    HttpRequest::new(&config).unwrap().execute(context(Duration::from_secs(30)), input).await
 }
 
 fn assert_denied(err: &StepError, host: &str) {
@@ -200,9 +184,15 @@ async fn an_allowlist_of_hosts_opens_exactly_those_names() {
     let policy = Policy::from_lookup(|var| vars.iter().find(|(k, _)| *k == var).map(|(_, v)| (*v).to_owned())).unwrap();
     let executor = HttpRequest::new(&BuiltinsConfig { egress: policy, ..BuiltinsConfig::default() }).unwrap();
 
-    let output = executor.execute(context(), json!({ "url": format!("http://localhost:{port}/ok") })).await.unwrap();
+    let output = executor
+        .execute(context(Duration::from_secs(30)), json!({ "url": format!("http://localhost:{port}/ok") }))
+        .await
+        .unwrap();
     assert_eq!(output["status"], 200);
-    let err = executor.execute(context(), json!({ "url": format!("http://127.0.0.1:{port}/ok") })).await.unwrap_err();
+    let err = executor
+        .execute(context(Duration::from_secs(30)), json!({ "url": format!("http://127.0.0.1:{port}/ok") }))
+        .await
+        .unwrap_err();
     assert_denied(&err, "127.0.0.1");
     assert_eq!(err.details["rule"], "not-allowlisted");
     assert_eq!(server.seen().len(), 1, "only the named host's request arrived");

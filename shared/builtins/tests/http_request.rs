@@ -2,22 +2,23 @@
 //! the egress policy (tests/egress.rs shows what the default refuses).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
+
+mod common;
 
 use axum::Router;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{any, get};
+use common::context;
 use rara_builtins::egress::Policy;
 use rara_builtins::http_request::{HTTP_4XX, HTTP_5XX, HTTP_CONNECT, HTTP_TIMEOUT};
 use rara_builtins::{BuiltinsConfig, HttpRequest};
 use rara_domain::StepError;
-use rara_domain::executor::{DiscardReporter, ExecutionContext, Executor};
+use rara_domain::executor::Executor;
 use rara_domain::step_error::codes;
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 const LARGE_BODY_CHARS: usize = 50_000;
 
@@ -73,23 +74,6 @@ async fn echo(method: Method, headers: HeaderMap, body: String) -> impl IntoResp
         "user_agent": header("user-agent"),
         "body": body,
     }))
-}
-
-fn context(time_left: Duration) -> ExecutionContext {
-    ExecutionContext {
-        run_id: uuid::Uuid::nil(),
-        step_id: uuid::Uuid::nil(),
-        map_index: None,
-        operation: "http.request".to_owned(),
-        version: None,
-        attempt: 1,
-        fence: 1,
-        deadline: Instant::now() + time_left,
-        cancel: CancellationToken::new(),
-        stop_reason: Default::default(),
-        reporter: Arc::new(DiscardReporter),
-        detach: Default::default(),
-    }
 }
 
 /// The default config with 127.0.0.1 opened.
