@@ -17,7 +17,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::fence::{columns, per_holder};
-use crate::outcome::dependency_failed;
+use crate::outcome::fail_held;
 use crate::{DUE_CHANNEL, Error, Holder, Store, sql};
 
 /// One map step to expand: its holder and its children's inputs, in element order (the map's
@@ -116,17 +116,8 @@ async fn fail_over_bounds(
     for (holder, i) in holders.iter().zip(over) {
         tracing::warn!(step_id = %holder.step_id, children = items[*i].children.len(), "a map over its bounds fails without children");
     }
-    let held = columns(&holders);
     let errors: Vec<serde_json::Value> = over.iter().filter_map(|i| refused.get(i)).map(StepError::to_json).collect();
-    let landed: Vec<Uuid> = sqlx::query_scalar(sql::FAIL.as_str())
-        .bind(&held.step_ids)
-        .bind(&held.workers)
-        .bind(&held.fences)
-        .bind(&errors)
-        .bind(dependency_failed())
-        .fetch_all(&mut *tx)
-        .await?;
-    Ok(per_holder(&holders, &landed))
+    fail_held(&mut *tx, &holders, &errors).await
 }
 
 /// Expands `items` in one fenced statement (`sql/expand.sql`).

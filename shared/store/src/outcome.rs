@@ -37,6 +37,26 @@ pub(crate) fn dependency_failed() -> serde_json::Value {
     StepError::permanent(codes::DEPENDENCY_FAILED, "not run: a step it depends on failed or was cancelled").to_json()
 }
 
+/// Fails each holder's step with its error (`errors[i]` for `holders[i]`), fenced, on `conn`
+/// (the pool, or a transaction that expands maps): dependents are skipped, runs whose last
+/// unfinished steps these were fail.
+pub(crate) async fn fail_held<'e>(
+    conn: impl sqlx::PgExecutor<'e>,
+    holders: &[&Holder],
+    errors: &[serde_json::Value],
+) -> Result<Vec<Result<(), Error>>, Error> {
+    let held = columns(holders);
+    let landed: Vec<Uuid> = sqlx::query_scalar(sql::FAIL.as_str())
+        .bind(&held.step_ids)
+        .bind(&held.workers)
+        .bind(&held.fences)
+        .bind(errors)
+        .bind(dependency_failed())
+        .fetch_all(conn)
+        .await?;
+    Ok(per_holder(holders, &landed))
+}
+
 impl Store {
     /// Records successes in one statement: releases dependents, finishes runs whose last step
     /// this was. One result per item, in order; a holder that lost its lease gets `LeaseLost`.
@@ -91,17 +111,8 @@ impl Store {
     /// unfinished steps these were fail.
     pub async fn fail(&self, items: &[(Holder, StepError)]) -> Result<Vec<Result<(), Error>>, Error> {
         let holders: Vec<&Holder> = items.iter().map(|(h, _)| h).collect();
-        let held = columns(&holders);
         let errors: Vec<serde_json::Value> = items.iter().map(|(_, e)| e.to_json()).collect();
-        let landed: Vec<Uuid> = sqlx::query_scalar(sql::FAIL.as_str())
-            .bind(&held.step_ids)
-            .bind(&held.workers)
-            .bind(&held.fences)
-            .bind(&errors)
-            .bind(dependency_failed())
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(per_holder(&holders, &landed))
+        fail_held(&self.pool, &holders, &errors).await
     }
 
     /// Cancels a step that has not finished; its dependents are skipped. A running holder's
