@@ -63,10 +63,25 @@ def check_secure_transport(r: Resolved) -> list[str]:
 ROW = re.compile(r"^\|\s*`([A-Za-z0-9]+)`\s*\|\s*([^|]*?)\s*\|\s*(.+?)\s*\|\s*$")
 
 
-def documented_parameters(markdown: str) -> dict[str, str]:
-    """{name: default as written} of the table under "## Parameters"."""
-    section = markdown.split("\n## Parameters", 1)[-1].split("\n## ", 1)[0] if "\n## Parameters" in markdown else ""
-    return {m.group(1): m.group(2) for m in map(ROW.match, section.splitlines()) if m}
+MAIN_HEADING = "## Parameters"
+SERVICE_HEADING = "### Parameters of the executor service stack"
+
+
+def documented_parameters(markdown: str, heading: str = MAIN_HEADING) -> dict[str, str]:
+    """{name: default as written} of the table under `heading` (up to the next heading of
+    the same or a higher level)."""
+    lines = markdown.splitlines()
+    if heading not in lines:
+        return {}
+    level = heading.split(" ", 1)[0]
+    rows = {}
+    for line in lines[lines.index(heading) + 1 :]:
+        if line.startswith("#") and len(line.split(" ", 1)[0]) <= len(level):
+            break
+        m = ROW.match(line)
+        if m:
+            rows[m.group(1)] = m.group(2)
+    return rows
 
 
 def _shown(default: Any) -> str:
@@ -76,13 +91,13 @@ def _shown(default: Any) -> str:
     return "(empty)" if str(default) == "" else f"`{default}`"
 
 
-def check_parameters_documented(template: dict, markdown: str) -> list[str]:
+def check_parameters_documented(template: dict, markdown: str, heading: str = MAIN_HEADING) -> list[str]:
     problems = []
-    rows = documented_parameters(markdown)
+    rows = documented_parameters(markdown, heading)
     declared = template.get("Parameters", {})
     for name, decl in declared.items():
         if name not in rows:
-            problems.append(f"parameter {name} is not in the deploy page's Parameters table")
+            problems.append(f"parameter {name} is not in the deploy page's table ({heading})")
         elif rows[name] != _shown(decl.get("Default")):
             problems.append(f"parameter {name}: the deploy page says default {rows[name]}, the template {_shown(decl.get('Default'))}")
     for name in rows:
@@ -121,6 +136,19 @@ def test_the_parameters_table_is_found(template, markdown):
     rows = documented_parameters(markdown)
     assert set(rows) == set(template["Parameters"])
     assert rows["TimingProfile"] == "`standard`" and rows["DatabaseSecretArn"] == "(required)"
+
+
+def test_the_executor_service_parameters_are_documented(markdown):
+    import executor_service_checks as es
+
+    service = es.load_template()
+    assert check_parameters_documented(service, markdown, SERVICE_HEADING) == []
+    assert set(documented_parameters(markdown, SERVICE_HEADING)) == set(service["Parameters"])
+    broken = copy.deepcopy(service)
+    broken["Parameters"]["MinTasks"]["Default"] = 1
+    assert check_parameters_documented(broken, markdown, SERVICE_HEADING) == [
+        "parameter MinTasks: the deploy page says default `2`, the template `1`"
+    ]
 
 
 def _policy(t: dict) -> dict:
@@ -172,7 +200,7 @@ def test_an_undocumented_or_misdocumented_parameter_is_reported(template, markdo
     broken["Parameters"]["NewKnob"] = {"Type": "String", "Default": "x"}
     broken["Parameters"]["BatchSize"]["Default"] = 5
     problems = check_parameters_documented(broken, markdown)
-    assert "parameter NewKnob is not in the deploy page's Parameters table" in problems
+    assert "parameter NewKnob is not in the deploy page's table (## Parameters)" in problems
     assert "parameter BatchSize: the deploy page says default `10`, the template `5`" in problems
     stale = markdown.replace("| `LogLevel` |", "| `LogLevelOld` |")
     assert "the deploy page documents LogLevelOld, which the template does not declare" in check_parameters_documented(template, stale)
