@@ -1,10 +1,14 @@
 """Deploy what LocalStack can run of infra/executor-service.yaml and check it as deployed.
 
 LocalStack 4.13.1's community runtime has no ECS, ELBv2, ECR or Application Auto Scaling
-(its /_localstack/health lists none of them; EC2 exists but is not in the SERVICES of
-scripts/localstack.sh). So this deploys, through CloudFormation, the parts it can run: the
-token secret, the log group and the two roles. References to the ECR repository become the
-literal ARN it would have. Then it reads them back and checks, as AWS stores them:
+(its /_localstack/health lists none of them). Its EC2 runs (with ec2 in SERVICES), but its
+CloudFormation creates security groups without their rules: inline SecurityGroupIngress /
+SecurityGroupEgress are dropped, and AWS::EC2::SecurityGroupIngress/Egress have no provider
+(they "succeed" as no-ops; checked on 4.13.1 with ec2 on), so deployed groups would prove
+nothing and the property tests check the rules instead. So this deploys, through
+CloudFormation, the parts it can run: the token secret, the log group and the two roles.
+References to the ECR repository become the literal ARN it would have. Then it reads them
+back and checks, as AWS stores them:
 
 - the secret holds a generated token (48 alphanumeric characters; never printed);
 - the log group has the stack's retention and survives the stack's deletion (Retain), where
