@@ -48,13 +48,14 @@ SCENARIOS = {
     "bootstrap (no image yet)": {},
     "image": {"ImageTag": "0123abc"},
     "image x86 large": {"ImageTag": "0123abc", "CpuArchitecture": "X86_64", "TaskSize": "large"},
-    "image + DNS record": {
+    "image + DNS record + alarm topic": {
         "ImageTag": "0123abc",
         "EndpointName": "executors.internal.example.com",
         "PrivateHostedZoneId": "Z0123456789ABCDEFGHIJ",
+        "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:rara-alarms",
     },
 }
-RUNNING = ("TaskDefinition", "Service", "ScalableTarget", "CpuScaling")
+RUNNING = ("TaskDefinition", "Service", "ScalableTarget", "CpuScaling", "NoHealthyTasksAlarm")
 
 
 def load_template(path: Path | str = TEMPLATE) -> dict:
@@ -336,6 +337,25 @@ def check_autoscaling(r: Resolved) -> list[str]:
     return problems
 
 
+def check_alarm(r: Resolved) -> list[str]:
+    """An alarm when fewer than one target of the target group is healthy."""
+    if SERVICE not in r.resources:
+        return []
+    for alarm in r.of_type("AWS::CloudWatch::Alarm").values():
+        p = alarm["Properties"]
+        dims = {d.get("Name"): d.get("Value") for d in p.get("Dimensions", [])}
+        if (
+            (p.get("Namespace"), p.get("MetricName")) == ("AWS/ApplicationELB", "HealthyHostCount")
+            and dims.get("TargetGroup") == Sym("GetAtt", TG, "TargetGroupFullName")
+            and dims.get("LoadBalancer") == Sym("GetAtt", LB, "LoadBalancerFullName")
+            and p.get("ComparisonOperator") == "LessThanThreshold"
+            and str(p.get("Threshold")) == "1"
+            and p.get("TreatMissingData") == "breaching"
+        ):
+            return []
+    return [f"no alarm on {TG}'s HealthyHostCount < 1 (missing data breaching)"]
+
+
 # ------------------------------------------------------------------ IAM
 
 
@@ -439,6 +459,7 @@ SCENARIO_CHECKS = (
     check_task,
     check_logs,
     check_autoscaling,
+    check_alarm,
     check_execution_role,
     check_outputs,
 )

@@ -228,6 +228,12 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
         "0 CPU target tracking policies",
     ),
     "fixed capacity": (_set("ScalableTarget", MaxCapacity=2), "capacity is not MinTasks..MaxTasks"),
+    # alarm
+    "no health alarm": (lambda t: t["Resources"].pop("NoHealthyTasksAlarm"), "no alarm on TargetGroup's HealthyHostCount"),
+    "health alarm quiet without data": (
+        _set("NoHealthyTasksAlarm", TreatMissingData="notBreaching"),
+        "no alarm on TargetGroup's HealthyHostCount",
+    ),
     # IAM
     "execution role ecr:*": (lambda t: _statement(t, "PullImage").update(Action="ecr:*"), "wildcard action ecr:*"),
     "pull from any repository": (
