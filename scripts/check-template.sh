@@ -6,8 +6,9 @@
 # secret, no plain secrets, alarms, retained data, TLS-only queues, documented parameters;
 # for the executor service: HTTPS listener, gRPC health check, security groups, injected
 # secret, logs, autoscaling, the execution role against the ECS agent's calls, and the
-# Dockerfile's entry point started as the task starts it). Offline: no AWS account or
-# credentials needed.
+# Dockerfile's build stage played on the host, its entry point started as the task starts
+# it). No AWS account or credentials needed; the image step needs PyPI (or pip's cache)
+# when the Dockerfile or executors/python changed.
 #
 #   scripts/check-template.sh                 # install the tools if missing, run every check
 #   scripts/check-template.sh --install-only  # only make sure sam / cfn-lint / pytest are there
@@ -43,8 +44,11 @@ done
 # The executor service stack is held to cfn-lint's informational rules too (explicit
 # DeletionPolicy on every stateful resource, ...).
 cfn-lint --include-checks I -- infra/executor-service.yaml && echo "cfn-lint (with I rules): no findings"
-# The image test starts the real rara_worker the way the task definition does.
-RARA_EXECUTOR_PYTHON="$(scripts/python-env.sh | tail -n 1)"
+# The image's build stage, played on the host (no Docker engine: infra/tests/image_recipe.py,
+# ~30 s when the Dockerfile or executors/python changed); the image test then starts the
+# real rara_worker from it the way the task definition does.
+echo "== executor image build stage (without an engine)"
+RARA_EXECUTOR_PYTHON="$(cd infra/tests && python image_recipe.py "$VENV/../.venv-image" | tail -n 1)"
 export RARA_EXECUTOR_PYTHON
 echo "== template property tests"
 python -m pytest -q -p no:cacheprovider infra/tests

@@ -6,6 +6,8 @@ root, its port the one the stack routes to, and what it COPYs must survive .dock
 Then the real server is started exactly as the task definition starts it (the entry point
 with the task's Command) and probed on the target group's health check path, the way the
 load balancer will: gRPC status 0 and SERVING, then SIGTERM ends it within StopTimeout.
+scripts/check-template.sh runs it from the venv image_recipe.py builds by playing the
+Dockerfile's build stage (RARA_EXECUTOR_PYTHON); without it, from .venv-executor.
 The checks return problems, and the mutation tests prove each one can fail.
 """
 
