@@ -8,6 +8,9 @@ parameter values of samconfig.toml's environments, then reads the queues back ov
 SQS API and the roles' policies over the IAM API and compares them with the RARA_*
 variables the template hands to the functions (evaluated by template_checks.py).
 
+Then the part of infra/executor-service.yaml LocalStack can run (localstack_executor_service.py:
+the token secret, the log group, the two roles; no ECS, ELBv2 or ECR in its community edition).
+
 Run through scripts/deploy-localstack.sh (starts LocalStack when needed). Needs the
 AWS_* variables of `scripts/localstack.sh env` and boto3 (in .venv-tools with aws-sam-cli).
 """
@@ -22,9 +25,10 @@ from typing import Any
 
 import boto3
 
+import localstack_executor_service
 import template_checks as tc
 
-KEEP_TYPES = {"AWS::SQS::Queue", "AWS::Logs::LogGroup", "AWS::IAM::Role"}
+KEEP_TYPES = {"AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "AWS::Logs::LogGroup", "AWS::IAM::Role"}
 
 
 def _references(node: Any) -> set[str]:
@@ -125,6 +129,19 @@ def deploy_and_check(name: str, params: dict[str, str], template: dict, keep: bo
         if int(q["VisibilityTimeout"]) < tc.VISIBILITY_FACTOR * int(env["RARA_FUNCTION_TIMEOUT_SECONDS"]):
             problems.append(f"{name}: visibility below 6 x the executor timeout")
 
+        # Both queues carry the TLS-only policy as SQS stores it.
+        for label, url, attrs in (("StepQueue", queue_url, q), ("DeadLetterQueue", dlq_url, d)):
+            policy = json.loads(attrs.get("Policy", "{}"))
+            tls_only = any(
+                st.get("Effect") == "Deny"
+                and str(st.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport")).lower() == "false"
+                and attrs["QueueArn"] in tc._as_list(st.get("Resource"))
+                for st in tc._as_list(policy.get("Statement", []))
+            )
+            print(f"   {label:22} policy denies aws:SecureTransport false {'ok' if tls_only else 'MISSING'}")
+            if not tls_only:
+                problems.append(f"{name}: {label} has no TLS-only queue policy")
+
         # The roles as IAM stores them: SQS grants on exactly these two queues.
         arns = {q["QueueArn"]: tc.QUEUE, d["QueueArn"]: tc.DLQ}
         for role_id, want in tc.SQS_GRANTS.items():
@@ -149,7 +166,18 @@ def deploy_and_check(name: str, params: dict[str, str], template: dict, keep: bo
         else:
             cfn.delete_stack(StackName=stack)
             cfn.get_waiter("stack_delete_complete").wait(StackName=stack, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+            _delete_retained(stack)
     return problems
+
+
+def _delete_retained(stack: str) -> None:
+    """What DeletionPolicy Retain leaves behind (the DLQ, the log groups), where LocalStack
+    keeps it: this check's own leftovers. LocalStack 4.13.1 deletes them with the stack."""
+    sqs, logs = boto3.client("sqs"), boto3.client("logs")
+    for url in sqs.list_queues(QueueNamePrefix=stack).get("QueueUrls", []):
+        sqs.delete_queue(QueueUrl=url)
+    for group in logs.describe_log_groups(logGroupNamePrefix=f"/rara/{stack}/")["logGroups"]:
+        logs.delete_log_group(logGroupName=group["logGroupName"])
 
 
 def main() -> int:
@@ -157,6 +185,9 @@ def main() -> int:
     parser.add_argument("--env", action="append", help="samconfig environment(s) (default: all)")
     parser.add_argument("--all-profiles", action="store_true", help="also every TimingProfile x MaxAttemptsLimit")
     parser.add_argument("--keep", action="store_true", help="keep the stacks")
+    parser.add_argument(
+        "--no-executor-service", action="store_true", help="skip infra/executor-service.yaml's deployable part"
+    )
     args = parser.parse_args()
 
     template = tc.load_template()
@@ -169,9 +200,12 @@ def main() -> int:
     problems: list[str] = []
     for name, params in runs.items():
         problems += deploy_and_check(name, params, template, args.keep)
+    if not args.no_executor_service:
+        problems += localstack_executor_service.deploy_and_check(args.keep)
     for p in problems:
         print("PROBLEM:", p)
-    print(f"{len(runs)} stack(s) deployed and checked, {len(problems)} problem(s)")
+    stacks = len(runs) + (0 if args.no_executor_service else 1)
+    print(f"{stacks} stack(s) deployed and checked, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 
