@@ -186,3 +186,38 @@ async fn a_short_or_missing_console_key_secret_stops_the_start_without_quoting_i
     let missing = api::fetch_console_key(&client, "rara-test-no-such-secret").await.unwrap_err().to_string();
     assert!(missing.contains("cannot fetch the console key secret rara-test-no-such-secret"), "{missing}");
 }
+
+/// The measurement of `docs/src/internals/api-console.md` "Under Lambda": what one open tab
+/// costs with each kind of page, held to the template's timeout (29 s). Slow, so ignored:
+/// `cargo test -p api --test console -- --ignored --nocapture`.
+#[ignore = "holds a stream for the API function's 29 s timeout"]
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn measure_one_open_tab_under_each_kind_of_page(pool: PgPool) {
+    const TIMEOUT: Duration = Duration::from_secs(29);
+    let triggers = "SELECT rara_console_triggers_enabled()";
+    let config = Config::from_lookup("test", |_| None).unwrap();
+    let api =
+        rara_api::Api::new(rara_store::Store::new(pool.clone()), config, rara_api::Auth::iam(&ConsoleKey::random()));
+    let api = api.unwrap();
+    for (kind, router) in [("static (api function)", api::router(api.clone())), ("live (rara ui)", api.router())] {
+        for path in ["/", "/events"] {
+            let start = tokio::time::Instant::now();
+            let response = router.clone().oneshot(event("GET", path, None)).await.unwrap();
+            let (status, headers_after) = (response.status(), start.elapsed());
+            let body = tokio::time::timeout(TIMEOUT, response.into_body().collect()).await;
+            let finished = start.elapsed();
+            let on: bool = sqlx::query_scalar(triggers).fetch_one(&pool).await.unwrap();
+            let listeners = console_state(&pool).await.1;
+            eprintln!(
+                "{kind} GET {path}: {status} after {headers_after:?}; body {}; triggers on: {on}; listeners: {listeners}",
+                match body {
+                    Ok(_) => format!("complete after {finished:?}"),
+                    Err(_) => format!("still open after {TIMEOUT:?}"),
+                }
+            );
+            let live_stream = kind.starts_with("live") && path == "/events";
+            assert_eq!(body.is_err(), live_stream, "only the live stream is open at the timeout");
+            assert_eq!((on, listeners), if live_stream { (true, 1) } else { (false, 0) });
+        }
+    }
+}
