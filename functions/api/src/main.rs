@@ -8,12 +8,12 @@ use rara_platform::aws::{AwsConfig, secrets_manager_client};
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     rara_platform::wiring::init_logging("rara-api")?;
-    let policy = api::Policy::from_lookup(|k| std::env::var(k).ok())?;
+    let policy = api::Policy::from_lookup(|k| std::env::var(k).ok()).map_err(refuse)?;
     let (settings, store) = rara_platform::wiring::store_from_env("api").await?;
     let key = match &policy.key {
         KeySource::Secret(arn) => {
             let aws = settings.timeouts.aws_config().await;
-            api::fetch_console_key(&secrets_manager_client(&aws), arn).await?
+            api::fetch_console_key(&secrets_manager_client(&aws), arn).await.map_err(refuse)?
         }
         KeySource::Value(value) => ConsoleKey::new(value.as_bytes()),
         KeySource::Random => {
@@ -27,4 +27,11 @@ async fn main() -> Result<(), lambda_http::Error> {
     };
     let api = rara_api::Api::new(store, settings.core.clone(), policy.auth(&key))?;
     lambda_http::run(api::router(api)).await
+}
+
+/// Logs why the API does not start and returns it with its message (`main`'s error is printed
+/// with `Debug`, which would show only the variant's name).
+fn refuse(error: api::Error) -> lambda_http::Error {
+    tracing::error!(error = %error, "the API does not start");
+    error.to_string().into()
 }
