@@ -8,9 +8,11 @@
 //! - [`openapi`]: the OpenAPI document generated from [`runs`] (served at `/openapi.json`,
 //!   committed as `docs/openapi.json`).
 //! - [`console`]: the server-rendered console: runs list, run page (SVG DAG, attempts
-//!   timeline, step details), live updates by SSE, forms for cancel and retry.
+//!   timeline, step details), live updates by SSE ([`Updates::Live`]; none under Lambda),
+//!   forms for cancel and retry.
 //! - [`live`]: one Postgres listener on the console channel, fanned out to every SSE stream.
-//! - [`auth`]: the token of state-changing requests, the console's session and CSRF token.
+//! - [`auth`]: who may change state (the token, the IAM operators), the console's session and
+//!   its keys (one material, a key per purpose).
 //! - [`error`]: the structured errors, `{code, message, field, exit_code}`.
 //!
 //! Inputs are shown as stored: secret references stay references; rara never holds a value.
