@@ -1,8 +1,9 @@
 //! The console: server-rendered HTML (maud), readable without JavaScript. With
 //! [`Updates::Live`] a few lines of inline script subscribe to the SSE stream of a page and
 //! swap in the fragment the server renders when a run changes; with [`Updates::Static`] (the
-//! `api` Lambda) pages have no such script and the event routes answer `204` at once. Forms (cancel, retry, bulk actions with a confirmation) carry
-//! the CSRF token and need the session of `rara ui`'s URL ([`crate::auth`]).
+//! `api` Lambda) pages have no such script and the event routes answer `204` at once. Forms
+//! (cancel, retry, bulk actions with a confirmation) carry the CSRF token and need the session
+//! of `rara ui`'s URL, or an operator under IAM ([`crate::auth`]).
 //!
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
