@@ -3,27 +3,221 @@
 //!
 //! # Layout
 //!
-//! - `main.rs`: wiring once (pool, configuration), then `lambda_http::run(router)`.
-//! - this file: the auth policy from the environment ([`auth_from_lookup`]).
+//! - `main.rs`: wiring once (the [`Policy`] checked first, then pool, console key), then
+//!   `lambda_http::run(router)`.
+//! - this file: the auth policy from the environment ([`Policy`]), the console key from its
+//!   secret ([`fetch_console_key`]) and the router with the caller's IAM identity ([`router`]).
 //!
-//! In AWS the function URL uses `AuthType: AWS_IAM`: a caller signs with SigV4 and IAM decides
-//! before rara sees the request, so no token is required ([`rara_api::Auth::iam`]). Setting
-//! `RARA_API_TOKEN` requires a bearer token as well (behind API Gateway without IAM auth).
-//! Server-sent events need a streaming response; behind a buffered function URL the console
-//! still reads and acts, and a page shows changes when reloaded.
+//! The API refuses to start open: it needs `RARA_API_TOKEN` (a bearer token on every
+//! state-changing request, for any front door) or `RARA_API_AUTH=iam`, the declaration that
+//! it runs behind a function URL with `AuthType: AWS_IAM` (the template sets it), where IAM
+//! admits a caller before rara sees the request. `RARA_API_OPERATORS` then splits IAM callers:
+//! every admitted caller reads, only the listed principals change state.
+//!
+//! Pages render without the live script ([`rara_api::Updates::Static`]): a buffered function
+//! URL would hold an invocation per open tab until the timeout (docs: internals/api-console.md).
 
-use rara_api::Auth;
+use aws_sdk_secretsmanager::error::DisplayErrorContext;
+use axum::extract::Request;
+use lambda_http::request::RequestContext;
+use rara_api::{Api, Auth, Caller, ConsoleKey, Updates};
 
 /// The bearer token state-changing requests must carry, when set.
 pub const TOKEN_VAR: &str = "RARA_API_TOKEN";
-/// The key the console's CSRF tokens are derived from (the same on every instance).
+/// `iam`: the function runs behind an IAM function URL, so it may start without a token.
+pub const AUTH_VAR: &str = "RARA_API_AUTH";
+/// Comma-separated IAM principal ARNs that may change state (empty: every IAM caller may).
+pub const OPERATORS_VAR: &str = "RARA_API_OPERATORS";
+/// The secret whose value every console key is derived from (the same on every instance).
+pub const CONSOLE_KEY_SECRET_VAR: &str = "RARA_CONSOLE_KEY_SECRET_ARN";
+/// The console key's material given directly (local runs); the secret wins when both are set.
 pub const CSRF_KEY_VAR: &str = "RARA_CSRF_KEY";
+/// The shortest console key material accepted (the template generates 64 characters).
+pub const MIN_KEY_CHARS: usize = 32;
 
-/// The token policy the environment asks for.
-pub fn auth_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Auth {
-    let var = |k: &str| lookup(k).filter(|v| !v.is_empty());
-    match var(TOKEN_VAR) {
-        Some(token) => Auth::with_token(token),
-        None => Auth::iam(var(CSRF_KEY_VAR)),
+/// Why the API does not start. No variant holds a token or a key.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "refusing to start open: set {TOKEN_VAR} (a bearer token on every state-changing request), \
+         or {AUTH_VAR}=iam when the function runs behind a function URL with AuthType AWS_IAM"
+    )]
+    Open,
+    #[error("{AUTH_VAR} is `{0}`; its one value is `iam` (behind a function URL with AuthType AWS_IAM)")]
+    UnknownAuth(String),
+    #[error("{OPERATORS_VAR} names operators, but only IAM callers have an identity: set {AUTH_VAR}=iam")]
+    OperatorsWithoutIam,
+    #[error("{OPERATORS_VAR}: `{0}` is not an IAM principal ARN (arn:PARTITION:iam::ACCOUNT:role/NAME or user/NAME)")]
+    Operator(String),
+    #[error("cannot fetch the console key secret {arn}: {detail}")]
+    Fetch { arn: String, detail: String },
+    #[error("the console key secret {arn} has no SecretString")]
+    NotText { arn: String },
+    #[error("the console key secret {arn} is shorter than {MIN_KEY_CHARS} characters")]
+    TooShort { arn: String },
+}
+
+/// Where the console key comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// The secret of this ARN ([`fetch_console_key`]).
+    Secret(String),
+    /// `RARA_CSRF_KEY`.
+    Value(String),
+    /// Nothing configured: each instance draws its own (forms work only on the instance that
+    /// rendered them).
+    Random,
+}
+
+impl std::fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeySource::Secret(arn) => f.debug_tuple("Secret").field(arn).finish(),
+            KeySource::Value(_) => f.write_str("Value(<redacted>)"),
+            KeySource::Random => f.write_str("Random"),
+        }
+    }
+}
+
+/// The auth policy the environment asks for, validated before anything connects.
+#[derive(Clone)]
+pub struct Policy {
+    token: Option<String>,
+    operators: Option<Vec<String>>,
+    pub key: KeySource,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("operators", &self.operators)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+impl Policy {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let var = |k: &str| lookup(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let iam = match var(AUTH_VAR).as_deref() {
+            None => false,
+            Some("iam") => true,
+            Some(other) => return Err(Error::UnknownAuth(other.to_owned())),
+        };
+        let token = var(TOKEN_VAR);
+        if token.is_none() && !iam {
+            return Err(Error::Open);
+        }
+        let operators = match var(OPERATORS_VAR) {
+            None => None,
+            Some(_) if !iam => return Err(Error::OperatorsWithoutIam),
+            Some(list) => Some(operators(&list)?),
+        };
+        let key = match (var(CONSOLE_KEY_SECRET_VAR), var(CSRF_KEY_VAR)) {
+            (Some(arn), _) => KeySource::Secret(arn),
+            (None, Some(value)) => KeySource::Value(value),
+            (None, None) => KeySource::Random,
+        };
+        Ok(Policy { token, operators, key })
+    }
+
+    /// The [`Auth`] of this policy with the console's `key`.
+    pub fn auth(&self, key: &ConsoleKey) -> Auth {
+        let auth = match &self.token {
+            Some(token) => Auth::with_token(token.clone()).with_console_key(key),
+            None => Auth::iam(key),
+        };
+        match &self.operators {
+            Some(operators) => auth.with_operators(operators.clone()),
+            None => auth,
+        }
+    }
+}
+
+fn operators(list: &str) -> Result<Vec<String>, Error> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|arn| !arn.is_empty())
+        .map(|arn| {
+            let iam = arn.starts_with("arn:") && arn.split(':').nth(2) == Some("iam");
+            let principal = arn.split(':').nth(5).is_some_and(|r| r.starts_with("role/") || r.starts_with("user/"));
+            if iam && principal { Ok(arn.to_owned()) } else { Err(Error::Operator(arn.to_owned())) }
+        })
+        .collect()
+}
+
+/// The console key from the secret `arn`, fetched once at start (its value never leaves the
+/// key: no log line, no error carries it).
+pub async fn fetch_console_key(client: &aws_sdk_secretsmanager::Client, arn: &str) -> Result<ConsoleKey, Error> {
+    let output = client
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|e| Error::Fetch { arn: arn.to_owned(), detail: DisplayErrorContext(e).to_string() })?;
+    let value = output.secret_string().ok_or_else(|| Error::NotText { arn: arn.to_owned() })?;
+    if value.chars().count() < MIN_KEY_CHARS {
+        return Err(Error::TooShort { arn: arn.to_owned() });
+    }
+    Ok(ConsoleKey::new(value.as_bytes()))
+}
+
+/// The router of `api` with pages for Lambda ([`Updates::Static`]) and the caller's IAM
+/// identity put where [`rara_api::auth`] reads it.
+pub fn router(api: Api) -> axum::Router {
+    api.with_updates(Updates::Static).router().layer(axum::middleware::map_request(identify))
+}
+
+/// Puts the IAM caller the function URL admitted (`requestContext.authorizer.iam.userArn`)
+/// in the request's extensions as a [`Caller`]; a request without one has none.
+async fn identify(mut request: Request) -> Request {
+    let arn = match request.extensions().get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(context)) => {
+            context.authorizer.as_ref().and_then(|a| a.iam.as_ref()).and_then(|iam| iam.user_arn.clone())
+        }
+        _ => None,
+    };
+    request.extensions_mut().remove::<Caller>();
+    if let Some(arn) = arn {
+        request.extensions_mut().insert(Caller { arn });
+    }
+    request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(vars: &[(&str, &str)]) -> Result<Policy, Error> {
+        Policy::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()))
+    }
+
+    #[test]
+    fn without_a_token_or_iam_the_api_refuses_to_start_naming_both() {
+        let message = policy(&[]).unwrap_err().to_string();
+        assert!(message.contains(TOKEN_VAR) && message.contains(&format!("{AUTH_VAR}=iam")), "{message}");
+        assert!(matches!(policy(&[(TOKEN_VAR, " ")]), Err(Error::Open)), "a blank token is no token");
+        assert!(matches!(policy(&[(AUTH_VAR, "none")]), Err(Error::UnknownAuth(_))));
+        assert!(policy(&[(TOKEN_VAR, "t")]).is_ok());
+        assert!(policy(&[(AUTH_VAR, "iam")]).is_ok());
+    }
+
+    #[test]
+    fn operators_need_iam_and_must_be_iam_principals() {
+        let role = "arn:aws:iam::123456789012:role/Operator";
+        assert!(matches!(policy(&[(TOKEN_VAR, "t"), (OPERATORS_VAR, role)]), Err(Error::OperatorsWithoutIam)));
+        assert!(matches!(policy(&[(AUTH_VAR, "iam"), (OPERATORS_VAR, "operator")]), Err(Error::Operator(_))));
+        let ok = policy(&[(AUTH_VAR, "iam"), (OPERATORS_VAR, &format!("{role}, arn:aws:iam::1:user/u"))]).unwrap();
+        assert_eq!(ok.operators.as_deref().map(<[String]>::len), Some(2));
+    }
+
+    #[test]
+    fn the_secret_wins_over_the_local_key_and_neither_shows_in_debug() {
+        let both = policy(&[(AUTH_VAR, "iam"), (CONSOLE_KEY_SECRET_VAR, "arn:s"), (CSRF_KEY_VAR, "hunter2")]).unwrap();
+        assert_eq!(both.key, KeySource::Secret("arn:s".into()));
+        let local = policy(&[(AUTH_VAR, "iam"), (CSRF_KEY_VAR, "hunter2"), (TOKEN_VAR, "tok3n")]).unwrap();
+        let shown = format!("{local:?}");
+        assert!(!shown.contains("hunter2") && !shown.contains("tok3n"), "{shown}");
     }
 }

@@ -14,11 +14,24 @@ fn fixture(name: &str) -> Request {
     lambda_http::request::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
-/// The router as `main.rs` builds it, with the auth policy of `vars`.
+/// The router as `main.rs` builds it, with the auth policy of `vars` (behind the IAM function
+/// URL, as the template declares, unless `vars` set a token).
 fn router(pool: PgPool, vars: &[(&str, &str)]) -> axum::Router {
-    let auth = api::auth_from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()));
+    let lookup = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned());
+    let iam =
+        |k: &str| lookup(k).or_else(|| (k == api::AUTH_VAR && lookup(api::TOKEN_VAR).is_none()).then(|| "iam".into()));
+    let policy = api::Policy::from_lookup(iam).unwrap();
     let config = Config::from_lookup("test", |_| None).unwrap();
-    rara_api::Api::new(rara_store::Store::new(pool), config, auth).unwrap().router()
+    let key = rara_api::ConsoleKey::new("a console key of the test, thirty-two characters or more");
+    api::router(rara_api::Api::new(rara_store::Store::new(pool), config, policy.auth(&key)).unwrap())
+}
+
+/// `fixture(name)` as the caller `arn` (the function URL's `requestContext.authorizer.iam`).
+fn fixture_as(name: &str, arn: &str) -> Request {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    event["requestContext"]["authorizer"]["iam"]["userArn"] = Value::String(arn.to_owned());
+    lambda_http::request::from_str(&event.to_string()).unwrap()
 }
 
 async fn call(router: &axum::Router, request: Request) -> (u16, Value) {
@@ -59,6 +72,37 @@ async fn with_rara_api_token_set_an_event_without_the_token_is_refused(pool: PgP
     let router = router(pool.clone(), &[(api::TOKEN_VAR, "behind-api-gateway")]);
     let (status, error) = call(&router, fixture("submit-run.json")).await;
     assert_eq!((status, error["code"].as_str()), (401, Some("unauthorized")));
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(&pool).await.unwrap();
+    assert_eq!(runs, 0);
+}
+
+const OPERATOR_ROLE: &str = "arn:aws:iam::123456789012:role/rara-operator";
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_operators_named_a_reader_reads_but_its_submit_gets_a_structured_403(pool: PgPool) {
+    let router = router(pool.clone(), &[(api::OPERATORS_VAR, OPERATOR_ROLE)]);
+    let reader = "arn:aws:iam::123456789012:user/operator";
+    let (status, error) = call(&router, fixture_as("submit-run.json", reader)).await;
+    assert_eq!((status, error["code"].as_str()), (403, Some("forbidden")), "{error}");
+    assert!(error["message"].as_str().unwrap().contains(reader), "{error}");
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(&pool).await.unwrap();
+    assert_eq!(runs, 0, "the refused submit stored nothing");
+    let (status, page) = call(&router, fixture_as("list-runs.json", reader)).await;
+    assert_eq!((status, page["runs"].as_array().map(Vec::len)), (200, Some(0)), "reads stay open: {page}");
+
+    let session = "arn:aws:sts::123456789012:assumed-role/rara-operator/alice";
+    let (status, submitted) = call(&router, fixture_as("submit-run.json", session)).await;
+    assert_eq!(status, 201, "a session of the operator role acts: {submitted}");
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_operators_named_a_request_without_an_iam_identity_changes_nothing(pool: PgPool) {
+    let router = router(pool.clone(), &[(api::OPERATORS_VAR, OPERATOR_ROLE)]);
+    let path = format!("{}/tests/fixtures/submit-run.json", env!("CARGO_MANIFEST_DIR"));
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    event["requestContext"].as_object_mut().unwrap().remove("authorizer");
+    let (status, error) = call(&router, lambda_http::request::from_str(&event.to_string()).unwrap()).await;
+    assert_eq!((status, error["code"].as_str()), (403, Some("forbidden")), "{error}");
     let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(&pool).await.unwrap();
     assert_eq!(runs, 0);
 }

@@ -7,7 +7,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use rara_domain::state::RunStatus;
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::{Api, Error, ErrorBody};
+use crate::{Api, Error, ErrorBody, auth::Credentials};
 
 /// Runs per page unless `limit` says otherwise, and the most a page holds.
 pub const DEFAULT_LIMIT: u32 = 50;
@@ -177,10 +177,10 @@ fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Resul
               (status = "4XX", body = ErrorBody)))]
 pub async fn submit(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     body: Result<Json<SubmitRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<SubmitResponse>), Error> {
-    api.auth().check_bearer(&headers)?;
+    api.auth().check_request(&credentials)?;
     let request = json(body)?;
     let mut definition: WorkflowDefinition = match request.definition {
         serde_json::Value::String(text) => WorkflowDefinition::parse(&text, Format::Yaml)?,
@@ -271,12 +271,12 @@ pub(crate) async fn retry(api: &Api, step_id: Uuid) -> Result<RetryResponse, Err
 
 async fn cancel_request(
     api: &Api,
-    headers: &HeaderMap,
+    credentials: &Credentials,
     id: Result<Path<Uuid>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
     step: bool,
 ) -> Result<Json<CancelResponse>, Error> {
-    api.auth().check_bearer(headers)?;
+    api.auth().check_request(credentials)?;
     let Path(id) = id?;
     let request = optional_json::<CancelRequest>(&body?)?;
     Ok(Json(cancel(api, id, step, request.reason).await?))
@@ -288,11 +288,11 @@ async fn cancel_request(
     responses((status = 200, body = CancelResponse), (status = "4XX", body = ErrorBody)))]
 pub async fn cancel_run(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<CancelResponse>, Error> {
-    cancel_request(&api, &headers, id, body, false).await
+    cancel_request(&api, &credentials, id, body, false).await
 }
 
 /// Cancel one step.
@@ -301,11 +301,11 @@ pub async fn cancel_run(
     responses((status = 200, body = CancelResponse), (status = "4XX", body = ErrorBody)))]
 pub async fn cancel_step(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<CancelResponse>, Error> {
-    cancel_request(&api, &headers, id, body, true).await
+    cancel_request(&api, &credentials, id, body, true).await
 }
 
 /// Retry a failed or cancelled step; its skipped dependents come back.
@@ -315,10 +315,10 @@ pub async fn cancel_step(
               (status = "4XX", body = ErrorBody)))]
 pub async fn retry_step(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Json<RetryResponse>, Error> {
-    api.auth().check_bearer(&headers)?;
+    api.auth().check_request(&credentials)?;
     let Path(id) = id?;
     Ok(Json(retry(&api, id).await?))
 }
@@ -371,10 +371,10 @@ pub(crate) async fn bulk(
               (status = "4XX", body = ErrorBody)))]
 pub async fn bulk_cancel(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     body: Result<Json<BulkRequest>, JsonRejection>,
 ) -> Result<Json<BulkResponse>, Error> {
-    api.auth().check_bearer(&headers)?;
+    api.auth().check_request(&credentials)?;
     let request = json(body)?;
     Ok(Json(bulk(&api, Bulk::Cancel, &request.filter(), request.dry_run, request.reason.as_deref()).await?))
 }
@@ -388,10 +388,10 @@ pub async fn bulk_cancel(
               (status = "4XX", body = ErrorBody)))]
 pub async fn bulk_retry(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     body: Result<Json<BulkRequest>, JsonRejection>,
 ) -> Result<Json<BulkResponse>, Error> {
-    api.auth().check_bearer(&headers)?;
+    api.auth().check_request(&credentials)?;
     let request = json(body)?;
     if request.reason.is_some() {
         return Err(Error::bad_request("a retry takes no reason").with_field("reason"));

@@ -1,7 +1,9 @@
-//! The console: server-rendered HTML (maud), readable without JavaScript. A few lines of
-//! inline script subscribe to the SSE stream of a page and swap in the fragment the server
-//! renders when a run changes. Forms (cancel, retry, bulk actions with a confirmation) carry
-//! the CSRF token and need the session of `rara ui`'s URL ([`crate::auth`]).
+//! The console: server-rendered HTML (maud), readable without JavaScript. With
+//! [`Updates::Live`] a few lines of inline script subscribe to the SSE stream of a page and
+//! swap in the fragment the server renders when a run changes; with [`Updates::Static`] (the
+//! `api` Lambda) pages have no such script and the event routes answer `204` at once. Forms
+//! (cancel, retry, bulk actions with a confirmation) carry the CSRF token and need the session
+//! of `rara ui`'s URL, or an operator under IAM ([`crate::auth`]).
 //!
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
@@ -16,7 +18,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::{FormRejection, PathRejection, QueryRejection};
 use axum::extract::{Form, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -26,9 +28,9 @@ use serde::Deserialize;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use crate::auth::SESSION_COOKIE;
+use crate::auth::{Credentials, SESSION_COOKIE};
 use crate::runs::{Bulk, ListQuery};
-use crate::{Api, Error, live};
+use crate::{Api, Error, Updates, live};
 
 /// How long a page's stream gathers notifications before it renders once: a batch of steps
 /// finishing together is one update.
@@ -110,7 +112,7 @@ impl ConsoleQuery {
 
 async fn runs_page(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     query: Result<Query<ConsoleQuery>, QueryRejection>,
 ) -> Result<Response, Error> {
     let Query(query) = query?;
@@ -127,8 +129,8 @@ async fn runs_page(
         return Ok(response);
     }
     let page = query.list()?.page(&api).await?;
-    let session = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
-    Ok(Html(pages::runs(&query, &page, session.as_deref()).into_string()).into_response())
+    let csrf = forms(&api, &credentials);
+    Ok(Html(pages::runs(&query, &page, csrf.as_deref(), api.updates()).into_string()).into_response())
 }
 
 async fn runs_fragment(
@@ -142,24 +144,29 @@ async fn runs_fragment(
 
 async fn run_page(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Html<String>, Error> {
     let Path(id) = id?;
-    let session = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
-    let live = render_run(&api, id, session.as_deref()).await?;
+    let csrf = forms(&api, &credentials);
+    let live = render_run(&api, id, csrf.as_deref()).await?;
     let run = api.store().run_status(id).await?;
-    Ok(Html(pages::run(id, run, live, session.is_some()).into_string()))
+    Ok(Html(pages::run(id, run, live, csrf.is_some(), api.updates()).into_string()))
 }
 
 async fn run_fragment(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Html<String>, Error> {
     let Path(id) = id?;
-    let session = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
-    Ok(Html(render_run(&api, id, session.as_deref()).await?))
+    let csrf = forms(&api, &credentials);
+    Ok(Html(render_run(&api, id, csrf.as_deref()).await?))
+}
+
+/// The CSRF token of the forms, when this request may act (else the page is read-only).
+fn forms(api: &Api, credentials: &Credentials) -> Option<String> {
+    api.auth().may_act(&credentials.headers, credentials.caller.as_ref()).then(|| api.auth().csrf_token())
 }
 
 /// The live part of a run page: what the SSE stream sends when the run changes.
@@ -187,12 +194,15 @@ async fn next_change(changes: &mut broadcast::Receiver<Uuid>, wanted: Option<Uui
 
 async fn run_events(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Error> {
+) -> Result<Response, Error> {
     let Path(id) = id?;
     api.store().run_status(id).await?;
-    let csrf = api.auth().has_session(&headers).then(|| api.auth().csrf_token());
+    if api.updates() == Updates::Static {
+        return Ok(no_stream());
+    }
+    let csrf = forms(&api, &credentials);
     let changes = api.inner.live.subscribe().await;
     let stream = futures::stream::unfold((api, changes, csrf), move |(api, mut changes, csrf)| async move {
         loop {
@@ -205,15 +215,28 @@ async fn run_events(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(sse(stream))
 }
 
-async fn runs_events(State(api): State<Api>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+async fn runs_events(State(api): State<Api>) -> Response {
+    if api.updates() == Updates::Static {
+        return no_stream();
+    }
     let changes = api.inner.live.subscribe().await;
     let stream = futures::stream::unfold(changes, |mut changes| async move {
         next_change(&mut changes, None).await.then(|| (Ok(Event::default().event("changed").data("runs")), changes))
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    sse(stream)
+}
+
+fn sse(stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// The answer of an event route when pages are [`Updates::Static`]: complete at once, nothing
+/// subscribed, and `204`, on which an `EventSource` (a page rendered before) stops reconnecting.
+fn no_stream() -> Response {
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// A console form: its CSRF token, and for a cancel the reason.
@@ -240,36 +263,36 @@ fn reason(form: &ActionForm) -> Option<String> {
 
 async fn cancel_run_form(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
     form: Result<Form<ActionForm>, FormRejection>,
 ) -> Result<Redirect, Error> {
     let (Path(id), Form(form)) = (id?, form?);
-    api.auth().check_form(&headers, &form.csrf)?;
+    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
     crate::runs::cancel(&api, id, false, reason(&form)).await?;
     Ok(back_to(Some(id)))
 }
 
 async fn cancel_step_form(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
     form: Result<Form<ActionForm>, FormRejection>,
 ) -> Result<Redirect, Error> {
     let (Path(id), Form(form)) = (id?, form?);
-    api.auth().check_form(&headers, &form.csrf)?;
+    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
     crate::runs::cancel(&api, id, true, reason(&form)).await?;
     Ok(back_to(form.back))
 }
 
 async fn retry_step_form(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
     form: Result<Form<ActionForm>, FormRejection>,
 ) -> Result<Redirect, Error> {
     let (Path(id), Form(form)) = (id?, form?);
-    api.auth().check_form(&headers, &form.csrf)?;
+    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
     crate::runs::retry(&api, id).await?;
     Ok(back_to(form.back))
 }
@@ -291,11 +314,11 @@ pub struct BulkForm {
 
 async fn bulk_form(
     State(api): State<Api>,
-    headers: HeaderMap,
+    credentials: Credentials,
     form: Result<Form<BulkForm>, FormRejection>,
 ) -> Result<Response, Error> {
     let Form(form) = form?;
-    api.auth().check_form(&headers, &form.csrf)?;
+    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
     let query = ConsoleQuery { status: form.status.clone(), name: form.name.clone(), ..ConsoleQuery::default() };
     let filter = query.list()?.filter();
     let action = match form.action.as_str() {

@@ -1,5 +1,5 @@
 //! The console's markup. Every page reads without JavaScript; the inline script only keeps a
-//! page live (SSE) and asks before a destructive form is sent.
+//! page live (SSE, [`Updates::Live`] only) and asks before a destructive form is sent.
 
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
@@ -8,6 +8,7 @@ use rara_store::read::{RunView, StepView};
 use uuid::Uuid;
 
 use super::{BulkForm, ConsoleQuery, dag, status_colour, timeline};
+use crate::Updates;
 use crate::runs::RunPage;
 
 const STYLE: &str = r#"
@@ -25,6 +26,22 @@ form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
 
 /// Forms that change state ask first (the page works without it: the server still checks).
 const CONFIRM: &str = r#"document.addEventListener('submit',e=>{const m=e.target.dataset.confirm;if(m&&!confirm(m))e.preventDefault();});"#;
+
+/// Said on a page that does not update itself ([`Updates::Static`]).
+const RELOAD: &str = "This page does not update itself here: reload it to see changes.";
+
+/// The page's live script, when pages are live.
+fn live_script(updates: Updates, script: String) -> Option<String> {
+    (updates == Updates::Live).then_some(script)
+}
+
+/// What a page without forms says: how to get them.
+fn read_only(updates: Updates) -> &'static str {
+    match updates {
+        Updates::Live => "Read-only: open the URL `rara ui` printed to act on runs.",
+        Updates::Static => "Read-only: only the API's operators act on runs.",
+    }
+}
 
 fn layout(title: &str, body: Markup, script: Option<String>) -> Markup {
     html! {
@@ -55,7 +72,7 @@ fn time(t: DateTime<Utc>) -> String {
 }
 
 /// The runs list, live.
-pub fn runs(query: &ConsoleQuery, page: &RunPage, csrf: Option<&str>) -> Markup {
+pub fn runs(query: &ConsoleQuery, page: &RunPage, csrf: Option<&str>, updates: Updates) -> Markup {
     let status = query.status.clone().unwrap_or_default();
     let name = query.name.clone().unwrap_or_default();
     let body = html! {
@@ -87,13 +104,14 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, csrf: Option<&str>) -> Markup 
                 }
             }
         } @else {
-            p.muted { "Read-only: open the URL `rara ui` printed to act on runs." }
+            p.muted { (read_only(updates)) }
         }
+        @if updates == Updates::Static { p.muted #static-page { (RELOAD) } }
     };
     let script = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
 es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
 if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
-    layout("Runs", body, Some(script.to_owned()))
+    layout("Runs", body, live_script(updates, script.to_owned()))
 }
 
 /// The table of the runs list (what `/fragments/runs` answers when a run changes).
@@ -122,9 +140,10 @@ pub fn runs_table(query: &ConsoleQuery, page: &RunPage) -> Markup {
 }
 
 /// A run page around its live part.
-pub fn run(id: Uuid, status: RunStatus, live: String, session: bool) -> Markup {
+pub fn run(id: Uuid, status: RunStatus, live: String, session: bool, updates: Updates) -> Markup {
     let body = html! {
-        @if !session { p.muted { "Read-only: open the URL `rara ui` printed to act on this run." } }
+        @if !session { p.muted { (read_only(updates)) } }
+        @if updates == Updates::Static { p.muted #static-page { (RELOAD) } }
         div #live { (PreEscaped(live)) }
     };
     let script = format!(
@@ -132,7 +151,7 @@ pub fn run(id: Uuid, status: RunStatus, live: String, session: bool) -> Markup {
 es.addEventListener('update',e=>{{const open=[...document.querySelectorAll('details[open]')].map(d=>d.id);
 document.getElementById('live').innerHTML=e.data;open.forEach(i=>{{const d=document.getElementById(i);if(d)d.open=true;}});}});}})();"#
     );
-    layout(&format!("Run {id} ({status})"), body, Some(script))
+    layout(&format!("Run {id} ({status})"), body, live_script(updates, script))
 }
 
 /// The live part of a run page: header, actions, DAG, timeline, steps.
