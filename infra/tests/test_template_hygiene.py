@@ -18,14 +18,12 @@ DEPLOY_MD = tc.ROOT / "docs" / "src" / "operating" / "deploy.md"
 # Where data lives: the DLQ holds the only copy of each poison message, the log groups the
 # only record of what ran. (The step queue holds copies of Postgres rows: not listed.)
 RETAINED = ("DeadLetterQueue", "SchedulerLogGroup", "ExecutorLogGroup")
-# Log groups in sections other changes own; every other log group must be retained too.
-LOG_GROUPS_ELSEWHERE = {"ApiLogGroup"}
 QUEUES = (tc.QUEUE, tc.DLQ)
 
 
 def check_retained(r: Resolved) -> list[str]:
     problems = []
-    must = set(RETAINED) | (set(r.of_type("AWS::Logs::LogGroup")) - LOG_GROUPS_ELSEWHERE)
+    must = set(RETAINED) | set(r.of_type("AWS::Logs::LogGroup"))
     for name in sorted(must):
         res = r.resources.get(name)
         if res is None:
