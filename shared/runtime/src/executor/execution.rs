@@ -15,6 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use opentelemetry::context::FutureExt as _;
 use rara_domain::StepError;
 use rara_domain::executor::{Detach, ExecutionContext, StopReason};
 use rara_domain::registry::Registry;
@@ -97,9 +98,12 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         env.cancels.subscribe(),
     )));
     // In the step's span: the executor's lines carry its ids, its spans (the gRPC call) are
-    // children of the execution.
+    // children of the execution; in its OpenTelemetry context (the attempt's, set by the
+    // batch), which a remote executor's call propagates when rara does not export.
     let task = AbortOnDropHandle::new(tokio::spawn(
-        async move { executor.execute(ctx, input).await }.instrument(tracing::Span::current()),
+        async move { executor.execute(ctx, input).await }
+            .instrument(tracing::Span::current())
+            .with_context(opentelemetry::Context::current()),
     ));
     Running { task, detach, lost, stop_reason, redactor }.finish(env, step, &timing).await
 }
