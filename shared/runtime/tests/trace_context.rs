@@ -2,8 +2,9 @@
 //! reaches every participant (issue 51; W3C Trace Context: a participant propagates the
 //! context it does not record): the SQS message carries the run's `traceparent`, and every
 //! attempt's `ExecuteRequest.trace_context` is in the run's trace, with the run's sampled flag
-//! and the attempt's span id. The executor is a `rara.v1` server written from the proto alone,
-//! on 127.0.0.1:0; the scheduler and executor runners run on Postgres and LocalStack's SQS.
+//! and the attempt's span id. The executors are a `rara.v1` server written from the proto alone,
+//! on 127.0.0.1:0, and the real Python executor exporting its own spans to an OTLP receiver; the
+//! scheduler and executor runners run on Postgres and LocalStack's SQS.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -143,5 +144,53 @@ async fn with_tracing_off_every_attempt_reaches_the_executor_in_its_runs_trace(p
                 "attempt {attempt}: the run's trace, the attempt's span, the run's flag"
             );
         }
+    }
+}
+
+/// The issue's outsider with the real Python executor: rara exports nothing, Python exports its
+/// spans to an OTLP receiver, and each attempt's server span is in the run's trace, under the
+/// attempt's span id (before, each attempt started a trace of its own).
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_tracing_off_the_python_executors_spans_are_in_the_runs_trace(pool: PgPool) {
+    assert!(!telemetry::enabled(), "this test binary exports nothing");
+    let receiver = rara_testkit::otlp::OtlpReceiver::start().await;
+    let python = rara_testkit::python::PythonServer::start_with_env(
+        0,
+        &[
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.http_traces_url()),
+            ("OTEL_SERVICE_NAME", "outsider"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let (store, _queues, stack) = Stack::fresh(pool, &[("RARA_REMOTE_EXECUTORS", python.url())]).await;
+    let workflow = r#"{"name": "python", "steps": [
+        {"name": "stats", "operation": "text.stats", "input": {"text": "one two\nthree"}},
+        {"name": "split", "operation": "dataset.split", "depends_on": ["stats"],
+         "input": {"rows": [{"id": 1}, {"id": 2}], "ratios": {"a": 0.5, "b": 0.5}, "seed": 7}}
+    ]}"#;
+    let run_id = submit(&store, &stack.settings, workflow).await;
+    let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "succeeded");
+    let run = telemetry::parse_traceparent(&store.run_trace(run_id).await.unwrap().unwrap()).unwrap();
+    let steps = store.run(run_id).await.unwrap().steps;
+    let server_span_of = |step_id: String| {
+        move |s: &rara_testkit::otlp::ReceivedSpan| {
+            s.service == "outsider" && s.kind == 2 && s.attribute("rara.step_id") == Some(&*step_id)
+        }
+    };
+    let spans = receiver
+        .wait_for(LIMIT, |spans| steps.iter().all(|step| spans.iter().any(server_span_of(step.id.to_string()))))
+        .await
+        .unwrap_or_else(|| panic!("Python's server spans did not arrive: {:#?}\n{}", receiver.spans(), python.log()));
+    for step in &steps {
+        let server: Vec<_> = spans.iter().filter(|s| server_span_of(step.id.to_string())(s)).collect();
+        let [server] = server.as_slice() else { panic!("one server span for {}: {server:#?}", step.name) };
+        let attempt = telemetry::attempt_span_id(step.id, 1).to_string();
+        assert_eq!(
+            (server.trace_id.as_str(), server.parent_span_id.as_str()),
+            (run.trace_id().to_string().as_str(), attempt.as_str()),
+            "{}: Python continues the run's trace under the attempt",
+            step.name
+        );
     }
 }
