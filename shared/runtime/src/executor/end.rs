@@ -11,7 +11,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 use rara_domain::StepError;
 use rara_domain::executor::{Detach, Resume};
@@ -150,12 +150,14 @@ pub(super) fn decide(returned: Option<Joined>, timing: &Timing, facts: &Facts) -
 }
 
 /// What the executor's task returned, if it has, without waiting: a task that finished at
-/// the same instant as a timer is seen whichever of them woke the execution.
-pub(super) fn returned_now(task: &mut AbortOnDropHandle<Result<serde_json::Value, StepError>>) -> Option<Joined> {
-    match Pin::new(task).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(joined) => Some(joined),
-        Poll::Pending => None,
-    }
+/// the same instant as a timer is seen whichever of them woke the execution. Polled outside
+/// tokio's cooperative budget, which once spent makes a finished task look pending.
+pub(super) async fn returned_now(task: &mut AbortOnDropHandle<Result<serde_json::Value, StepError>>) -> Option<Joined> {
+    let once = std::future::poll_fn(|cx| match Pin::new(&mut *task).poll(cx) {
+        Poll::Ready(joined) => Poll::Ready(Some(joined)),
+        Poll::Pending => Poll::Ready(None),
+    });
+    tokio::task::unconstrained(once).await
 }
 
 /// Why an execution that reached its end without an outcome stops, and its failure: the

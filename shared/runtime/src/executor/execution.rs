@@ -135,7 +135,10 @@ impl Running {
             () = self.lost.cancelled() => None,
             () = env.interrupt.cancelled() => None,
         };
-        let returned = returned.or_else(|| end::returned_now(&mut self.task));
+        let returned = match returned {
+            Some(joined) => Some(joined),
+            None => end::returned_now(&mut self.task).await,
+        };
         let running = returned.is_none();
         let facts = end::Facts {
             now: Instant::now(),
