@@ -15,7 +15,9 @@ pub async fn after_interrupt<T>(interrupt: &CancellationToken, call: impl Future
         interrupt.cancelled().await;
         tokio::time::sleep(LAST_CALL_BOUND).await;
     };
+    // A call that finished is kept even when the bound passes with it.
     tokio::select! {
+        biased;
         out = call => Some(out),
         _ = cut => None,
     }

@@ -322,11 +322,62 @@ fn with_timeout<T>(message: T, timeout: Duration) -> tonic::Request<T> {
     request
 }
 
-/// The W3C trace context of `span` (`traceparent`, `tracestate`) for a request's
-/// `trace_context`: empty when telemetry is off.
+/// The W3C trace context of an attempt's call for its request's `trace_context`: the call
+/// span's, through the global propagator, when rara exports (the span is recorded); else a
+/// `traceparent` of the context the call runs in ([`opentelemetry::Context::current`]: the
+/// runtime runs each attempt in its own, in the run's trace with the run's sampled flag), so
+/// an executor that exports its spans continues the run's trace whether or not rara does
+/// (W3C Trace Context: a participant propagates the context it does not record). Empty only
+/// for an attempt that runs in no trace.
 fn trace_context(span: &tracing::Span) -> HashMap<String, String> {
+    use opentelemetry::trace::TraceContextExt;
     let mut carrier = HashMap::new();
     let context = tracing_opentelemetry::OpenTelemetrySpanExt::context(span);
     opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&context, &mut carrier));
+    if !carrier.contains_key(TRACEPARENT) {
+        let current = opentelemetry::Context::current();
+        let recorded = context.span().span_context().clone();
+        let parent = if recorded.is_valid() { recorded } else { current.span().span_context().clone() };
+        if parent.is_valid() {
+            carrier.insert(TRACEPARENT.to_owned(), traceparent(&parent));
+        }
+    }
     carrier
+}
+
+/// The W3C header that carries a trace context.
+const TRACEPARENT: &str = "traceparent";
+
+/// `context` as a W3C `traceparent` (version 00).
+fn traceparent(context: &opentelemetry::trace::SpanContext) -> String {
+    format!("00-{}-{}-{:02x}", context.trace_id(), context.span_id(), context.trace_flags().to_u8())
+}
+
+#[cfg(test)]
+mod trace_tests {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+
+    use super::*;
+
+    fn context(flags: TraceFlags) -> SpanContext {
+        let trace_id = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap_or(TraceId::INVALID);
+        let span_id = SpanId::from_hex("00f067aa0ba902b7").unwrap_or(SpanId::INVALID);
+        SpanContext::new(trace_id, span_id, flags, true, TraceState::default())
+    }
+
+    #[test]
+    fn without_a_recorded_span_the_context_the_call_runs_in_is_propagated() {
+        for (flags, text) in [(TraceFlags::SAMPLED, "01"), (TraceFlags::default(), "00")] {
+            let cx = opentelemetry::Context::new().with_remote_span_context(context(flags));
+            let _attached = cx.attach();
+            let carrier = trace_context(&tracing::Span::none());
+            let expected = format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-{text}");
+            assert_eq!(carrier.get(TRACEPARENT), Some(&expected), "{carrier:?}");
+        }
+    }
+
+    #[test]
+    fn outside_any_trace_nothing_is_propagated() {
+        assert!(trace_context(&tracing::Span::none()).is_empty());
+    }
 }

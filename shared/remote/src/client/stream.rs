@@ -99,9 +99,12 @@ impl RemoteExecutor {
         cancel_sent: &AtomicBool,
     ) -> Result<Result<Option<pb::ExecuteResponse>, Status>, Interrupted> {
         if self.detachable {
+            // Park first: a stream that always has an event ready still lets go at the next
+            // boundary, and an event left unread is read again at re-attach (`after_sequence`).
             tokio::select! {
-                next = self.next_or_idle(ctx, events, seen, cancel_sent) => next,
+                biased;
                 () = ctx.detach.park.cancelled() => Err(Interrupted::Parked),
+                next = self.next_or_idle(ctx, events, seen, cancel_sent) => next,
             }
         } else {
             self.next_or_idle(ctx, events, seen, cancel_sent).await

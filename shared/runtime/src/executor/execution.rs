@@ -15,38 +15,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use opentelemetry::context::FutureExt as _;
 use rara_domain::StepError;
-use rara_domain::executor::{Detach, ExecutionContext, Resume, StopReason};
+use rara_domain::executor::{Detach, ExecutionContext, StopReason};
 use rara_domain::registry::Registry;
 use rara_domain::step_error::codes;
 use rara_queue::Queue;
 use rara_store::claim::ClaimedStep;
-use rara_store::map::Expansion;
 use rara_store::{Holder, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
+use crate::executor::end::{self, Decision, Timing};
 use crate::executor::reporter::{Loss, StoreReporter};
-use crate::executor::returned;
 use crate::secrets::{self, RedactingReporter, SecretResolver};
 
-/// How an execution ended, before its outcome is recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Execution {
-    Succeeded(serde_json::Value),
-    Failed(StepError),
-    /// The lease was lost (cancelled, reaped or taken over): write nothing more.
-    LeaseLost,
-    /// The runner is stopping and its grace is over: give the step back (fenced).
-    Interrupted,
-    /// The invocation ends (or the runner stops) while a detachable remote attempt runs: it
-    /// goes on detached, here; park the step (fenced) so its message comes back to re-attach.
-    Parked(Resume),
-    /// A map step's first claim: create its children (fenced); it waits on them.
-    Expanded(Expansion),
-}
+pub use crate::executor::end::Execution;
 
 /// What an execution needs besides the step.
 #[derive(Clone)]
@@ -88,7 +74,7 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         Ok(executor) => executor,
         Err(error) => return Execution::Failed(error),
     };
-    let timing = Timing::new(env, step, executor.detachable(), deadline);
+    let timing = Timing::new(env.attach_window, step, executor.detachable(), deadline);
     let secrets::Resolved { input, redactor } = match resolve_secrets(env, step, timing.run_until).await {
         Ok(resolved) => resolved,
         Err(error) => return Execution::Failed(error),
@@ -112,72 +98,92 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
         env.cancels.subscribe(),
     )));
     // In the step's span: the executor's lines carry its ids, its spans (the gRPC call) are
-    // children of the execution.
-    let mut task = AbortOnDropHandle::new(tokio::spawn(
-        async move { executor.execute(ctx, input).await }.instrument(tracing::Span::current()),
+    // children of the execution; in its OpenTelemetry context (the attempt's, set by the
+    // batch), which a remote executor's call propagates when rara does not export.
+    let task = AbortOnDropHandle::new(tokio::spawn(
+        async move { executor.execute(ctx, input).await }
+            .instrument(tracing::Span::current())
+            .with_context(opentelemetry::Context::current()),
     ));
-    let park_time = async {
-        match timing.park_at {
-            Some(at) => tokio::time::sleep_until(at).await,
-            None => std::future::pending().await,
-        }
-    };
+    Running { task, detach, lost, stop_reason, redactor }.finish(env, step, &timing).await
+}
 
-    tokio::select! {
-        joined = &mut task => finished(joined, &detach, &lost, &redactor, &env.returns),
-        _ = park_time => park(&mut task, &detach, &redactor, &env.returns).await,
-        _ = tokio::time::sleep_until(timing.run_until) => {
-            let (message, error) = past_deadline(step, timing.cut_by_invocation);
-            stop_reason.set(message);
-            lost.cancel();
-            // A short moment for a remote executor's client to send `Cancel`: the margin
-            // after the deadline is for recording the outcome.
-            if tokio::time::timeout(DEADLINE_STOP_GRACE, &mut task).await.is_err() {
-                task.abort();
+/// An executor's task while it runs, and what stops it.
+struct Running {
+    task: AbortOnDropHandle<Result<serde_json::Value, StepError>>,
+    detach: Detach,
+    lost: CancellationToken,
+    stop_reason: StopReason,
+    redactor: secrets::Redactor,
+}
+
+impl Running {
+    /// Waits for the first thing that happens (the executor returns, the park time, the end,
+    /// a lost lease, the runner's interrupt); what it is, is decided from the facts
+    /// ([`end::decide`]), never from which branch was polled first.
+    async fn finish(mut self, env: &Environment, step: &ClaimedStep, timing: &Timing) -> Execution {
+        let park_time = async {
+            match timing.park_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
             }
-            Execution::Failed(error)
-        }
-        _ = lost.cancelled() => {
-            stop(&mut task).await;
-            Execution::LeaseLost
-        }
-        _ = env.interrupt.cancelled() => {
-            if timing.park_at.is_some() && detach.resume_point().is_some() {
+        };
+        let returned = tokio::select! {
+            joined = &mut self.task => Some(joined),
+            () = park_time => None,
+            () = tokio::time::sleep_until(timing.run_until) => None,
+            () = self.lost.cancelled() => None,
+            () = env.interrupt.cancelled() => None,
+        };
+        let returned = match returned {
+            Some(joined) => Some(joined),
+            None => end::returned_now(&mut self.task).await,
+        };
+        let running = returned.is_none();
+        let facts = end::Facts {
+            now: Instant::now(),
+            lost: self.lost.is_cancelled(),
+            interrupted: env.interrupt.is_cancelled(),
+            let_go: self.detach.was_let_go(),
+        };
+        match end::decide(returned, timing, &facts) {
+            Decision::Output(output) => end::succeeded(output, &self.redactor, &env.returns),
+            Decision::Failed(error) => Execution::Failed(self.redactor.error(error)),
+            Decision::StillDetached => end::parked(&self.detach),
+            Decision::LeaseLost => {
+                if running {
+                    stop(&mut self.task).await;
+                }
+                Execution::LeaseLost
+            }
+            Decision::End => {
+                let (message, error) = end::past_deadline(step, timing.cut_by_invocation);
+                self.stop_reason.set(message);
+                self.lost.cancel();
+                // A short moment for a remote executor's client to send `Cancel`: the margin
+                // after the deadline is for recording the outcome.
+                if running && tokio::time::timeout(end::DEADLINE_STOP_GRACE, &mut self.task).await.is_err() {
+                    self.task.abort();
+                }
+                Execution::Failed(error)
+            }
+            Decision::Park => self.park(env).await,
+            Decision::Interrupt if timing.park_at.is_some() && self.detach.resume_point().is_some() => {
                 tracing::info!("the runner is stopping and its grace is over; parking the detachable attempt");
-                park(&mut task, &detach, &redactor, &env.returns).await
-            } else {
+                self.park(env).await
+            }
+            Decision::Interrupt => {
                 tracing::warn!("the runner is stopping and its grace is over; giving the step back");
-                stop_reason.set("the executor is shutting down; the step will run again on another executor");
-                lost.cancel();
-                stop(&mut task).await;
+                self.stop_reason.set("the executor is shutting down; the step will run again on another executor");
+                self.lost.cancel();
+                stop(&mut self.task).await;
                 Execution::Interrupted
             }
         }
     }
-}
 
-/// When an execution ends, or is parked.
-#[derive(Debug, Clone, Copy)]
-struct Timing {
-    /// The end of the execution: the step's own deadline for a detachable attempt (parked
-    /// before it), else the sooner of that and the invocation's.
-    run_until: Instant,
-    /// When a detachable attempt is parked (`None`: not detachable, or it ends before).
-    park_at: Option<Instant>,
-    /// Whether the invocation's end, not the step's timeout, cuts the execution.
-    cut_by_invocation: bool,
-}
-
-impl Timing {
-    fn new(env: &Environment, step: &ClaimedStep, detachable: bool, deadline: Instant) -> Self {
-        let step_deadline = step_deadline(step);
-        // A detachable attempt runs to the step's own deadline and is parked at the
-        // invocation's end, or when the attach window closes (Lambda time is paid only while
-        // attached); any other execution ends with the invocation.
-        let park_point = env.attach_window.map_or(deadline, |window| deadline.min(Instant::now() + window));
-        let park_at = (detachable && step_deadline > park_point).then_some(park_point);
-        let run_until = if park_at.is_some() { step_deadline } else { deadline.min(step_deadline) };
-        Timing { run_until, park_at, cut_by_invocation: park_at.is_none() && step_deadline > deadline }
+    async fn park(&mut self, env: &Environment) -> Execution {
+        end::park(&mut self.task, &self.detach, &self.redactor, &env.returns).await
     }
 }
 
@@ -199,93 +205,6 @@ async fn resolve_secrets(
         Err(_) => Err(StepError::retryable(
             codes::SECRET_UNAVAILABLE,
             "the step's secrets could not be resolved before its deadline",
-        )),
-    }
-}
-
-/// The execution of an executor that returned (or whose task ended abnormally).
-fn finished(
-    joined: Result<Result<serde_json::Value, StepError>, tokio::task::JoinError>,
-    detach: &Detach,
-    lost: &CancellationToken,
-    redactor: &secrets::Redactor,
-    limits: &rara_remote::Limits,
-) -> Execution {
-    match joined {
-        Ok(Ok(output)) => succeeded(output, redactor, limits),
-        // It could not re-attach now (the endpoint did not answer): still detached.
-        Ok(Err(_)) if detach.was_let_go() => parked(detach),
-        Ok(Err(error)) if lost.is_cancelled() => {
-            tracing::info!(code = %redactor.text(&error.code), "execution stopped after its lease was lost");
-            Execution::LeaseLost
-        }
-        Ok(Err(error)) => Execution::Failed(redactor.error(error)),
-        Err(join) => Execution::Failed(StepError::retryable(
-            codes::EXECUTOR_PANICKED,
-            if join.is_panic() { "the executor panicked" } else { "the executor task was aborted" },
-        )),
-    }
-}
-
-/// A success, unless the output is beyond its bound ([`returned::bounded`]).
-fn succeeded(output: serde_json::Value, redactor: &secrets::Redactor, limits: &rara_remote::Limits) -> Execution {
-    returned::bounded(output, redactor, limits).map_or_else(Execution::Failed, Execution::Succeeded)
-}
-
-/// Why an execution that reached its end without an outcome stops, and its failure: the
-/// invocation's end cut a step whose timeout does not fit one (for good), or the step ran
-/// past its deadline (retryable).
-fn past_deadline(step: &ClaimedStep, cut_by_invocation: bool) -> (String, StepError) {
-    if cut_by_invocation {
-        let message = format!(
-            "the step ran until its invocation's end, and its executor cannot detach: the step's timeout \
-             ({}) does not fit one invocation (RARA_FUNCTION_TIMEOUT_SECONDS less RARA_DEADLINE_MARGIN_MS)",
-            rara_domain::human::duration(step.timeout)
-        );
-        (message.clone(), StepError::permanent(codes::STEP_OUTLIVES_INVOCATION, message))
-    } else {
-        let message = format!(
-            "the step ran past its deadline ({} step timeout, or the invocation's end)",
-            rara_domain::human::duration(step.timeout)
-        );
-        (message.clone(), StepError::retryable(codes::DEADLINE_EXCEEDED, message))
-    }
-}
-
-/// When the step's attempt must end: its timeout from the attempt's start (the claim, or an
-/// earlier claim for a re-attached attempt; both on the database's clock).
-fn step_deadline(step: &ClaimedStep) -> Instant {
-    let elapsed = (step.attached_at - step.started_at).to_std().unwrap_or_default();
-    Instant::now() + step.timeout.saturating_sub(elapsed)
-}
-
-/// Tells a detachable executor to let go of its attempt and waits (bounded) until it has: the
-/// attempt goes on remotely. An outcome that arrived meanwhile is the execution's.
-async fn park(
-    task: &mut AbortOnDropHandle<Result<serde_json::Value, StepError>>,
-    detach: &Detach,
-    redactor: &secrets::Redactor,
-    limits: &rara_remote::Limits,
-) -> Execution {
-    detach.park.cancel();
-    match tokio::time::timeout(DEADLINE_STOP_GRACE, &mut *task).await {
-        Ok(Ok(Ok(output))) => return succeeded(output, redactor, limits),
-        Ok(Ok(Err(error))) if !detach.was_let_go() => return Execution::Failed(redactor.error(error)),
-        Ok(_) => {}
-        // Aborting drops the call, which a detachable attempt outlives.
-        Err(_) => task.abort(),
-    }
-    parked(detach)
-}
-
-/// The detached attempt's resume point, or a retryable failure if the attempt never started
-/// anywhere (nothing runs detached: a new attempt is the way on).
-fn parked(detach: &Detach) -> Execution {
-    match detach.resume_point() {
-        Some(resume) => Execution::Parked(resume),
-        None => Execution::Failed(StepError::retryable(
-            codes::EXECUTOR_UNAVAILABLE,
-            "the invocation ended before the remote attempt started",
         )),
     }
 }
@@ -338,8 +257,6 @@ async fn stop<T>(task: &mut AbortOnDropHandle<T>) {
 
 /// How long a cancelled executor may take to stop on its own.
 const STOP_GRACE: Duration = Duration::from_secs(2);
-/// The same at the deadline, where the margin left is for recording the outcome.
-const DEADLINE_STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// Extends the lease and the message's visibility together every `interval`, and at once when
 /// `cancels` names the step (an operator cancelled it). A heartbeat that finds the lease gone
@@ -359,9 +276,11 @@ async fn heartbeat(
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
     let mut listening = true;
     loop {
+        // A lost lease that came with a tick ends the heartbeat: no call for a lease gone.
         tokio::select! {
-            _ = ticker.tick() => {}
+            biased;
             _ = loss.lost.cancelled() => return,
+            _ = ticker.tick() => {}
             cancelled = cancels.recv(), if listening => match cancelled {
                 Ok(step_id) if step_id == holder.step_id => {
                     tracing::info!("the step was cancelled; checking the lease now");

@@ -11,6 +11,8 @@
 //!   verdict on a finished execution.
 //! - [`execution`]: one claimed step: routing, deadline, cancellation, heartbeats, panics,
 //!   and parking a detachable remote attempt at the invocation's end.
+//! - `end`: how an execution ends, decided in one place from the deadlines and the facts
+//!   (never from which `select!` branch woke first), and parking.
 //! - [`reporter`]: progress and artifacts written to Postgres, fenced and throttled, and the
 //!   [`Loss`](reporter::Loss) that tells an execution its lease is gone.
 //! - `returned`: an executor's output held to `RARA_MAX_OUTPUT_BYTES` before it is recorded.
@@ -19,6 +21,7 @@
 
 pub mod batch;
 pub mod cancel_watch;
+mod end;
 pub mod execution;
 pub mod fate;
 pub mod reporter;

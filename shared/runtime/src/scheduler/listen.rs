@@ -23,7 +23,10 @@ impl Scheduler {
             let mut listener: Option<DueListener> = None;
             let mut failing = false;
             loop {
+                // Stop first: a listener that always has a notification ready still stops.
                 tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => break,
                     result = next_notification(&store, &mut listener) => match result {
                         Ok(()) => {
                             failing = false;
@@ -41,7 +44,6 @@ impl Scheduler {
                             }
                         }
                     },
-                    _ = stop.cancelled() => break,
                 }
             }
             // Closing waits for its connection: a silent Postgres gets the last-call bound.

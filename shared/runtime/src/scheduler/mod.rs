@@ -185,6 +185,7 @@ impl Scheduler {
         // The maintenance call under way finishes (each is bounded like any Postgres call),
         // but not past the cut: then it is given up, like a pass.
         let maintained = tokio::select! {
+            biased;
             counters = &mut maintenance => counters.unwrap_or_default(),
             _ = cut.cancelled() => {
                 maintenance.abort();
@@ -234,10 +235,12 @@ impl Scheduler {
             }
             let wake =
                 end.map_or(now + self.settings.scheduler_poll, |end| end.min(now + self.settings.scheduler_poll));
+            // A stop that came with a wake-up stops: no pass after it.
             tokio::select! {
+                biased;
+                _ = stop.cancelled() => return Ok(total),
                 _ = tokio::time::sleep_until(wake) => {}
                 _ = woken.notified() => total.wakeups += 1,
-                _ = stop.cancelled() => return Ok(total),
             }
         }
     }

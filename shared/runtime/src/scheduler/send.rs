@@ -10,7 +10,10 @@ impl Scheduler {
     /// Sends `messages`; the ids of those not sent (all of them when the send failed or was
     /// given up at the cut), whose leases the caller releases.
     pub(super) async fn send(&self, messages: &[Outgoing], cut: &CancellationToken) -> Vec<String> {
+        // A send that finished is recorded even when the cut fires with it (docs: "Who
+        // decides an attempt's end").
         let sent = tokio::select! {
+            biased;
             sent = self.queue.send(messages) => Some(sent),
             _ = cut.cancelled() => None,
         };

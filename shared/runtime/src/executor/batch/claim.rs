@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use opentelemetry::context::FutureExt as _;
 use rara_queue::StepMessage;
 use rara_store::claim::{ClaimOutcome, ClaimRequest, ClaimedStep};
 use tokio::task::JoinSet;
@@ -99,6 +100,9 @@ impl BatchExecutor {
             tracing::info!(took_over = step.took_over, reattach = step.resume.is_some(), "claimed");
             execution::execute(&env, &step, &receipt_handle, deadline).await
         };
-        running.spawn(task.instrument(span)).id()
+        // The attempt's context goes with the task, exported or not (W3C Trace Context: a
+        // participant propagates what it does not record).
+        let context = trace.map_or_else(opentelemetry::Context::new, AttemptTrace::context);
+        running.spawn(task.instrument(span).with_context(context)).id()
     }
 }

@@ -76,6 +76,13 @@ impl AttemptTrace {
         span.emit();
     }
 
+    /// The attempt's OpenTelemetry context (the run's trace id and sampled flag, the attempt's
+    /// span id), which the execution runs in: a remote executor's call propagates it when no
+    /// span of rara's is recorded (telemetry off).
+    pub(super) fn context(&self) -> opentelemetry::Context {
+        opentelemetry::Context::new().with_remote_span_context(self.attempt.clone())
+    }
+
     /// Makes the attempt the parent of the step's execution span (so its log lines carry the
     /// run's trace id and, when exported, the span's id; the gRPC call continues the trace).
     pub(super) fn adopt(&self, span: &tracing::Span) {
