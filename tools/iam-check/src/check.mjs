@@ -1,15 +1,16 @@
 // Evaluates recorded AWS calls against the identity policies the template gives each role,
-// with a real IAM simulator (@cloud-copilot/iam-simulate: identity policies, resource ARNs,
-// conditions; actions validated against iam-data).
+// with a real IAM simulator (@cloud-copilot/iam-simulate: identity policies, the template's
+// queue policies as resource policies, resource ARNs, conditions; actions validated against
+// iam-data). Calls are made over TLS (aws:SecureTransport true), in the template's account.
 //
 // A call is a JSON line: {"role", "action", "resource", "site", "template"?}. `resource` is a
 // literal ARN, GetAtt:Id.Attr, Ref:Name or Sub:text of the template. The roles `harness`
 // (the tests' own setup) and `local` (rara dev's LocalStack stack) are counted, not
 // evaluated; `unattributed` fails.
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, resolve as resolvePath } from 'node:path'
 import { runSimulation } from '@cloud-copilot/iam-simulate'
-import { ACCOUNT, identityPolicies, loadTemplate, resourceArn } from './render.mjs'
+import { ACCOUNT, identityPolicies, loadTemplate, resourceArn, resourcePolicy } from './render.mjs'
 
 export const NOT_EVALUATED = new Set(['harness', 'local'])
 
@@ -17,6 +18,7 @@ export const NOT_EVALUATED = new Set(['harness', 'local'])
 export function readCalls(paths) {
   const calls = []
   for (const path of paths) {
+    if (!existsSync(path)) continue // a suite that made no AWS call leaves no directory
     const files = statSync(path).isDirectory()
       ? readdirSync(path).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(path, f))
       : [path]
@@ -66,14 +68,16 @@ async function decide(group, templates, root) {
     const template = templates.get(group.template)
     const arn = resourceArn(template, group.resource)
     const policies = identityPolicies(template, group.role)
+    const principal = `arn:aws:iam::${ACCOUNT}:role/${group.role}`
     const simulation = {
       request: {
-        principal: `arn:aws:iam::${ACCOUNT}:role/${group.role}`,
+        principal,
         action: group.action,
         resource: { resource: arn, accountId: ACCOUNT },
-        contextVariables: { 'aws:SecureTransport': 'true' },
+        contextVariables: { 'aws:SecureTransport': 'true', 'aws:PrincipalArn': principal, 'aws:PrincipalAccount': ACCOUNT },
       },
       identityPolicies: policies,
+      resourcePolicy: resourcePolicy(template, arn) ?? undefined,
       serviceControlPolicies: [],
       resourceControlPolicies: [],
     }

@@ -226,3 +226,18 @@ export function resourceArn(template, spec, parameters = {}) {
   if (spec.startsWith('Sub:')) return r.resolve({ 'Fn::Sub': spec.slice('Sub:'.length) })
   return spec
 }
+
+/**
+ * The resource policy the template puts on `arn`, if any: an AWS::SQS::QueuePolicy listing
+ * the queue (say, a deny without aws:SecureTransport), or null.
+ */
+export function resourcePolicy(template, arn, parameters = {}) {
+  const r = resolver(template, parameters)
+  for (const [id, resource] of Object.entries(r.resources)) {
+    if (resource.Type !== 'AWS::SQS::QueuePolicy' || !r.exists(id)) continue
+    const props = r.resolve(resource.Properties ?? {})
+    const arns = (props.Queues ?? []).map((url) => `arn:aws:sqs:${REGION}:${ACCOUNT}:${String(url).split('/').pop()}`)
+    if (arns.includes(arn)) return props.PolicyDocument
+  }
+  return null
+}

@@ -88,3 +88,33 @@ test('the operator may redrive the DLQ but not consume the step queue', async ()
   assert.equal(decision('sqs:SendMessage', 'GetAtt:StepQueue.Arn'), 'Allowed')
   assert.equal(decision('sqs:DeleteMessage', 'GetAtt:StepQueue.Arn'), 'ImplicitlyDenied')
 })
+
+test("a queue policy of the template is the resource's policy: its deny wins", async () => {
+  const { parseTemplate } = await import('../src/render.mjs')
+  const { readFileSync, writeFileSync, mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const text = readFileSync(join(root, 'infra/template.yaml'), 'utf8').replace(
+    '\n  DeadLetterQueue:\n',
+    `
+  StepQueuePolicy:
+    Type: AWS::SQS::QueuePolicy
+    Properties:
+      Queues: [!Ref StepQueue]
+      PolicyDocument:
+        Version: "2012-10-17"
+        Statement:
+          - Effect: Deny
+            Principal: "*"
+            Action: sqs:SendMessage
+            Resource: !GetAtt StepQueue.Arn
+            Condition: { ArnLike: { "aws:PrincipalArn": "arn:aws:iam::*:role/ExecutorRole" } }
+
+  DeadLetterQueue:
+`,
+  )
+  assert.ok(parseTemplate(text).Resources.StepQueuePolicy)
+  const dir = mkdtempSync(join(tmpdir(), 'iam-check-'))
+  writeFileSync(join(dir, 'template.yaml'), text)
+  const results = await evaluate(readCalls([PACKED]), { root, template: join(dir, 'template.yaml') })
+  assert.deepEqual(failures(results).map((r) => [r.role, r.action, r.decision]), [['ExecutorRole', 'sqs:SendMessage', 'ExplicitlyDenied']])
+})
