@@ -75,7 +75,6 @@ SQS_GRANTS = {
         (DLQ, "sqs:ReceiveMessage"),
         (DLQ, "sqs:DeleteMessage"),
         (DLQ, "sqs:ChangeMessageVisibility"),
-        (DLQ, "sqs:GetQueueAttributes"),
         (QUEUE, "sqs:SendMessage"),
     },
 }

@@ -13,7 +13,7 @@
 //! | field | from |
 //! |---|---|
 //! | `action` | the request's `X-Amz-Target` (JSON protocols), a batch operation as the action IAM authorises it as |
-//! | `resource` | the body's `QueueUrl` / `SecretId`, as the template resource it stands for ([`stands_for`], [`queue_resource`]) |
+//! | `resource` | the body's `QueueUrl` / `SecretId`, as the template resource it stands for ([`stands_for`], else [`queue_resource`]) |
 //! | `role`, `site` | the innermost rara frame of the call's backtrace that is not plumbing ([`attribute`]) |
 //!
 //! A call whose frames name no function is recorded with the role `unattributed` (the check
@@ -108,8 +108,9 @@ impl CallLog {
     }
 }
 
-/// Declares that the secret `id` (an ARN or a name) stands for `resource` of the template
-/// (`Ref:DatabaseSecretArn`, `Ref:ConsoleKeySecret`, ...). A no-op unless the log is on.
+/// Declares that the secret `id` (an ARN or a name) or the queue URL `id` stands for
+/// `resource` of the template (`Ref:DatabaseSecretArn`, `Ref:ConsoleKeySecret`,
+/// `GetAtt:StepQueue.Arn`, ...). A no-op unless the log is on.
 pub fn stands_for(id: &str, resource: &str) {
     if let Some(sink) = sink() {
         lock(&sink.names).insert(id.to_owned(), Named::Exact(resource.to_owned()));
@@ -179,6 +180,9 @@ fn action(target: &str) -> (String, String) {
 fn resource(sink: &Sink, action: &str, body: &serde_json::Value) -> String {
     let field = |k: &str| body.get(k).and_then(serde_json::Value::as_str);
     if let Some(url) = field("QueueUrl") {
+        if let Some(Named::Exact(resource)) = lock(&sink.names).get(url) {
+            return resource.clone();
+        }
         return queue_resource(url);
     }
     if let Some(name) = field("QueueName") {
