@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite against real parts: Postgres (the machine's), LocalStack's
-# SQS (started here if nothing answers, stopped again afterwards), the Python executor.
+# SQS (started here if nothing answers, stopped again afterwards), the Python executor; then
+# the IAM check of every AWS call the suites made (scripts/check-iam.sh).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -14,7 +15,17 @@ scripts/python-env.sh >/dev/null
 # Chromium and chromedriver for the console's browser test (installed once).
 scripts/browser-env.sh
 
+# Every AWS call the Rust suites make is recorded, then evaluated against the IAM policy
+# infra/template.yaml gives its caller's role (LocalStack enforces no IAM; see
+# docs/src/development.md, "The IAM check").
+CALLS="$(target_dir)/aws-calls"
+rm -rf "$CALLS"
+scripts/check-iam.sh install
+
 echo "== Rust tests"
-cargo test --workspace --all-targets
+RARA_AWS_CALL_LOG="$CALLS" cargo test --workspace --all-targets
+echo "== IAM check"
+scripts/check-iam.sh test >/dev/null
+scripts/check-iam.sh "$CALLS"
 echo "== Python tests"
 scripts/test-python.sh

@@ -67,7 +67,15 @@ SQS_GRANTS = {
         (QUEUE, "sqs:DeleteMessage"),
         (QUEUE, "sqs:ChangeMessageVisibility"),
         (QUEUE, "sqs:GetQueueAttributes"),
+        (QUEUE, "sqs:SendMessage"),  # a packed step moves into a message of its own
         (DLQ, "sqs:SendMessage"),
+    },
+    # `rara dlq list|purge|redrive` (an operator's managed policy, attached by the deployer).
+    "OperatorPolicy": {
+        (DLQ, "sqs:ReceiveMessage"),
+        (DLQ, "sqs:DeleteMessage"),
+        (DLQ, "sqs:ChangeMessageVisibility"),
+        (QUEUE, "sqs:SendMessage"),
     },
 }
 FUNCTION_ROLES = {SCHEDULER: "SchedulerRole", EXECUTOR: "ExecutorRole"}

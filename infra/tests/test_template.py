@@ -274,6 +274,16 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
         lambda t: _statement(t, "ExecutorRole", "ConsumeSteps")["Action"].remove("sqs:ChangeMessageVisibility"),
         "ExecutorRole: SQS grants differ (missing [('StepQueue', 'sqs:ChangeMessageVisibility')]",
     ),
+    "executor cannot move a packed step into a message of its own (the d8e1b54 role)": (
+        lambda t: _statement(t, "ExecutorRole", "MoveSteps").update(Resource={"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}),
+        "ExecutorRole: SQS grants differ (missing [('StepQueue', 'sqs:SendMessage')], extra [])",
+    ),
+    "operator may purge the step queue": (
+        lambda t: t["Resources"]["OperatorPolicy"]["Properties"]["PolicyDocument"]["Statement"][0].update(
+            Resource={"Fn::GetAtt": ["StepQueue", "Arn"]}
+        ),
+        "OperatorPolicy: SQS grants differ",
+    ),
     "wildcard in a SAM Policies statement": (
         lambda t: _fn_props(t, tc.EXECUTOR).update(
             Policies=[{"Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"}]}]

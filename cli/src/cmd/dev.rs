@@ -25,7 +25,7 @@ pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
     let lookup = |k: &str| std::env::var(k).ok();
     let core = rara_domain::config::Config::from_lookup("dev", lookup)?;
     super::migrate::migrate_quietly(&core).await?;
-    let client = rara_queue::sqs::SqsQueue::client_from_env().await;
+    let client = rara_platform::aws::sqs_client_from_env().await;
     let pair =
         rara_queue::sqs::create_queue_pair(&client, &args.queue_name, core.visibility_timeout, core.max_receive_count)
             .await?;

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rara_queue::sqs::{SqsQueue, create_queue_pair};
+use rara_queue::sqs::create_queue_pair;
 
 use crate::Failure;
 
@@ -28,7 +28,7 @@ enum QueueCommand {
 pub async fn run(args: Queue, json: bool) -> Result<(), Failure> {
     let QueueCommand::Create { name } = args.command;
     let config = super::config()?;
-    let client = SqsQueue::client_from_env().await;
+    let client = rara_platform::aws::sqs_client_from_env().await;
     let pair = create_queue_pair(&client, &name, config.visibility_timeout, config.max_receive_count)
         .await
         .context("cannot create the queues (is the SQS endpoint up? AWS_ENDPOINT_URL for LocalStack)")?;

@@ -1,8 +1,11 @@
 //! The AWS SDK configuration every client of a function is built from (SQS, Secrets
 //! Manager): the environment's region, credentials and `AWS_ENDPOINT_URL`, with rara's
-//! [`Timeouts`] and the SDK's standard retry mode.
+//! [`Timeouts`] and the SDK's standard retry mode. Each client records its calls for the
+//! IAM check when `RARA_AWS_CALL_LOG` is set ([`crate::call_log`]).
 
 use rara_runtime::timeouts::Timeouts;
+
+use crate::call_log::CallLog;
 
 /// The SDK configuration of a function's [`Timeouts`].
 #[allow(async_fn_in_trait)]
@@ -28,12 +31,30 @@ impl AwsConfig for Timeouts {
     }
 }
 
-/// An SQS client of `config`.
+/// An SQS client of `config` (recording its calls when `RARA_AWS_CALL_LOG` is set).
 pub fn sqs_client(config: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::new(config)
+    sqs_client_of(aws_sdk_sqs::config::Builder::from(config))
 }
 
-/// A Secrets Manager client of `config`.
+/// An SQS client of `builder` (recording its calls when `RARA_AWS_CALL_LOG` is set).
+pub fn sqs_client_of(mut builder: aws_sdk_sqs::config::Builder) -> aws_sdk_sqs::Client {
+    if let Some(log) = CallLog::from_env() {
+        builder.push_interceptor(aws_sdk_sqs::config::SharedInterceptor::new(log));
+    }
+    aws_sdk_sqs::Client::from_conf(builder.build())
+}
+
+/// An SQS client from the SDK's standard environment (region, credentials,
+/// `AWS_ENDPOINT_URL`) without rara's timeouts: the CLI's operator commands.
+pub async fn sqs_client_from_env() -> aws_sdk_sqs::Client {
+    sqs_client(&aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
+}
+
+/// A Secrets Manager client of `config` (recording its calls when `RARA_AWS_CALL_LOG` is set).
 pub fn secrets_manager_client(config: &aws_config::SdkConfig) -> aws_sdk_secretsmanager::Client {
-    aws_sdk_secretsmanager::Client::new(config)
+    let mut builder = aws_sdk_secretsmanager::config::Builder::from(config);
+    if let Some(log) = CallLog::from_env() {
+        builder.push_interceptor(aws_sdk_secretsmanager::config::SharedInterceptor::new(log));
+    }
+    aws_sdk_secretsmanager::Client::from_conf(builder.build())
 }

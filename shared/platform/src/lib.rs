@@ -8,6 +8,8 @@
 //!   executor's registry and secret resolver) and the logging init.
 //! - [`aws`]: the SDK configuration of rara's timeouts, and the SQS and Secrets Manager
 //!   clients built from it.
+//! - [`call_log`]: the record of the AWS calls a process makes, for the IAM check (on when
+//!   `RARA_AWS_CALL_LOG` is set).
 //! - [`database`]: where the Postgres credentials come from: `DATABASE_URL`, or the
 //!   Secrets Manager secret of `RARA_DATABASE_SECRET_ARN` (fetched once at init).
 //! - [`secrets`]: the secret backends of `RARA_SECRETS_BACKEND` (environment and files,
@@ -19,6 +21,7 @@
 //!   source does.
 
 pub mod aws;
+pub mod call_log;
 pub mod database;
 pub mod metrics;
 pub mod runner;

@@ -151,6 +151,7 @@ impl SecretsManagerResolver {
         if prefix.is_empty() {
             return Err(StartError::NoPrefix);
         }
+        crate::call_log::workflow_secrets_prefix(&prefix);
         Ok(SecretsManagerResolver { client, prefix, cache: Mutex::new(HashMap::new()) })
     }
 

@@ -76,6 +76,11 @@ impl Wiring {
         crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
         let aws = settings.timeouts.aws_config().await;
         let store = connect_store(&settings, database, &aws).await?;
+        // For the IAM check: this function's queues are the template's (a no-op unless recording).
+        crate::call_log::stands_for(&settings.queue_url, "GetAtt:StepQueue.Arn");
+        if let Some(dlq) = &settings.dlq_url {
+            crate::call_log::stands_for(dlq, "GetAtt:DeadLetterQueue.Arn");
+        }
         let queue =
             Arc::new(SqsQueue::new(crate::aws::sqs_client(&aws), settings.queue_url.clone(), settings.dlq_url.clone()));
         tracing::info!(worker = %settings.core.worker_id, "wired");

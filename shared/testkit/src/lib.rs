@@ -76,13 +76,15 @@ pub async fn localstack_config() -> aws_config::SdkConfig {
         .await
 }
 
+/// An SQS client on LocalStack; it records its calls for the IAM check when
+/// `RARA_AWS_CALL_LOG` is set, as the functions' clients do ([`rara_platform::call_log`]).
 pub async fn sqs_client() -> Client {
-    Client::new(&localstack_config().await)
+    rara_platform::aws::sqs_client(&localstack_config().await)
 }
 
-/// A Secrets Manager client on LocalStack.
+/// A Secrets Manager client on LocalStack (recording its calls as [`sqs_client`]'s).
 pub async fn secrets_client() -> aws_sdk_secretsmanager::Client {
-    aws_sdk_secretsmanager::Client::new(&localstack_config().await)
+    rara_platform::aws::secrets_manager_client(&localstack_config().await)
 }
 
 /// A fresh queue and DLQ (redrive after `max_receive` receives).
@@ -96,7 +98,8 @@ pub struct Queues {
 impl Queues {
     pub async fn new(visibility_seconds: u32, max_receive: u32) -> Queues {
         let client = sqs_client().await;
-        let name = format!("rara-test-{}", Uuid::new_v4().simple());
+        // The IAM check reads a queue of this name as the template's StepQueue (`-dlq`: its DLQ).
+        let name = format!("{}{}", rara_platform::call_log::TEST_QUEUE_PREFIX, Uuid::new_v4().simple());
         let visibility = std::time::Duration::from_secs(u64::from(visibility_seconds));
         let pair = rara_queue::sqs::create_queue_pair(&client, &name, visibility, max_receive).await.unwrap();
         Queues { client, url: pair.queue_url, dlq_url: pair.dlq_url }
@@ -113,9 +116,8 @@ impl Queues {
         let config = aws_sdk_sqs::config::Builder::from(&sdk)
             .endpoint_url(peer.url())
             .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "rara-tests"))
-            .build();
-        let client = Client::from_conf(config);
+            .credentials_provider(aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "rara-tests"));
+        let client = rara_platform::aws::sqs_client_of(config);
         Arc::new(SqsQueue::new(client, self.url.clone(), Some(self.dlq_url.clone())))
     }
 

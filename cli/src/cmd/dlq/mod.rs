@@ -71,7 +71,7 @@ fn required(var: &str) -> Result<String, Failure> {
 
 /// A queue over the DLQ (for peeking, deleting) and one over the step queue.
 async fn dlq_and_queue() -> Result<(SqsQueue, SqsQueue), Failure> {
-    let client = SqsQueue::client_from_env().await;
+    let client = rara_platform::aws::sqs_client_from_env().await;
     let dlq = SqsQueue::new(client.clone(), required("RARA_DLQ_URL")?, None);
     let queue = SqsQueue::new(client, required("RARA_QUEUE_URL")?, None);
     Ok((dlq, queue))

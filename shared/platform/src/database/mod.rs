@@ -200,13 +200,14 @@ impl SecretsManager {
 
     /// A client of `config` (region, credentials, `AWS_ENDPOINT_URL`, timeouts).
     pub fn from_config(config: &aws_config::SdkConfig) -> Self {
-        Self::new(aws_sdk_secretsmanager::Client::new(config))
+        Self::new(crate::aws::secrets_manager_client(config))
     }
 }
 
 #[async_trait::async_trait]
 impl SecretFetcher for SecretsManager {
     async fn fetch(&self, arn: &str) -> Result<String, Error> {
+        crate::call_log::stands_for(arn, "Ref:DatabaseSecretArn");
         let output = self
             .client
             .get_secret_value()

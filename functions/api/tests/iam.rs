@@ -1,0 +1,62 @@
+//! The API function's AWS calls, checked against its role: the binary starts as Lambda starts
+//! it (`RARA_DATABASE_SECRET_ARN`, no `DATABASE_URL`), reads the database secret from
+//! LocalStack at init, and every call it made is evaluated by the IAM check
+//! (`scripts/check-iam.sh`) against ApiRole in infra/template.yaml. It then stops: there is no
+//! Lambda runtime API to serve.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rara_testkit::{endpoint, repo_root, secrets_client};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn at_init_the_api_reads_the_database_secret_and_its_role_allows_it() {
+    let secret = json!({"engine": "postgres", "username": "postgres", "password": "unused-trust-auth",
+        "host": "127.0.0.1", "port": 5432, "dbname": "postgres"});
+    let created = secrets_client()
+        .await
+        .create_secret()
+        .name(format!("rara-test-db-{}", uuid::Uuid::new_v4().simple()))
+        .secret_string(secret.to_string())
+        .send()
+        .await
+        .unwrap();
+    let arn = created.arn().unwrap();
+    let dir = std::env::temp_dir().join(format!("rara-iam-api-{}", uuid::Uuid::new_v4().simple()));
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_api"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RARA_AWS_CALL_LOG", &dir)
+        .env("RARA_DATABASE_SECRET_ARN", arn)
+        .env("RARA_DATABASE_SSL_MODE", "disable")
+        // The template gives every function the queue's URL; the API sends nothing to it.
+        .env("RARA_QUEUE_URL", format!("{}/000000000000/rara-test-api", endpoint()))
+        .env("AWS_ENDPOINT_URL", endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("unused-trust-auth"), "the password is in the output: {stderr}");
+
+    let check = std::process::Command::new(repo_root().join("scripts/check-iam.sh"))
+        .current_dir(repo_root())
+        .arg("--json")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    let results: Vec<Value> = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("no calls checked ({e}); the api said: {stderr}; check-iam: {}", String::from_utf8_lossy(&check.stderr))
+    });
+    let fetch = results
+        .iter()
+        .find(|r| r["role"] == "ApiRole" && r["action"] == "secretsmanager:GetSecretValue")
+        .unwrap_or_else(|| panic!("the api fetched no secret: {results:#?}; it said: {stderr}"));
+    assert_eq!(fetch["resource"], "Ref:DatabaseSecretArn");
+    assert_eq!(fetch["decision"], "Allowed");
+    assert!(fetch["sites"].as_object().unwrap().keys().all(|s| s.starts_with("functions/api/src/")), "{fetch:#?}");
+    assert!(check.status.success(), "a call was denied: {results:#?}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,120 @@
+// The evaluator's own tests: `scripts/check-iam.sh test` (node --test).
+import assert from 'node:assert/strict'
+import { fileURLToPath } from 'node:url'
+import { dirname, join } from 'node:path'
+import { test } from 'node:test'
+import { evaluate, passes, readCalls, report } from '../src/check.mjs'
+import { identityPolicies, loadTemplate } from '../src/render.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '../../..')
+const OLD = 'tools/iam-check/test/fixtures/template-d8e1b54.yaml'
+// Recorded by shared/runtime/tests/iam.rs: a packed message whose retrying step moves.
+const PACKED = join(here, 'fixtures/packed-retry.jsonl')
+
+const failures = (results) => results.filter((r) => !passes(r))
+
+test('the executor move is denied by the d8e1b54 ExecutorRole, named with its site', async () => {
+  const results = await evaluate(readCalls([PACKED]), { root, template: OLD })
+  const denied = failures(results)
+  assert.equal(denied.length, 1)
+  assert.deepEqual(
+    [denied[0].role, denied[0].action, denied[0].resource, denied[0].decision, denied[0].arn],
+    ['ExecutorRole', 'sqs:SendMessage', 'GetAtt:StepQueue.Arn', 'ImplicitlyDenied', 'arn:aws:sqs:us-east-1:123456789012:StepQueue'],
+  )
+  const text = report(results)
+  assert.match(text, /DENIED ExecutorRole sqs:SendMessage on arn:aws:sqs:us-east-1:123456789012:StepQueue/)
+  assert.match(text, /at shared\/runtime\/src\/executor\/batch\/comeback\.rs:\d+ \(1 call\)/)
+})
+
+test('the same calls pass the fixed template', async () => {
+  const results = await evaluate(readCalls([PACKED]), { root })
+  assert.deepEqual(failures(results), [])
+  const move = results.find((r) => r.role === 'ExecutorRole' && r.action === 'sqs:SendMessage')
+  assert.equal(move.decision, 'Allowed')
+})
+
+test('the resource decides: the executor may not send to a queue the template does not give it', async () => {
+  const call = { role: 'ExecutorRole', action: 'sqs:SendMessage', resource: 'arn:aws:sqs:us-east-1:123456789012:other', site: 'x.rs:1' }
+  const [result] = await evaluate([call], { root })
+  assert.equal(result.decision, 'ImplicitlyDenied')
+  const [scheduler] = await evaluate([{ ...call, role: 'SchedulerRole', resource: 'GetAtt:DeadLetterQueue.Arn' }], { root })
+  assert.equal(scheduler.decision, 'ImplicitlyDenied')
+})
+
+test('an unattributed call, an action IAM does not know and an unknown role fail', async () => {
+  const base = { action: 'sqs:SendMessage', resource: 'GetAtt:StepQueue.Arn', site: 'x.rs:1' }
+  const results = await evaluate(
+    [
+      { ...base, role: 'unattributed' },
+      { ...base, role: 'ExecutorRole', action: 'sqs:SendMessageBatch' },
+      { ...base, role: 'NoSuchRole' },
+    ],
+    { root },
+  )
+  assert.deepEqual(results.map((r) => r.decision).sort(), ['Error', 'Error', 'Unattributed'])
+  assert.equal(failures(results).length, 3)
+})
+
+test('workflow secrets: under the prefix only, and only when a prefix is set', async () => {
+  const secret = (name) => ({
+    role: 'ExecutorRole', action: 'secretsmanager:GetSecretValue', site: 'x.rs:1',
+    resource: `Sub:arn:\${AWS::Partition}:secretsmanager:\${AWS::Region}:\${AWS::AccountId}:secret:${name}-AbCdEf`,
+  })
+  const calls = [secret('${SecretsPrefix}api'), secret('rara/other'), { ...secret('db'), resource: 'Ref:DatabaseSecretArn' }]
+  const results = await evaluate(calls, { root })
+  const decision = (call) => results.find((r) => r.resource === call.resource).decision
+  assert.deepEqual(calls.map(decision), ['Allowed', 'ImplicitlyDenied', 'Allowed'])
+  const template = loadTemplate(join(root, 'infra/template.yaml'))
+  const sids = (params) => identityPolicies(template, 'ExecutorRole', params)[0].policy.Statement.map((s) => s.Sid)
+  assert.ok(sids({}).includes('WorkflowSecrets'))
+  assert.ok(!sids({ SecretsPrefix: '' }).includes('WorkflowSecrets'), 'Fn::If drops the grant without a prefix')
+})
+
+test('the operator may redrive the DLQ but not consume the step queue', async () => {
+  const call = (action, resource) => ({ role: 'OperatorPolicy', action, resource, site: 'cli/src/cmd/dlq/mod.rs:1' })
+  const results = await evaluate(
+    [
+      call('sqs:ReceiveMessage', 'GetAtt:DeadLetterQueue.Arn'),
+      call('sqs:DeleteMessage', 'GetAtt:DeadLetterQueue.Arn'),
+      call('sqs:SendMessage', 'GetAtt:StepQueue.Arn'),
+      call('sqs:DeleteMessage', 'GetAtt:StepQueue.Arn'),
+    ],
+    { root },
+  )
+  const decision = (action, resource) => results.find((r) => r.action === action && r.resource === resource).decision
+  assert.equal(decision('sqs:ReceiveMessage', 'GetAtt:DeadLetterQueue.Arn'), 'Allowed')
+  assert.equal(decision('sqs:DeleteMessage', 'GetAtt:DeadLetterQueue.Arn'), 'Allowed')
+  assert.equal(decision('sqs:SendMessage', 'GetAtt:StepQueue.Arn'), 'Allowed')
+  assert.equal(decision('sqs:DeleteMessage', 'GetAtt:StepQueue.Arn'), 'ImplicitlyDenied')
+})
+
+test("a queue policy of the template is the resource's policy: its deny wins", async () => {
+  const { parseTemplate } = await import('../src/render.mjs')
+  const { readFileSync, writeFileSync, mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const text = readFileSync(join(root, 'infra/template.yaml'), 'utf8').replace(
+    '\n  DeadLetterQueue:\n',
+    `
+  StepQueuePolicy:
+    Type: AWS::SQS::QueuePolicy
+    Properties:
+      Queues: [!Ref StepQueue]
+      PolicyDocument:
+        Version: "2012-10-17"
+        Statement:
+          - Effect: Deny
+            Principal: "*"
+            Action: sqs:SendMessage
+            Resource: !GetAtt StepQueue.Arn
+            Condition: { ArnLike: { "aws:PrincipalArn": "arn:aws:iam::*:role/ExecutorRole" } }
+
+  DeadLetterQueue:
+`,
+  )
+  assert.ok(parseTemplate(text).Resources.StepQueuePolicy)
+  const dir = mkdtempSync(join(tmpdir(), 'iam-check-'))
+  writeFileSync(join(dir, 'template.yaml'), text)
+  const results = await evaluate(readCalls([PACKED]), { root, template: join(dir, 'template.yaml') })
+  assert.deepEqual(failures(results).map((r) => [r.role, r.action, r.decision]), [['ExecutorRole', 'sqs:SendMessage', 'ExplicitlyDenied']])
+})
