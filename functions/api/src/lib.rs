@@ -150,6 +150,7 @@ fn operators(list: &str) -> Result<Vec<String>, Error> {
 /// The console key from the secret `arn`, fetched once at start (its value never leaves the
 /// key: no log line, no error carries it).
 pub async fn fetch_console_key(client: &aws_sdk_secretsmanager::Client, arn: &str) -> Result<ConsoleKey, Error> {
+    rara_platform::call_log::stands_for(arn, "Ref:ConsoleKeySecret");
     let output = client
         .get_secret_value()
         .secret_id(arn)

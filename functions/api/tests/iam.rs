@@ -1,6 +1,7 @@
 //! The API function's AWS calls, checked against its role: the binary starts as Lambda starts
-//! it (`RARA_DATABASE_SECRET_ARN`, no `DATABASE_URL`), reads the database secret from
-//! LocalStack at init, and every call it made is evaluated by the IAM check
+//! it (`RARA_DATABASE_SECRET_ARN`, no `DATABASE_URL`; `RARA_API_AUTH=iam` and the console
+//! key's secret as the template sets them), reads both secrets from LocalStack at init, and
+//! every call it made is evaluated by the IAM check
 //! (`scripts/check-iam.sh`) against ApiRole in infra/template.yaml. It then stops: there is no
 //! Lambda runtime API to serve.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +10,7 @@ use rara_testkit::{endpoint, repo_root, secrets_client};
 use serde_json::{Value, json};
 
 #[tokio::test]
-async fn at_init_the_api_reads_the_database_secret_and_its_role_allows_it() {
+async fn at_init_the_api_reads_its_two_secrets_and_its_role_allows_both() {
     let secret = json!({"engine": "postgres", "username": "postgres", "password": "unused-trust-auth",
         "host": "127.0.0.1", "port": 5432, "dbname": "postgres"});
     let created = secrets_client()
@@ -21,6 +22,14 @@ async fn at_init_the_api_reads_the_database_secret_and_its_role_allows_it() {
         .await
         .unwrap();
     let arn = created.arn().unwrap();
+    let console_key = secrets_client()
+        .await
+        .create_secret()
+        .name(format!("rara-test-console-key-{}", uuid::Uuid::new_v4().simple()))
+        .secret_string(uuid::Uuid::new_v4().simple().to_string())
+        .send()
+        .await
+        .unwrap();
     let dir = std::env::temp_dir().join(format!("rara-iam-api-{}", uuid::Uuid::new_v4().simple()));
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_api"))
@@ -29,6 +38,8 @@ async fn at_init_the_api_reads_the_database_secret_and_its_role_allows_it() {
         .env("RARA_AWS_CALL_LOG", &dir)
         .env("RARA_DATABASE_SECRET_ARN", arn)
         .env("RARA_DATABASE_SSL_MODE", "disable")
+        .env("RARA_API_AUTH", "iam")
+        .env("RARA_CONSOLE_KEY_SECRET_ARN", console_key.arn().unwrap())
         // The template gives every function the queue's URL; the API sends nothing to it.
         .env("RARA_QUEUE_URL", format!("{}/000000000000/rara-test-api", endpoint()))
         .env("AWS_ENDPOINT_URL", endpoint())
@@ -50,13 +61,15 @@ async fn at_init_the_api_reads_the_database_secret_and_its_role_allows_it() {
     let results: Vec<Value> = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!("no calls checked ({e}); the api said: {stderr}; check-iam: {}", String::from_utf8_lossy(&check.stderr))
     });
-    let fetch = results
-        .iter()
-        .find(|r| r["role"] == "ApiRole" && r["action"] == "secretsmanager:GetSecretValue")
-        .unwrap_or_else(|| panic!("the api fetched no secret: {results:#?}; it said: {stderr}"));
-    assert_eq!(fetch["resource"], "Ref:DatabaseSecretArn");
-    assert_eq!(fetch["decision"], "Allowed");
-    assert!(fetch["sites"].as_object().unwrap().keys().all(|s| s.starts_with("functions/api/src/")), "{fetch:#?}");
+    for secret in ["Ref:DatabaseSecretArn", "Ref:ConsoleKeySecret"] {
+        let fetch = results
+            .iter()
+            .find(|r| r["role"] == "ApiRole" && r["action"] == "secretsmanager:GetSecretValue" && r["resource"] == secret)
+            .unwrap_or_else(|| panic!("the api did not fetch {secret}: {results:#?}; it said: {stderr}"));
+        assert_eq!(fetch["decision"], "Allowed", "{fetch:#?}");
+        let sites = fetch["sites"].as_object().unwrap();
+        assert!(sites.keys().all(|s| s.starts_with("functions/api/src/")), "{fetch:#?}");
+    }
     assert!(check.status.success(), "a call was denied: {results:#?}");
     std::fs::remove_dir_all(&dir).ok();
 }

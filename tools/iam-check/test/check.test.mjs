@@ -118,3 +118,34 @@ test("a queue policy of the template is the resource's policy: its deny wins", a
   const results = await evaluate(readCalls([PACKED]), { root, template: join(dir, 'template.yaml') })
   assert.deepEqual(failures(results).map((r) => [r.role, r.action, r.decision]), [['ExecutorRole', 'sqs:SendMessage', 'ExplicitlyDenied']])
 })
+
+// The ECS agent's calls for the executor service (infra/tests/executor_service_calls.jsonl):
+// each call names infra/executor-service.yaml as its template.
+const SERVICE_CALLS = join(root, 'infra/tests/executor_service_calls.jsonl')
+
+test("the executor service's execution role allows exactly the ECS agent's calls", async () => {
+  const calls = readCalls([SERVICE_CALLS])
+  assert.equal(calls.length, 6)
+  const results = await evaluate(calls, { root })
+  assert.deepEqual(failures(results), [])
+  assert.ok(results.every((r) => r.template === 'infra/executor-service.yaml' && r.decision === 'Allowed'))
+})
+
+test("the executor service: a log grant dropped is named; the task role grants nothing", async () => {
+  const { readFileSync, writeFileSync, mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const original = readFileSync(join(root, 'infra/executor-service.yaml'), 'utf8')
+  const text = original.replace('[logs:CreateLogStream, logs:PutLogEvents]', 'logs:CreateLogStream')
+  assert.notEqual(text, original, 'the execution role grants the log calls in one statement')
+  const dir = mkdtempSync(join(tmpdir(), 'iam-check-'))
+  writeFileSync(join(dir, 'executor-service.yaml'), text)
+  const results = await evaluate(readCalls([SERVICE_CALLS]), { root, template: join(dir, 'executor-service.yaml') })
+  assert.deepEqual(failures(results).map((r) => [r.role, r.action, r.decision]), [['ExecutionRole', 'logs:PutLogEvents', 'ImplicitlyDenied']])
+
+  // The Python executor makes no AWS call: its task role may not even read the tokens.
+  const [task] = await evaluate(
+    [{ role: 'TaskRole', action: 'secretsmanager:GetSecretValue', resource: 'Ref:TokensSecret', site: 'executor', template: 'infra/executor-service.yaml' }],
+    { root },
+  )
+  assert.equal(task.decision, 'ImplicitlyDenied')
+})
