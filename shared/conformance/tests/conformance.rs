@@ -9,12 +9,22 @@ mod common;
 
 use common::Flaw;
 use rara_conformance::{Rule, Verdict};
-use rara_testkit::python::PythonServer;
+use rara_testkit::python::{Guard, PythonServer};
+
+/// The token the guarded Python executor accepts and the suite sends.
+const PYTHON_TOKEN: &str = "python-conformance-token-01";
 
 #[tokio::test]
 async fn the_python_executor_conforms() {
-    let server = PythonServer::start_with_env(0, &[("RARA_WORKER_CONFORMANCE", "1")]);
-    let report = rara_conformance::run(server.url()).await.unwrap();
+    let guard = Guard {
+        tokens: vec![PYTHON_TOKEN.to_owned()],
+        env: vec![("RARA_WORKER_CONFORMANCE".to_owned(), "1".to_owned())],
+        ..Guard::default()
+    };
+    let server = PythonServer::start_guarded(&guard);
+    let security =
+        rara_remote::Security::default().with_token(PYTHON_TOKEN).unwrap().with_attempt_key("p".repeat(32)).unwrap();
+    let report = rara_conformance::run_with(server.url(), security).await.unwrap();
     assert!(report.conforms(), "{report}\nserver log:\n{}", server.log());
     // It advertises detachable capabilities, so the attach rules ran too.
     for rule in Rule::ALL {
@@ -24,7 +34,7 @@ async fn the_python_executor_conforms() {
 
 #[tokio::test]
 async fn the_minimal_rust_executor_conforms() {
-    let report = rara_conformance::run(&common::start(None).await).await.unwrap();
+    let report = rara_conformance::run_with(&common::start(None).await, common::security()).await.unwrap();
     assert!(report.conforms(), "{report}");
     // Nothing there is detachable: the attach rules are skipped, every other one passed.
     for rule in Rule::ALL {
@@ -43,7 +53,7 @@ async fn the_minimal_rust_executor_conforms() {
 
 /// Runs the suite against the minimal executor broken by `flaw`.
 async fn broken(flaw: Flaw) -> rara_conformance::Report {
-    let report = rara_conformance::run(&common::start(Some(flaw)).await).await.unwrap();
+    let report = rara_conformance::run_with(&common::start(Some(flaw)).await, common::security()).await.unwrap();
     assert!(!report.conforms(), "{flaw:?} must fail the suite: {report}");
     report
 }
@@ -77,5 +87,22 @@ async fn an_executor_that_sends_no_heartbeats_is_reported() {
     let report = broken(Flaw::NoHeartbeats).await;
     let what = report.violation(Rule::Heartbeat).unwrap_or_else(|| panic!("{report}"));
     assert!(what.contains("no heartbeat"), "{what}");
+    assert_eq!(report.violations().count(), 1, "{report}");
+}
+
+#[tokio::test]
+async fn an_executor_that_serves_calls_without_the_token_is_reported() {
+    let report = broken(Flaw::NoAuth).await;
+    let what = report.violation(Rule::Authentication).unwrap_or_else(|| panic!("{report}"));
+    assert!(what.contains("Execute without the token was accepted"), "{what}");
+    assert_eq!(report.violations().count(), 1, "{report}");
+}
+
+#[tokio::test]
+async fn an_executor_that_ignores_attempt_secrets_is_reported() {
+    let report = broken(Flaw::IgnoresSecrets).await;
+    let what = report.violation(Rule::AttemptSecret).unwrap_or_else(|| panic!("{report}"));
+    assert!(what.contains("Cancel with another secret"), "{what}");
+    assert!(what.contains("a forged Execute with a larger fence stopped it"), "{what}");
     assert_eq!(report.violations().count(), 1, "{report}");
 }

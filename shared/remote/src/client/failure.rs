@@ -69,7 +69,8 @@ impl RemoteExecutor {
                 codes::ATTEMPT_NOT_FOUND,
                 "the remote executor no longer knows the detached attempt; a new attempt runs",
             ),
-            Code::FailedPrecondition | Code::InvalidArgument => {
+            // PERMISSION_DENIED: the attempt's secret was not accepted.
+            Code::FailedPrecondition | Code::InvalidArgument | Code::PermissionDenied => {
                 refused(codes::ATTACH_REFUSED, "the remote executor refused to re-attach")
             }
             Code::Unimplemented => Interrupted::Failed(self.unavailable(status, "re-attaching is not supported")),
