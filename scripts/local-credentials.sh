@@ -10,6 +10,7 @@ set -euo pipefail
 dir=${1:?usage: scripts/local-credentials.sh DIR}
 umask 077
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd) # absolute: the exports work from any directory
 random() { python3 -c 'import secrets; print(secrets.token_urlsafe(32))'; }
 [ -s "$dir/token" ] || random >"$dir/token"
 [ -s "$dir/attempt-key" ] || random >"$dir/attempt-key"

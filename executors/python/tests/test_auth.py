@@ -205,3 +205,17 @@ def test_tokens_come_from_the_environment_and_a_file_and_never_print(tmp_path: P
     assert tokens.accepts(f"Bearer {NEXT}") and not tokens.accepts(NEXT)
     with pytest.raises(ValueError, match="at least 16"):
         Tokens(["short"])
+
+
+async def test_a_retained_attempt_is_replaced_only_under_its_own_secret(channel: grpc.aio.Channel) -> None:
+    stub = pb_grpc.ExecutorServiceStub(channel)
+    meta = bearer(TOKEN)
+    first = secured(request("probe.ticks", '{"ticks": 1}', detachable=True))
+    assert kinds([e async for e in stub.Execute(first, metadata=meta)])[-1] == "succeeded"
+    again = secured(request("sync.echo", step_id=first.step_id, fence=first.fence), secret="9" * 64)
+    events = [e async for e in stub.Execute(again, metadata=meta)]
+    assert events[-1].failed.error.code == "ATTEMPT_SECRET_MISMATCH", events[-1]
+    attach = attach_request(first, 0)
+    attach.attempt_secret = SECRET
+    replayed = [e async for e in stub.Attach(attach, metadata=meta)]
+    assert kinds(replayed)[-1] == "succeeded", "the retained attempt is still there"
