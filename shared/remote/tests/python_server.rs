@@ -318,6 +318,7 @@ async fn without_the_token_every_call_is_unauthenticated_and_no_handler_runs() {
     let err = executor.execute(ctx, json!({"seconds": 1})).await.expect_err("refused");
     assert_eq!(err.code, codes::EXECUTOR_UNAVAILABLE, "{err:?}");
     assert!(err.message.contains("Unauthenticated") && err.message.contains(&server.url), "{}", err.message);
+    assert!(err.message.contains("RARA_REMOTE_TOKEN"), "{}", err.message);
     let mut client = anonymous.client(channel);
     let attach = pb::AttachRequest { step_id: step_id.to_string(), attempt: 1, fence: 1, ..Default::default() };
     let status = client.attach(attach).await.expect_err("refused");
@@ -417,6 +418,13 @@ async fn a_wrong_ca_or_a_missing_client_certificate_fails_naming_the_endpoint() 
         let err = executor.execute(ctx, json!({"text": "a b"})).await.expect_err("TLS refused");
         assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true), "{err:?}");
         assert!(err.message.contains(&server.url), "the error names the endpoint: {}", err.message);
+        if tls == Tls::On {
+            assert!(
+                err.message.contains("UnknownIssuer") && err.message.contains("RARA_REMOTE_CA_FILE"),
+                "{}",
+                err.message
+            );
+        }
         assert_eq!(err.details["endpoint"], server.url.as_str());
         assert!(!server.log().contains("execute operation="), "no handler ran");
     }
