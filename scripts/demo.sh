@@ -27,13 +27,19 @@ rara="$(rara_bin)"
 step "LocalStack (a local SQS API)"
 localstack_up
 
-step "the Python executor"
+step "the Python executor (a local token and CA: auth on, as deployed)"
+eval "$(scripts/local-credentials.sh .demo/credentials)"
+tls=() scheme=http
+if [ -n "${RARA_LOCAL_TLS_CERT:-}" ]; then
+  tls=(--tls-cert "$RARA_LOCAL_TLS_CERT" --tls-key "$RARA_LOCAL_TLS_KEY") scheme=https
+fi
 python=$(scripts/python-env.sh | tail -n 1)
 start_bg "$python" -m rara_worker --host 127.0.0.1 --port 0 --artifacts-dir .demo/artifacts \
-  --data-dir .demo/data >.demo/python.out 2>.demo/python.log
+  --data-dir .demo/data "${tls[@]}" >.demo/python.out 2>.demo/python.log
 for _ in $(seq 1 100); do grep -q '^listening on' .demo/python.out 2>/dev/null && break; sleep 0.1; done
-endpoint="http://$(sed -n 's/^listening on //p' .demo/python.out | head -n1)"
-[ "$endpoint" != "http://" ] || die "the Python executor did not start; see .demo/python.log"
+address=$(sed -n 's/^listening on //p' .demo/python.out | head -n1)
+[ -n "$address" ] || die "the Python executor did not start; see .demo/python.log"
+endpoint="$scheme://$address"
 export RARA_REMOTE_EXECUTORS=$endpoint
 "$rara" capabilities "$endpoint"
 

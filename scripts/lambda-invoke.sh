@@ -76,6 +76,7 @@ on_exit delete_queues
 # discovers its capabilities when it starts.
 python=$(scripts/python-env.sh | tail -n 1)
 mkdir -p .lambda-python
+eval "$(scripts/local-credentials.sh .lambda-python/credentials)" # a token: the executor asks for one
 start_bg "$python" -m rara_worker --host 127.0.0.1 --port 0 --artifacts-dir .lambda-python/artifacts \
   >.lambda-python/out 2>.lambda-python/log
 for _ in $(seq 1 100); do grep -q '^listening on' .lambda-python/out 2>/dev/null && break; sleep 0.1; done

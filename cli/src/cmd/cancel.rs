@@ -19,7 +19,9 @@ pub struct Cancel {
 pub async fn run(args: Cancel, json: bool) -> Result<(), Failure> {
     let id = args.id;
     let store = super::connect(&super::config()?).await?;
-    let done = rara_operator::cancel::cancel(&store, id, &args.reason).await?;
+    // Detached attempts are told as the functions call executors (RARA_REMOTE_*).
+    let security = rara_remote::Security::from_lookup(|var| std::env::var(var).ok())?;
+    let done = rara_operator::cancel::cancel_with(&security, &store, id, &args.reason).await?;
     let (kind, cancelled) = (done.kind, done.steps);
     for (attempt, told) in &done.told {
         let (endpoint, step, n) = (&attempt.endpoint, attempt.step_id, attempt.attempt);

@@ -13,7 +13,10 @@ pub struct Capabilities {
 
 pub async fn run(args: Capabilities, json: bool) -> Result<(), Failure> {
     let endpoint = &args.endpoint;
-    let remote = rara_remote::RemoteExecutors::from_config_value(endpoint)?;
+    // As the functions call it: the TLS settings and token of RARA_REMOTE_* (if set).
+    let security = rara_remote::Security::from_lookup(|var| std::env::var(var).ok())?;
+    let transport = rara_remote::Transport::default();
+    let remote = rara_remote::RemoteExecutors::from_config_value_secured(endpoint, transport, security)?;
     remote.refresh().await;
     let capabilities = remote.capabilities().await;
     if capabilities.is_empty() {

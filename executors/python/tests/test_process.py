@@ -24,10 +24,13 @@ class Worker:
         self.address = address
 
 
-async def spawn(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> Worker:
+async def spawn(
+    tmp_path: Path, *extra: str, env: dict[str, str] | None = None, auth: bool = False
+) -> Worker:
+    """``python -m rara_worker`` on port 0; ``--no-auth`` unless ``auth`` (tokens come from ``env``)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rara_worker", "--port", "0",
-        "--artifacts-dir", str(tmp_path / "artifacts"), *extra,
+        "--artifacts-dir", str(tmp_path / "artifacts"), *extra, *(() if auth else ("--no-auth",)),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **(env or {})},
     )

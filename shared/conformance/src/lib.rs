@@ -61,6 +61,7 @@ mod rules;
 mod stream;
 mod suite;
 
+use rara_remote::Security;
 use rules::Findings;
 pub use rules::{Check, Report, Rule, Verdict};
 use suite::Suite;
@@ -101,8 +102,14 @@ pub enum Error {
 /// Runs every check against the executor at `endpoint` (`http://host:port` or
 /// `https://host:port`) and reports each rule's verdict.
 pub async fn run(endpoint: &str) -> Result<Report, Error> {
-    let channel = rara_remote::router::lazy_channel(endpoint)?;
-    let mut suite = Suite { endpoint: endpoint.to_owned(), channel, findings: Findings::default() };
+    run_with(endpoint, Security::default()).await
+}
+
+/// [`run`] as rara calls: with the TLS trust and identity, the token and the attempt key of
+/// `security`. With a token, [`Rule::Authentication`] is checked too (skipped without).
+pub async fn run_with(endpoint: &str, security: Security) -> Result<Report, Error> {
+    let channel = rara_remote::router::lazy_channel_with(endpoint, &security)?;
+    let mut suite = Suite { endpoint: endpoint.to_owned(), channel, security, findings: Findings::default() };
     suite.run().await;
     Ok(suite.findings.into_report(endpoint))
 }

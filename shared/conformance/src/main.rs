@@ -1,6 +1,7 @@
 //! `rara-conformance ENDPOINT`: runs the `rara.v1` conformance suite against the executor at
 //! `ENDPOINT` (`http://host:port`; or `RARA_CONFORMANCE_ENDPOINT`), prints the report and
-//! exits with an [`Exit`] code. The executor must register the conformance capabilities (see
+//! exits with an [`Exit`] code. It calls as rara does, with the TLS settings, token and
+//! attempt key of `RARA_REMOTE_*` (see `rara_remote::security`). The executor must register the conformance capabilities (see
 //! the crate's docs).
 
 use std::process::ExitCode;
@@ -30,7 +31,15 @@ async fn main() -> ExitCode {
         eprintln!("usage: rara-conformance http://HOST:PORT (or RARA_CONFORMANCE_ENDPOINT=http://HOST:PORT)");
         return Exit::BadEndpoint.into();
     };
-    let exit = match rara_conformance::run(&endpoint).await {
+    // The same variables as rara's functions (RARA_REMOTE_CA_FILE, RARA_REMOTE_TOKEN, ...).
+    let security = match rara_remote::Security::from_lookup(|var| std::env::var(var).ok()) {
+        Ok(security) => security,
+        Err(err) => {
+            eprintln!("rara-conformance: {err}");
+            return Exit::BadEndpoint.into();
+        }
+    };
+    let exit = match rara_conformance::run_with(&endpoint, security).await {
         Ok(report) => {
             println!("{report}");
             if report.conforms() { Exit::Conforms } else { Exit::Violated }

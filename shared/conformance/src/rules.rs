@@ -64,11 +64,20 @@ pub enum Rule {
     /// Asked for heartbeats (`heartbeat_interval_ms`), a stream that is quiet for longer sends
     /// `heartbeat` events: sequence 0, outside the order, the attempt's events unchanged.
     Heartbeat,
+    /// With a token given to the suite: `GetCapabilities`, `Execute`, `Attach` and `Cancel`
+    /// without it are refused with UNAUTHENTICATED.
+    Authentication,
+    /// `Cancel` presenting another secret than the attempt's `attempt_secret` is refused
+    /// with PERMISSION_DENIED and stops nothing (also `Attach`, for a detachable
+    /// capability); an `Execute` with a larger fence for the same step that does not vouch
+    /// for the attempt (`prior_attempt_secrets`) does not stop it; the attempt's own secret
+    /// then cancels it.
+    AttemptSecret,
 }
 
 impl Rule {
     /// Every rule, in the order the report lists them.
-    pub const ALL: [Rule; 21] = [
+    pub const ALL: [Rule; 23] = [
         Rule::Capabilities,
         Rule::Health,
         Rule::Sequence,
@@ -90,6 +99,8 @@ impl Rule {
         Rule::Detach,
         Rule::AttachRefusals,
         Rule::Heartbeat,
+        Rule::Authentication,
+        Rule::AttemptSecret,
     ];
 
     /// The rule's stable name, as the report prints it.
@@ -116,6 +127,8 @@ impl Rule {
             Rule::Detach => "detach",
             Rule::AttachRefusals => "attach-refusals",
             Rule::Heartbeat => "heartbeat",
+            Rule::Authentication => "authentication",
+            Rule::AttemptSecret => "attempt-secret",
         }
     }
 }

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use rara_remote::Security;
 use rara_store::Store;
 use rara_store::detach::DetachedAttempt;
 use uuid::Uuid;
@@ -36,8 +37,20 @@ pub struct Cancelled {
     pub told: Told,
 }
 
-/// Cancels the run `id`, or else the step `id`, with `reason`.
+/// Cancels the run `id`, or else the step `id`, with `reason`; detached attempts are told
+/// without a token (see [`cancel_with`]).
 pub async fn cancel(store: &Store, id: Uuid, reason: &str) -> Result<Cancelled, rara_store::Error> {
+    cancel_with(&Security::default(), store, id, reason).await
+}
+
+/// [`cancel`], telling detached attempts with the TLS settings, token and attempt secrets of
+/// `security` (what executors that ask for a token need).
+pub async fn cancel_with(
+    security: &Security,
+    store: &Store,
+    id: Uuid,
+    reason: &str,
+) -> Result<Cancelled, rara_store::Error> {
     // Read before the cancel: once cancelled, a step no longer says where it runs.
     let detached = store.detached_attempts(id).await?;
     let (kind, steps) = match store.cancel_run(id, reason).await {
@@ -45,16 +58,22 @@ pub async fn cancel(store: &Store, id: Uuid, reason: &str) -> Result<Cancelled, 
         Err(rara_store::Error::RunNotFound(_)) => ("step", u64::from(store.cancel_step(id, reason).await?)),
         Err(e) => return Err(e),
     };
-    let told = tell(detached, &format!("the {kind} was cancelled: {reason}")).await;
+    let told = tell_with(security, detached, &format!("the {kind} was cancelled: {reason}")).await;
     Ok(Cancelled { kind, steps, told })
 }
 
 /// Tells the executor of each of `attempts` to stop it, with `why`: [`TELL_CONCURRENCY`] at a
 /// time, each within [`DETACHED_CANCEL_TIMEOUT`]. The answers come in the order of `attempts`.
 pub async fn tell(attempts: Vec<DetachedAttempt>, why: &str) -> Told {
+    tell_with(&Security::default(), attempts, why).await
+}
+
+/// [`tell`] with the TLS settings, token and attempt secrets of `security`.
+pub async fn tell_with(security: &Security, attempts: Vec<DetachedAttempt>, why: &str) -> Told {
     futures::stream::iter(attempts)
         .map(|attempt| async move {
-            let answer = rara_remote::cancel::cancel_detached(
+            let answer = rara_remote::cancel::cancel_detached_with(
+                security,
                 &attempt.endpoint,
                 attempt.step_id,
                 attempt.attempt,

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use tonic::transport::Channel;
 use uuid::Uuid;
 
-use crate::pb::{self, executor_service_client::ExecutorServiceClient};
+use crate::pb;
+use crate::security::{Client, Security};
 
 /// Why a `Cancel` did not get an answer.
 #[derive(Debug, thiserror::Error)]
@@ -20,16 +20,21 @@ pub enum Error {
     TimedOut(Duration),
 }
 
-/// Asks the executor behind `client` to cancel attempt `attempt` of `step_id`, saying
-/// `reason`; bounded by `timeout`. `Ok(found)`: whether the attempt was still running there.
+/// Asks the executor behind `client` to cancel attempt `attempt` of `step_id` (presenting the
+/// attempt's `secret`), saying `reason`; bounded by `timeout`. `Ok(found)`: whether the
+/// attempt was still running there.
 pub async fn cancel(
-    mut client: ExecutorServiceClient<Channel>,
-    step_id: Uuid,
-    attempt: u32,
+    mut client: Client,
+    (step_id, attempt, secret): (Uuid, u32, &str),
     reason: &str,
     timeout: Duration,
 ) -> Result<bool, Error> {
-    let request = pb::CancelRequest { step_id: step_id.to_string(), attempt, reason: reason.into() };
+    let request = pb::CancelRequest {
+        step_id: step_id.to_string(),
+        attempt,
+        reason: reason.into(),
+        attempt_secret: secret.to_owned(),
+    };
     match tokio::time::timeout(timeout, client.cancel(request)).await {
         Ok(Ok(response)) => Ok(response.into_inner().found),
         Ok(Err(status)) => Err(Error::Refused { code: status.code(), message: status.message().to_owned() }),
@@ -46,6 +51,19 @@ pub async fn cancel_detached(
     reason: &str,
     timeout: Duration,
 ) -> Result<bool, Error> {
-    let client = ExecutorServiceClient::new(crate::transport::lazy_channel(endpoint)?);
-    cancel(client, step_id, attempt, reason, timeout).await
+    cancel_detached_with(&Security::default(), endpoint, step_id, attempt, reason, timeout).await
+}
+
+/// [`cancel_detached`] with the TLS settings, token and attempt secret of `security`.
+pub async fn cancel_detached_with(
+    security: &Security,
+    endpoint: &str,
+    step_id: Uuid,
+    attempt: u32,
+    reason: &str,
+    timeout: Duration,
+) -> Result<bool, Error> {
+    let client = security.client(crate::transport::lazy_channel_with(endpoint, security)?);
+    let secret = security.attempt_secret(step_id, attempt);
+    cancel(client, (step_id, attempt, &secret), reason, timeout).await
 }

@@ -18,6 +18,9 @@
 //!   `RARA_REMOTE_EXECUTORS`: one lazily connected channel per endpoint, capability discovery
 //!   (`router/discovery.rs`) cached with a refresh interval (`router/cache.rs`, pure: it takes
 //!   the instants it is asked at), routing by name and version.
+//! - [`security`]: how rara proves itself to executors and checks them ([`Security`]: TLS
+//!   with a private CA and client identity, the bearer token on every call, the per-attempt
+//!   secrets `Attach`, `Cancel` and a superseding `Execute` present).
 //! - [`transport`]: the endpoints checked ([`transport::Error`]), their channels and deadlines
 //!   ([`Transport`]: connect timeout, TCP and HTTP/2 keep-alive).
 //!
@@ -44,10 +47,12 @@ pub mod client;
 pub mod pb;
 pub mod protocol;
 pub mod router;
+pub mod security;
 pub mod transport;
 pub mod version;
 
 pub use bounds::Limits;
 pub use client::RemoteExecutor;
 pub use router::{RemoteCapability, RemoteExecutors};
+pub use security::Security;
 pub use transport::Transport;

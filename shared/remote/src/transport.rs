@@ -1,12 +1,14 @@
 //! The connections to remote executors and their deadlines ([`Transport`]): an endpoint
-//! checked ([`Error`]), one lazily connected channel per endpoint (TLS with the webpki roots
-//! for `https://`).
+//! checked ([`Error`]), one lazily connected channel per endpoint (TLS for `https://`, with
+//! the private CA and client identity of [`Security`], else the webpki roots).
 
 use std::time::Duration;
 
 use tonic::codegen::http::Uri;
 use tonic::codegen::http::uri::InvalidUri;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::security::Security;
 
 /// How long opening a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -91,8 +93,13 @@ pub enum Error {
 /// A lazily connected channel to one endpoint (`http://host:port` or `https://host:port`),
 /// with TLS (webpki roots) for `https`. Must be called inside a Tokio runtime.
 pub fn lazy_channel(url: &str) -> Result<Channel, Error> {
+    lazy_channel_with(url, &Security::default())
+}
+
+/// [`lazy_channel`] with the TLS trust and identity of `security`.
+pub fn lazy_channel_with(url: &str, security: &Security) -> Result<Channel, Error> {
     let origin = origin(url, 1)?;
-    connect_lazy(&origin, &Transport::default())
+    connect_lazy(&origin, &Transport::default(), security)
 }
 
 /// Checks one configured endpoint and returns it as `scheme://authority`.
@@ -118,7 +125,7 @@ pub(crate) fn origin(raw: &str, position: usize) -> Result<String, Error> {
     Ok(format!("{scheme}://{authority}"))
 }
 
-pub(crate) fn connect_lazy(origin: &str, transport: &Transport) -> Result<Channel, Error> {
+pub(crate) fn connect_lazy(origin: &str, transport: &Transport, security: &Security) -> Result<Channel, Error> {
     let channel_error = |source| Error::Channel { url: origin.to_owned(), source };
     let mut endpoint = Endpoint::from_shared(origin.to_owned())
         .map_err(channel_error)?
@@ -128,7 +135,7 @@ pub(crate) fn connect_lazy(origin: &str, transport: &Transport) -> Result<Channe
         .keep_alive_timeout(transport.keepalive_timeout)
         .keep_alive_while_idle(true);
     if origin.starts_with("https://") {
-        endpoint = endpoint.tls_config(ClientTlsConfig::new().with_webpki_roots()).map_err(channel_error)?;
+        endpoint = endpoint.tls_config(security.tls_config()).map_err(channel_error)?;
     }
     Ok(endpoint.connect_lazy())
 }

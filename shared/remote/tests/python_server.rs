@@ -1,6 +1,7 @@
 //! The client and router against the real Python executor (`executors/python`, run as a
 //! subprocess from the venv `scripts/python-env.sh` creates): outputs, progress, artifacts,
-//! capabilities, version pinning, cancellation, a server that dies mid-step, and refusals.
+//! capabilities, version pinning, cancellation, a server that dies mid-step, and refusals;
+//! the server asks for a token (as deployed), and TLS with a private CA is exercised.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,7 +18,6 @@ use rara_domain::executor::Executor;
 use rara_domain::registry::RemoteRouter;
 use rara_domain::step_error::codes;
 use rara_remote::pb;
-use rara_remote::pb::executor_service_client::ExecutorServiceClient;
 use rara_remote::{RemoteExecutor, RemoteExecutors};
 use serde_json::json;
 use tokio::time::Instant;
@@ -49,13 +49,47 @@ struct PythonServer {
     scratch: PathBuf,
 }
 
+/// The tokens the server accepts (a rotation: both at once) and the one rara sends.
+const TOKENS: &str = "rara-test-token-current,rara-test-token-next-0000";
+const TOKEN: &str = "rara-test-token-next-0000";
+
+/// The test TLS material (`tests/fixtures/tls`, see its README).
+fn tls_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls").join(name)
+}
+
+/// How rara talks to the test server: the token, and a key for the attempts' secrets.
+fn security() -> rara_remote::Security {
+    rara_remote::Security::default().with_token(TOKEN).unwrap().with_attempt_key("k".repeat(32)).unwrap()
+}
+
+/// TLS of the server: plaintext, TLS, or TLS asking for client certificates.
+#[derive(Clone, Copy, PartialEq)]
+enum Tls {
+    Off,
+    On,
+    ClientCertificates,
+}
+
 impl PythonServer {
     fn start() -> Self {
+        Self::start_with(Tls::Off)
+    }
+
+    fn start_with(tls: Tls) -> Self {
         let scratch = std::env::temp_dir().join(format!("rara-remote-test-{}", Uuid::new_v4()));
         std::fs::create_dir_all(&scratch).unwrap();
         let log = std::fs::File::create(scratch.join("server.log")).unwrap();
-        let mut child = Command::new(python())
-            .args(["-m", "rara_worker", "--port", "0", "--host", "127.0.0.1", "--artifacts-dir"])
+        let mut command = Command::new(python());
+        command.args(["-m", "rara_worker", "--port", "0", "--host", "127.0.0.1"]).env("RARA_EXECUTOR_TOKENS", TOKENS);
+        if tls != Tls::Off {
+            command.arg("--tls-cert").arg(tls_file("server.pem")).arg("--tls-key").arg(tls_file("server.key"));
+        }
+        if tls == Tls::ClientCertificates {
+            command.arg("--tls-client-ca").arg(tls_file("ca.pem"));
+        }
+        let mut child = command
+            .arg("--artifacts-dir")
             .arg(scratch.join("artifacts"))
             .current_dir(repo_root())
             .stdin(Stdio::null())
@@ -76,8 +110,13 @@ impl PythonServer {
             let log = std::fs::read_to_string(server.scratch.join("server.log")).unwrap_or_default();
             panic!("the Python executor did not start (first line {line:?}); its log:\n{log}");
         };
-        server.url = format!("http://{address}");
+        let scheme = if tls == Tls::Off { "http" } else { "https" };
+        server.url = format!("{scheme}://{address}");
         server
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.scratch.join("server.log")).unwrap_or_default()
     }
 
     fn kill(&mut self) {
@@ -86,7 +125,11 @@ impl PythonServer {
     }
 
     fn router(&self) -> RemoteExecutors {
-        RemoteExecutors::from_config_value(&self.url).unwrap()
+        self.router_with(security())
+    }
+
+    fn router_with(&self, security: rara_remote::Security) -> RemoteExecutors {
+        RemoteExecutors::from_config_value_secured(&self.url, rara_remote::Transport::default(), security).unwrap()
     }
 
     async fn executor(&self, operation: &str) -> std::sync::Arc<RemoteExecutor> {
@@ -184,8 +227,9 @@ async fn cancelling_sleep_mid_run_ends_promptly_and_the_python_attempt_stops() {
     assert!(started.elapsed() < Duration::from_secs(10), "ended well before the 30 s sleep: {:?}", started.elapsed());
 
     // The Python side forgets an attempt only when its task has ended.
-    let mut client = ExecutorServiceClient::new(rara_remote::router::lazy_channel(&server.url).unwrap());
-    let ask = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, reason: "probe".into() };
+    let mut client = security().client(rara_remote::router::lazy_channel(&server.url).unwrap());
+    let attempt_secret = security().attempt_secret(step_id, 1);
+    let ask = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, reason: "probe".into(), attempt_secret };
     let deadline = Instant::now() + Duration::from_secs(5);
     while client.cancel(ask.clone()).await.unwrap().into_inner().found {
         assert!(Instant::now() < deadline, "the Python attempt is still running");
@@ -216,7 +260,8 @@ async fn killing_the_python_server_mid_sleep_is_retryable_unavailability() {
 async fn an_unknown_operation_sent_to_execute_is_a_permanent_failure() {
     let server = PythonServer::start();
     let channel = rara_remote::router::lazy_channel(&server.url).unwrap();
-    let executor = RemoteExecutor::new(channel, server.url.clone(), "no.such.operation", "1.0.0");
+    let executor = RemoteExecutor::new(channel, server.url.clone(), "no.such.operation", "1.0.0")
+        .with_security(std::sync::Arc::new(security()));
     let ctx = context("no.such.operation", Duration::from_secs(30), RecordingReporter::new());
     let err = executor.execute(ctx, json!({})).await.expect_err("no such operation");
     assert_eq!((err.code.as_str(), err.retryable), (codes::UNKNOWN_OPERATION, false), "{err:?}");
@@ -256,4 +301,131 @@ async fn heartbeats_keep_a_quiet_step_alive_past_the_idle_timeout() {
     assert!(output.is_object(), "{output}");
     let reports = reporter.progress();
     assert!(reports.len() >= 2, "progress came at most once a second: {reports:?}");
+}
+
+#[tokio::test]
+async fn without_the_token_every_call_is_unauthenticated_and_no_handler_runs() {
+    let server = PythonServer::start();
+    // No token: discovery is refused, so nothing routes (the endpoint never answered).
+    let anonymous = rara_remote::Security::default();
+    let err = server.router_with(anonymous.clone()).route("sleep", None).await.err().expect("not routed");
+    assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true), "{err:?}");
+    // Execute, Attach and Cancel straight from a client without the credential.
+    let channel = rara_remote::router::lazy_channel(&server.url).unwrap();
+    let executor = RemoteExecutor::new(channel.clone(), server.url.clone(), "sleep", "1.0.0");
+    let ctx = context("sleep", Duration::from_secs(30), RecordingReporter::new());
+    let step_id = ctx.step_id;
+    let err = executor.execute(ctx, json!({"seconds": 1})).await.expect_err("refused");
+    assert_eq!(err.code, codes::EXECUTOR_UNAVAILABLE, "{err:?}");
+    assert!(err.message.contains("Unauthenticated") && err.message.contains(&server.url), "{}", err.message);
+    assert!(err.message.contains("RARA_REMOTE_TOKEN"), "{}", err.message);
+    let mut client = anonymous.client(channel);
+    let attach = pb::AttachRequest { step_id: step_id.to_string(), attempt: 1, fence: 1, ..Default::default() };
+    let status = client.attach(attach).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    let cancel = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, ..Default::default() };
+    let status = client.cancel(cancel).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+
+    let log = server.log();
+    for method in ["GetCapabilities", "Execute", "Attach", "Cancel"] {
+        let line = format!("unauthenticated call refused method=/rara.v1.ExecutorService/{method} ");
+        assert!(log.contains(&line), "{method} was refused:\n{log}");
+    }
+    for handler in ["execute operation=", "attach step=", "attach refused", "cancel step="] {
+        assert!(!log.contains(handler), "a handler ran ({handler}):\n{log}");
+    }
+    assert!(!log.contains("rara-test-token"), "the log holds no token:\n{log}");
+}
+
+#[tokio::test]
+async fn a_forged_execute_with_a_larger_fence_does_not_stop_rara_s_attempt() {
+    let server = PythonServer::start();
+    let executor = server.executor("sleep").await;
+    let reporter = RecordingReporter::new();
+    let ctx = context("sleep", Duration::from_secs(30), reporter.clone());
+    let (step_id, fence) = (ctx.step_id, ctx.fence);
+    let call = tokio::spawn(async move { executor.execute(ctx, json!({"seconds": 1})).await });
+    reporter.wait_for_progress().await;
+
+    // A peer with the token, not the secrets: a larger fence, Attach, Cancel.
+    let mut forger = security().client(rara_remote::router::lazy_channel(&server.url).unwrap());
+    let forged = pb::ExecuteRequest {
+        run_id: Uuid::new_v4().to_string(),
+        step_id: step_id.to_string(),
+        attempt: 2,
+        fence: fence + 1_000_000,
+        operation: "sleep".into(),
+        input_json: r#"{"seconds": 1}"#.into(),
+        attempt_secret: "f".repeat(64),
+        prior_attempt_secrets: vec!["0".repeat(64)],
+        ..Default::default()
+    };
+    let mut forged_stream = forger.execute(forged).await.unwrap().into_inner();
+    while let Some(event) = forged_stream.message().await.unwrap() {
+        if matches!(event.event, Some(pb::execute_response::Event::Running(_))) {
+            break;
+        }
+    }
+    let wrong = "b".repeat(64);
+    let attach = pb::AttachRequest {
+        step_id: step_id.to_string(),
+        attempt: 1,
+        fence,
+        attempt_secret: wrong.clone(),
+        ..Default::default()
+    };
+    let status = forger.attach(attach).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+    let cancel =
+        pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, attempt_secret: wrong, ..Default::default() };
+    let status = forger.cancel(cancel).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+
+    let output = call.await.unwrap().expect("rara's attempt succeeds");
+    assert_eq!((output["slept_seconds"].as_f64(), output["cancelled"].as_bool()), (Some(1.0), Some(false)), "{output}");
+    let log = server.log();
+    assert!(log.contains("not superseded (no proof of its secret)"), "{log}");
+    assert!(!log.contains("superseded step="), "rara's attempt was not superseded:\n{log}");
+}
+
+#[tokio::test]
+async fn rara_runs_a_step_over_tls_with_a_private_ca_and_a_client_certificate() {
+    for tls in [Tls::On, Tls::ClientCertificates] {
+        let server = PythonServer::start_with(tls);
+        let ca = std::fs::read(tls_file("ca.pem")).unwrap();
+        let cert = std::fs::read(tls_file("client.pem")).unwrap();
+        let key = std::fs::read_to_string(tls_file("client.key")).unwrap();
+        let security = security().with_ca_pem(ca).with_identity_pem(cert, key);
+        let executor = server.router_with(security).find("text.stats", None).await.unwrap().expect("routed over TLS");
+        let ctx = context("text.stats", Duration::from_secs(30), RecordingReporter::new());
+        let output = executor.execute(ctx, json!({"text": "a b"})).await.unwrap();
+        assert_eq!(output["words"], 2, "{output}");
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_ca_or_a_missing_client_certificate_fails_naming_the_endpoint() {
+    let wrong_ca = std::fs::read(tls_file("wrong-ca.pem")).unwrap();
+    let right_ca = std::fs::read(tls_file("ca.pem")).unwrap();
+    for (tls, ca) in [(Tls::On, wrong_ca), (Tls::ClientCertificates, right_ca)] {
+        let server = PythonServer::start_with(tls);
+        let security = security().with_ca_pem(ca);
+        let channel = rara_remote::router::lazy_channel_with(&server.url, &security).unwrap();
+        let executor = RemoteExecutor::new(channel, server.url.clone(), "text.stats", "1.0.0")
+            .with_security(std::sync::Arc::new(security));
+        let ctx = context("text.stats", Duration::from_secs(10), RecordingReporter::new());
+        let err = executor.execute(ctx, json!({"text": "a b"})).await.expect_err("TLS refused");
+        assert_eq!((err.code.as_str(), err.retryable), (codes::EXECUTOR_UNAVAILABLE, true), "{err:?}");
+        assert!(err.message.contains(&server.url), "the error names the endpoint: {}", err.message);
+        if tls == Tls::On {
+            assert!(
+                err.message.contains("UnknownIssuer") && err.message.contains("RARA_REMOTE_CA_FILE"),
+                "{}",
+                err.message
+            );
+        }
+        assert_eq!(err.details["endpoint"], server.url.as_str());
+        assert!(!server.log().contains("execute operation="), "no handler ran");
+    }
 }

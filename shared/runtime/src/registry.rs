@@ -26,7 +26,8 @@ pub async fn standard_registry(settings: &Settings) -> Result<Registry, Error> {
     let builtins = BuiltinsConfig { egress: settings.egress.clone(), ..BuiltinsConfig::default() };
     let mut registry = rara_builtins::registry_with(&builtins)?;
     if let Some(endpoints) = &settings.remote_executors {
-        let remote = RemoteExecutors::from_config_value_with(endpoints, settings.timeouts.grpc)?;
+        let security = settings.remote_security.clone();
+        let remote = RemoteExecutors::from_config_value_secured(endpoints, settings.timeouts.grpc, security)?;
         let remote = Arc::new(remote.with_limits(settings.returns));
         remote.refresh().await;
         registry.with_remote(remote);

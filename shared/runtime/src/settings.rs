@@ -76,6 +76,9 @@ pub struct Settings {
     pub progress_interval: Duration,
     /// `RARA_REMOTE_EXECUTORS`: comma-separated gRPC endpoints of remote executors.
     pub remote_executors: Option<String>,
+    /// `RARA_REMOTE_CA_FILE`, `RARA_REMOTE_CLIENT_{CERT,KEY}_FILE`, `RARA_REMOTE_TOKEN`,
+    /// `RARA_REMOTE_ATTEMPT_KEY`: how rara proves itself to remote executors and checks them.
+    pub remote_security: rara_remote::Security,
     /// `RARA_SECRETS_BACKEND`: where `{"$secret": name}` references are resolved: `env`
     /// (`RARA_SECRET_<NAME>` or `RARA_SECRETS_DIR/<name>`) or `secretsmanager`.
     pub secrets_backend: SecretsBackend,
@@ -161,6 +164,10 @@ impl Settings {
             deadline_margin: core.deadline_margin,
             progress_interval: vars.millis("RARA_PROGRESS_INTERVAL_MS", DEFAULT_PROGRESS_INTERVAL_MS)?,
             remote_executors: vars.optional("RARA_REMOTE_EXECUTORS"),
+            remote_security: rara_remote::Security::from_lookup(|var| vars.optional(var)).map_err(|e| {
+                // The value may be a secret: only the reason is said.
+                Error::Invalid { var: e.var(), value: "(not shown)".into(), reason: e.to_string() }
+            })?,
             secrets_backend: SecretsBackend::from_var(vars.optional("RARA_SECRETS_BACKEND").as_deref())?,
             secrets_prefix: vars.optional("RARA_SECRETS_PREFIX").unwrap_or_default(),
             timeouts: Timeouts::from_vars(&vars)?,

@@ -161,7 +161,9 @@ async fn cancelling_a_running_remote_step_stops_it_on_the_python_side_within_a_h
         format!("cancel step={step_id} attempt=1 found=True reason='the step was cancelled: an operator cancelled it'");
     assert!(server.wait_for_log(&told, Duration::from_secs(5)), "no {told:?} in the log:\n{}", server.log());
     let mut client = ExecutorServiceClient::new(rara_remote::router::lazy_channel(server.url()).unwrap());
-    let probe = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, reason: "probe".into() };
+    // The attempt's secret, as rara (no RARA_REMOTE_ATTEMPT_KEY here) derives it.
+    let attempt_secret = rara_remote::Security::default().attempt_secret(step_id, 1);
+    let probe = pb::CancelRequest { step_id: step_id.to_string(), attempt: 1, reason: "probe".into(), attempt_secret };
     assert!(!client.cancel(probe).await.unwrap().into_inner().found, "the Python attempt still runs");
     assert!(!server.log().contains(&format!("succeeded step={step_id}")), "{}", server.log());
 }

@@ -2,6 +2,10 @@
 //! the venv `scripts/python-env.sh` creates: on a free port or a given one, killed (SIGKILL)
 //! and its scratch directory (log, artifacts) removed on drop.
 //!
+//! Started with [`PythonServer::start`] it takes calls without a token (`--no-auth`);
+//! [`PythonServer::start_guarded`] starts one that asks for a token (and TLS) as a
+//! deployment does.
+//!
 //! A [`Standby`] has paid Python's start (interpreter and imports) but binds its port only
 //! when told, so a test can bring a server up on a fixed port within milliseconds (the port a
 //! killed server held, say). A test that needs a server down at start puts a
@@ -48,6 +52,26 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Who a [`PythonServer::start_guarded`] server lets in.
+#[derive(Debug, Clone, Default)]
+pub struct Guard {
+    /// Accepted bearer tokens (two during a rotation); at least one.
+    pub tokens: Vec<String>,
+    /// TLS (PEM files); `None`: plaintext.
+    pub tls: Option<Tls>,
+    /// More environment variables (`RARA_WORKER_CONFORMANCE=1`, say).
+    pub env: Vec<(String, String)>,
+}
+
+/// The PEM files of a server's TLS.
+#[derive(Debug, Clone)]
+pub struct Tls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// Clients must present a certificate this CA signed (mTLS).
+    pub client_ca: Option<PathBuf>,
+}
+
 /// A running Python executor.
 #[derive(Debug)]
 pub struct PythonServer {
@@ -84,23 +108,44 @@ impl PythonServer {
     }
 
     /// A server on `port` (0: a free one) with the environment variables `env` added (an
-    /// `OTEL_EXPORTER_OTLP_*` endpoint, say).
+    /// `OTEL_EXPORTER_OTLP_*` endpoint, say). It takes calls without a token (`--no-auth`):
+    /// [`PythonServer::start_guarded`] starts one that does not.
     pub fn start_with_env(port: u16, env: &[(&str, &str)]) -> PythonServer {
         let mut command = Command::new(python());
-        command.args(["-m", "rara_worker"]).stdin(Stdio::null()).envs(env.iter().copied());
+        command.args(["-m", "rara_worker", "--no-auth"]).stdin(Stdio::null()).envs(env.iter().copied());
         Process::spawn(command, port).listening()
+    }
+
+    /// A server on a free port that accepts only calls carrying one of `guard.tokens` (given
+    /// in `RARA_EXECUTOR_TOKENS`, as a deployment does) and serves TLS when `guard.tls` says
+    /// so; its [`url`](Self::url) is then `https://127.0.0.1:PORT`.
+    pub fn start_guarded(guard: &Guard) -> PythonServer {
+        let mut command = Command::new(python());
+        command.args(["-m", "rara_worker"]).stdin(Stdio::null()).env("RARA_EXECUTOR_TOKENS", guard.tokens.join(","));
+        command.envs(guard.env.iter().map(|(k, v)| (k, v)));
+        if let Some(tls) = &guard.tls {
+            command.arg("--tls-cert").arg(&tls.cert).arg("--tls-key").arg(&tls.key);
+            if let Some(ca) = &tls.client_ca {
+                command.arg("--tls-client-ca").arg(ca);
+            }
+        }
+        let mut server = Process::spawn(command, 0).listening();
+        if guard.tls.is_some() {
+            server.url = server.url.replacen("http://", "https://", 1);
+        }
+        server
     }
 
     /// A server that binds `port` of 127.0.0.1 when [`Standby::listen`] is called.
     pub fn standby(port: u16) -> Standby {
         let mut command = Command::new(python());
-        command.args(["-c", STANDBY_BOOT]).stdin(Stdio::piped());
+        command.args(["-c", STANDBY_BOOT, "--no-auth"]).stdin(Stdio::piped());
         let mut process = Process::spawn(command, port);
         let stdin = process.child.stdin.take().unwrap();
         Standby { process, stdin }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` when guarded with TLS).
     pub fn url(&self) -> &str {
         &self.url
     }

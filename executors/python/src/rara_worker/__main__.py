@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rara_worker import conformance
 from rara_worker.attempts import DEFAULT_RETENTION_SECONDS, DetachConfig
+from rara_worker.auth import TOKENS_ENV, TlsFiles, Tokens
 from rara_worker.examples import build_registry
 from rara_worker.log import DEFAULT_MAX_KEPT_EVENTS
 from rara_worker.server import DEFAULT_GRACE_SECONDS, serve
@@ -57,11 +58,23 @@ def main(argv: list[str] | None = None) -> None:
         help="also serve the conformance capabilities rara's conformance suite drives "
         "(conformance.echo, .sleep, .fail, .chatty; default: $RARA_WORKER_CONFORMANCE=1)",
     )
+    _auth_arguments(parser)
     args = parser.parse_args(argv)
     try:
         detach = DetachConfig(args.retention, args.max_kept_events)
-    except ValueError as exc:
+        tokens = None if args.no_auth else Tokens.load(file=args.tokens_file)
+    except (ValueError, OSError) as exc:
         parser.error(str(exc))
+    if tokens is not None and len(tokens) == 0:
+        parser.error(
+            f"no token: set {TOKENS_ENV} (comma-separated, two during a rotation) or "
+            "--tokens-file; --no-auth serves without (never outside a test)"
+        )
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_client_ca is not None and args.tls_cert is None:
+        parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+    tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args.data_dir.mkdir(parents=True, exist_ok=True)
     registry = build_registry(args.data_dir)
@@ -72,11 +85,30 @@ def main(argv: list[str] | None = None) -> None:
     try:
         asyncio.run(
             serve(registry, host=args.host, port=args.port, artifacts_dir=args.artifacts_dir,
-                  grace=args.grace, detach=detach)
+                  grace=args.grace, detach=detach, tokens=tokens, tls=tls)
         )
     finally:
         if provider is not None:
             provider.shutdown()  # exports what is still batched
+
+
+def _auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``auth.py``: tokens, TLS, and the explicit way to go without."""
+    parser.add_argument(
+        "--tokens-file", type=Path, default=None, metavar="PATH",
+        help=f"accepted bearer tokens, one per line, in addition to ${TOKENS_ENV} "
+        "(comma-separated); calls without one get UNAUTHENTICATED",
+    )
+    parser.add_argument(
+        "--no-auth", action="store_true",
+        help="accept calls without a token (tests only; the log says so)",
+    )
+    parser.add_argument("--tls-cert", type=Path, default=None, metavar="PEM",
+                        help="serve TLS with this certificate chain (with --tls-key)")
+    parser.add_argument("--tls-key", type=Path, default=None, metavar="PEM",
+                        help="the private key of --tls-cert")
+    parser.add_argument("--tls-client-ca", type=Path, default=None, metavar="PEM",
+                        help="require client certificates signed by this CA (mTLS)")
 
 
 if __name__ == "__main__":

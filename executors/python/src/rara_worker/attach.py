@@ -6,7 +6,9 @@ gRPC status the contract gives:
 1. ``INVALID_ARGUMENT``: ``step_id`` is not a UUID, or ``attempt`` is 0;
 2. ``NOT_FOUND``: no such attempt here (never started here, the executor restarted, or it
    ended longer ago than the retention);
-3. ``FAILED_PRECONDITION``: the attempt cannot detach (``ExecuteRequest.detachable`` was
+3. ``PERMISSION_DENIED``: ``attempt_secret`` is not the secret the attempt's ``Execute``
+   declared (compared in constant time; nothing is acknowledged or streamed);
+4. ``FAILED_PRECONDITION``: the attempt cannot detach (``ExecuteRequest.detachable`` was
    false, or its capability opts out); ``fence`` differs from the attempt's (older: a
    stale holder; newer: the attempt ran under another claim); a newer attempt of the step
    superseded it (its fence is stale); ``after_sequence`` is beyond the last event
@@ -55,6 +57,10 @@ def open_attach(
             grpc.StatusCode.NOT_FOUND,
             f"attempt {request.attempt} of step {request.step_id} is not known here: it never "
             "ran here, the executor restarted, or it ended longer ago than the retention",
+        )
+    if not attempt.admits_secret(request.attempt_secret):
+        raise Refused(
+            grpc.StatusCode.PERMISSION_DENIED, "attempt_secret is not this attempt's secret"
         )
     _check(attempt, request)
     attempt.log.acknowledge(request.after_sequence)

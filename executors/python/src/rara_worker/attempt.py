@@ -29,6 +29,7 @@ from typing import cast
 
 from rara.v1 import executor_pb2 as pb
 from rara_worker import errors, telemetry
+from rara_worker.auth import secrets_match
 from rara_worker.capability import AsyncHandler, Capability, CapabilityRegistry, SyncHandler
 from rara_worker.context import Context
 from rara_worker.events import EventStream
@@ -84,6 +85,27 @@ class Attempt:
     def fence(self) -> int:
         """The fence the attempt was started under."""
         return self._request.fence
+
+    @property
+    def secret(self) -> str:
+        """The secret ``Execute`` declared (empty: none); ``Attach`` and ``Cancel`` present it."""
+        return self._request.attempt_secret
+
+    def vouches_for(self, older: Attempt) -> bool:
+        """Whether this attempt may replace ``older`` (an attempt of the same step).
+
+        True when ``older`` declared no secret, or this request's ``prior_attempt_secrets``
+        holds ``older``'s secret at its position (compared in constant time).
+        """
+        if not older.secret:
+            return True
+        prior = self._request.prior_attempt_secrets
+        index = older.number - 1
+        return 0 <= index < min(len(prior), self.number - 1) and secrets_match(prior[index], older.secret)
+
+    def admits_secret(self, presented: str) -> bool:
+        """Whether ``presented`` is this attempt's secret (anything goes when it declared none)."""
+        return not self.secret or secrets_match(presented, self.secret)
 
     @property
     def log(self) -> EventLog:

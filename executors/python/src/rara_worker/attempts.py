@@ -4,10 +4,14 @@
 applies the rules between attempts of one step:
 
 - ``admit`` refuses a second ``Execute`` of an attempt that still runs here
-  (``ALREADY_RUNNING``) and an ``Execute`` whose (fence, attempt) is older than an attempt
-  of the same step known here (``STALE_FENCE``: a holder rara has replaced). It stops every
-  older attempt of the step that still runs ("superseded by attempt N (fence F)") and marks
-  every older one stale, running or retained: rara never runs two attempts of one step.
+  (``ALREADY_RUNNING``), one of a retained attempt with another secret
+  (``ATTEMPT_SECRET_MISMATCH``), and an ``Execute`` whose (fence, attempt) is older than an
+  attempt of the same step known here that vouched for it (``STALE_FENCE``: a holder rara
+  has replaced). It stops every older attempt of the step it vouches for that still runs
+  ("superseded by attempt N (fence F)") and marks each stale, running or retained: rara
+  never runs two attempts of one step. Vouching (``Attempt.vouches_for``) is the proto's
+  ``prior_attempt_secrets`` rule: a caller without the secrets (a peer holding only the
+  token) neither stops nor blocks rara's attempts.
 - ``finished`` forgets a non-detachable attempt at once (as before detaching existed: no
   stream can come back for it) and keeps a detachable one for ``retention`` seconds, so a
   late ``Attach`` still gets its terminal event and whatever it did not acknowledge.
@@ -73,8 +77,14 @@ class AttemptTable:
             return errors.make_error(
                 errors.ALREADY_RUNNING, "this step attempt is already running here", True
             )
-        newest = max(self._of_step(attempt.step_id), key=_age, default=None)
-        if newest is not None and _age(newest) > _age(attempt):
+        if same is not None and not same.admits_secret(attempt.secret):
+            return errors.make_error(
+                errors.ATTEMPT_SECRET_MISMATCH,
+                "this step attempt ran here under another attempt secret", False,
+            )
+        newer = [k for k in self._of_step(attempt.step_id) if _age(k) > _age(attempt)]
+        newest = max((k for k in newer if k.vouches_for(attempt)), key=_age, default=None)
+        if newest is not None:
             return errors.make_error(
                 errors.STALE_FENCE,
                 f"fence {attempt.fence} is stale: attempt {newest.number} of this step "
@@ -84,8 +94,16 @@ class AttemptTable:
                  "newer_fence": str(newest.fence)},
             )
         for older in self._of_step(attempt.step_id):
-            if older is not same and older.superseded_by is None:
+            if older is same or older.superseded_by is not None or _age(older) >= _age(attempt):
+                continue
+            if attempt.vouches_for(older):
                 older.supersede(attempt.number, attempt.fence)
+            else:
+                log.warning(
+                    "not superseded (no proof of its secret) step=%s attempt=%d fence=%d "
+                    "by_attempt=%d by_fence=%d",
+                    older.step_id, older.number, older.fence, attempt.number, attempt.fence,
+                )
         if same is not None:
             self._forget(same)  # retained and finished: the new execution replaces it
         self._by_step.setdefault(attempt.step_id, {})[attempt.number] = attempt

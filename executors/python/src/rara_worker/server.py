@@ -35,6 +35,7 @@ from rara_worker import errors
 from rara_worker.attach import Refused, open_attach
 from rara_worker.attempt import Attempt
 from rara_worker.attempts import DetachConfig, AttemptTable
+from rara_worker.auth import TlsFiles, TokenInterceptor, Tokens
 from rara_worker.capability import CapabilityRegistry
 from rara_worker.heartbeat import with_heartbeats
 
@@ -145,6 +146,12 @@ class ExecutorService(pb_grpc.ExecutorServiceServicer):
         context: grpc.aio.ServicerContext[pb.CancelRequest, pb.CancelResponse],
     ) -> pb.CancelResponse:
         attempt = self.attempts.get(request.step_id, request.attempt)
+        if attempt is not None and not attempt.admits_secret(request.attempt_secret):
+            log.warning("cancel refused (not the attempt's secret) step=%s attempt=%d",
+                        request.step_id, request.attempt)
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "attempt_secret is not this attempt's secret"
+            )
         found = attempt is not None and not attempt.ended
         if attempt is not None and found:
             attempt.stop(request.reason or "cancel requested")  # a repeat is a no-op
@@ -203,6 +210,8 @@ class RunningServer:
     health: Any  # grpc_health.v1.health.aio.HealthServicer (untyped package)
     host: str
     port: int
+    #: The token check, when the server has one (its ``refused`` counts refused calls).
+    interceptor: TokenInterceptor | None = None
 
     @property
     def address(self) -> str:
@@ -225,15 +234,24 @@ async def start(
     port: int = 0,
     artifacts_dir: Path,
     detach: DetachConfig = DetachConfig(),
+    tokens: Tokens | None = None,
+    tls: TlsFiles | None = None,
 ) -> RunningServer:
-    """Bind ``host:port`` (0 picks a free port), register the services and start."""
-    server = grpc.aio.server()
+    """Bind ``host:port`` (0 picks a free port), register the services and start.
+
+    With ``tokens``, every ``rara.v1`` call must carry one of them (``auth.py``); with
+    ``tls``, the port serves TLS (mTLS when it names a client CA), else plaintext.
+    """
+    interceptor = TokenInterceptor(tokens) if tokens is not None else None
+    server = grpc.aio.server(interceptors=[interceptor] if interceptor is not None else None)
     service = ExecutorService(registry, artifacts_dir, detach)
     pb_grpc.add_ExecutorServiceServicer_to_server(service, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     bind_host = f"[{host}]" if ":" in host else host
-    bound = server.add_insecure_port(f"{bind_host}:{port}")
+    address = f"{bind_host}:{port}"
+    bound = (server.add_secure_port(address, tls.credentials()) if tls is not None
+             else server.add_insecure_port(address))
     if bound == 0:
         raise OSError(f"could not bind {host}:{port}")
     await server.start()
@@ -244,8 +262,14 @@ async def start(
         "detached attempts: finished ones retained %gs, at most %d events kept while detached",
         detach.retention_seconds, detach.max_kept_events,
     )
-    log.info("serving %d capabilities on %s:%d: %s", len(registry), host, bound, offered)
-    return RunningServer(server, service, health_servicer, host, bound)
+    log.info(
+        "serving %d capabilities on %s:%d (%s, %s): %s", len(registry), host, bound,
+        "TLS" + (" with client certificates" if tls is not None and tls.client_ca else "")
+        if tls is not None else "plaintext",
+        f"{len(tokens)} accepted token(s)" if tokens is not None else "NO authentication",
+        offered,
+    )
+    return RunningServer(server, service, health_servicer, host, bound, interceptor)
 
 
 async def serve(
@@ -256,6 +280,8 @@ async def serve(
     artifacts_dir: Path,
     grace: float = DEFAULT_GRACE_SECONDS,
     detach: DetachConfig = DetachConfig(),
+    tokens: Tokens | None = None,
+    tls: TlsFiles | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully.
 
@@ -263,7 +289,8 @@ async def serve(
     process that passed port 0 can read the port.
     """
     running = await start(
-        registry, host=host, port=port, artifacts_dir=artifacts_dir, detach=detach
+        registry, host=host, port=port, artifacts_dir=artifacts_dir, detach=detach,
+        tokens=tokens, tls=tls,
     )
     print(f"listening on {running.address}", flush=True)
     stop = asyncio.Event()

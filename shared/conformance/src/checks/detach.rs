@@ -90,6 +90,7 @@ impl Suite {
             attempt: 1,
             fence,
             after_sequence: after,
+            attempt_secret: self.secret(step_id, 1),
             ..Default::default()
         };
         let mut call = tonic::Request::new(request);

@@ -12,7 +12,10 @@
 //! - `deadline.rs`: a deadline reached mid-step.
 //! - `heartbeat.rs`: heartbeats on a quiet stream.
 //! - `detach.rs`: a detachable attempt outlives its call; `Attach` and its refusals.
+//! - `auth.rs`: calls without the token; an attempt's secret guards `Cancel`, `Attach` and
+//!   supersede.
 
+mod auth;
 mod cancel;
 mod deadline;
 mod detach;
@@ -33,7 +36,9 @@ impl Suite {
     pub(crate) async fn run(&mut self) {
         self.health().await;
         let Some(offers) = self.capabilities().await else {
-            for rule in Rule::ALL.into_iter().filter(|r| !matches!(r, Rule::Capabilities | Rule::Health)) {
+            self.authentication().await;
+            let unchecked = |r: &Rule| !matches!(r, Rule::Capabilities | Rule::Health | Rule::Authentication);
+            for rule in Rule::ALL.into_iter().filter(unchecked) {
                 self.findings.skipped(rule, "the conformance capabilities are not all offered");
             }
             return;
@@ -47,6 +52,8 @@ impl Suite {
         self.deadline_mid_step().await;
         self.call_cancellation().await;
         self.heartbeat().await;
+        self.authentication().await;
+        self.attempt_secret(offers[SLEEP].detachable).await;
         if offers[SLEEP].detachable {
             self.detach().await;
         } else {

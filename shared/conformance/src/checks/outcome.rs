@@ -18,7 +18,9 @@ impl Suite {
     pub(crate) async fn through_client(&mut self, echo: &Offer, fail: &Offer) {
         let input = json!({"conformance": "echo", "list": [1, "two", null], "nested": {"ok": true}});
         let reporter = Arc::new(Recording::default());
-        let executor = RemoteExecutor::new(self.channel.clone(), self.endpoint.clone(), ECHO, &echo.version);
+        let security = Arc::new(self.security.clone());
+        let executor = RemoteExecutor::new(self.channel.clone(), self.endpoint.clone(), ECHO, &echo.version)
+            .with_security(security.clone());
         let outcome = match executor.execute(context(ECHO, reporter.clone()), input.clone()).await {
             Ok(output) if output == json!({ "echo": input }) => Ok(()),
             Ok(output) => Err(format!("{ECHO} answered {output}, expected {}", json!({ "echo": input }))),
@@ -32,7 +34,8 @@ impl Suite {
         };
         self.findings.record(Rule::RunningVersion, outcome);
 
-        let executor = RemoteExecutor::new(self.channel.clone(), self.endpoint.clone(), FAIL, &fail.version);
+        let executor = RemoteExecutor::new(self.channel.clone(), self.endpoint.clone(), FAIL, &fail.version)
+            .with_security(security);
         for retryable in [true, false] {
             let details = json!({"rule": "structured-error", "retryable": retryable.to_string()});
             let input = json!({

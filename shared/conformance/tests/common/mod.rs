@@ -1,7 +1,9 @@
 //! A minimal `rara.v1` executor, written from `proto/rara/v1/executor.proto` alone (not from
 //! the Python executor): the conformance capabilities at 1.0.0, none detachable, one task per
-//! attempt that watches `Cancel`, the deadline and the call going away. Its [`Flaw`]s break
-//! one rule each, on purpose, to prove the suite catches them.
+//! attempt that watches `Cancel`, the deadline and the call going away; it asks for the
+//! bearer [`TOKEN`] on every call and for the attempt's secret on `Cancel` (it never
+//! supersedes, so the supersede rule holds by construction). Its [`Flaw`]s break one rule
+//! each, on purpose, to prove the suite catches them.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,6 +22,28 @@ use tonic::{Request, Response, Status};
 
 const VERSION: &str = "1.0.0";
 
+/// The token the minimal executor accepts.
+pub const TOKEN: &str = "minimal-executor-token-0001";
+
+/// How the suite calls the minimal executor: with its token (and a key for the secrets).
+pub fn security() -> rara_remote::Security {
+    rara_remote::Security::default().with_token(TOKEN).unwrap().with_attempt_key("m".repeat(32)).unwrap()
+}
+
+/// Refuses a call without `authorization: Bearer TOKEN`, before any handler runs.
+fn check_token(request: Request<()>) -> Result<Request<()>, Status> {
+    let presented = request.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    match same(presented.as_bytes(), format!("Bearer {TOKEN}").as_bytes()) {
+        true => Ok(request),
+        false => Err(Status::unauthenticated("a valid bearer token is required")),
+    }
+}
+
+/// Equality in time that does not depend on where the inputs differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// A rule the server breaks on purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flaw {
@@ -31,6 +55,11 @@ pub enum Flaw {
     IgnoresCallCancellation,
     /// Heartbeats asked for are never sent.
     NoHeartbeats,
+    /// Calls without the token are served.
+    NoAuth,
+    /// `Cancel` ignores the attempt's secret, and an `Execute` stops every other attempt of
+    /// its step, vouched for or not.
+    IgnoresSecrets,
 }
 
 /// A running attempt, as `Cancel` finds it.
@@ -38,6 +67,8 @@ pub enum Flaw {
 struct Stop {
     token: CancellationToken,
     reason: Arc<Mutex<String>>,
+    /// The attempt's `attempt_secret`; `Cancel` must present it.
+    secret: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -109,8 +140,14 @@ impl ExecutorService for Minimal {
     async fn execute(&self, request: Request<pb::ExecuteRequest>) -> Result<Response<Self::ExecuteStream>, Status> {
         let request = request.into_inner();
         let (tx, rx) = mpsc::channel(64);
-        let stop = Stop { token: CancellationToken::new(), reason: Arc::default() };
+        let stop =
+            Stop { token: CancellationToken::new(), reason: Arc::default(), secret: request.attempt_secret.clone() };
         let key = (request.step_id.clone(), request.attempt);
+        if self.flaw == Some(Flaw::IgnoresSecrets) {
+            for (_, other) in self.attempts.lock().unwrap().iter().filter(|(k, _)| k.0 == key.0) {
+                other.token.cancel();
+            }
+        }
         self.attempts.lock().unwrap().insert(key.clone(), stop.clone());
         let (attempts, flaw) = (self.attempts.clone(), self.flaw);
         // Heartbeats when asked: this executor simply sends one every interval until the
@@ -147,6 +184,12 @@ impl ExecutorService for Minimal {
             return Ok(Response::new(pb::CancelResponse { found: false }));
         }
         let stop = self.attempts.lock().unwrap().get(&(request.step_id, request.attempt)).cloned();
+        let checks_secret = self.flaw != Some(Flaw::IgnoresSecrets);
+        if checks_secret
+            && stop.as_ref().is_some_and(|stop| !same(stop.secret.as_bytes(), request.attempt_secret.as_bytes()))
+        {
+            return Err(Status::permission_denied("attempt_secret is not this attempt's secret"));
+        }
         let found = stop.is_some_and(|stop| {
             *stop.reason.lock().unwrap() = request.reason;
             stop.token.cancel();
@@ -304,7 +347,10 @@ pub async fn start(flaw: Option<Flaw>) -> String {
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(health_service)
-            .add_service(ExecutorServiceServer::new(service))
+            .add_service(ExecutorServiceServer::with_interceptor(service, move |request| match flaw {
+                Some(Flaw::NoAuth) => Ok(request),
+                _ => check_token(request),
+            }))
             .serve_with_incoming(TcpListenerStream::new(listener)),
     );
     format!("http://{addr}")

@@ -69,7 +69,8 @@ impl RemoteExecutor {
                 codes::ATTEMPT_NOT_FOUND,
                 "the remote executor no longer knows the detached attempt; a new attempt runs",
             ),
-            Code::FailedPrecondition | Code::InvalidArgument => {
+            // PERMISSION_DENIED: the attempt's secret was not accepted.
+            Code::FailedPrecondition | Code::InvalidArgument | Code::PermissionDenied => {
                 refused(codes::ATTACH_REFUSED, "the remote executor refused to re-attach")
             }
             Code::Unimplemented => Interrupted::Failed(self.unavailable(status, "re-attaching is not supported")),
@@ -111,11 +112,12 @@ impl RemoteExecutor {
 
     pub(super) fn unavailable(&self, status: &Status, when: &str) -> StepError {
         let message = format!(
-            "remote executor {} for {}: {when}: {:?}: {}",
+            "remote executor {} for {}: {when}: {:?}: {}{}",
             self.endpoint,
             self.operation,
             status.code(),
-            status.message()
+            status.message(),
+            hint(status)
         );
         let error = if status.code() == Code::Unimplemented {
             StepError::permanent(codes::EXECUTOR_UNAVAILABLE, message)
@@ -128,7 +130,7 @@ impl RemoteExecutor {
         }))
     }
 
-    /// Names the endpoint and operation in an error this client raised.
+    /// Names the endpoint and operation in an error this client raised (see [`hint`]).
     pub(super) fn located(&self, mut error: StepError) -> StepError {
         error.message = format!("{} ({} on {})", error.message, self.operation, self.endpoint);
         error.with_details(serde_json::json!({ "endpoint": &*self.endpoint, "operation": self.operation }))
@@ -196,6 +198,17 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// What to check when a call was refused for who rara is (or who the executor is).
+fn hint(status: &Status) -> &'static str {
+    if status.code() == Code::Unauthenticated {
+        " (the executor refused rara's credential: check RARA_REMOTE_TOKEN against its RARA_EXECUTOR_TOKENS)"
+    } else if status.message().contains("certificate") {
+        " (TLS: is RARA_REMOTE_CA_FILE the CA that signed the executor's certificate?)"
+    } else {
+        ""
     }
 }
 

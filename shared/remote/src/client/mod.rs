@@ -67,8 +67,8 @@ use tracing::Instrument;
 
 use self::failure::{Interrupted, Stop};
 use crate::bounds::Limits;
-use crate::pb::executor_service_client::ExecutorServiceClient;
 use crate::pb::{self};
+use crate::security::{Client, Security};
 use crate::transport::HEARTBEAT_INTERVAL;
 
 /// How long a best-effort `Cancel` may take before the client gives up on it.
@@ -87,7 +87,10 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
 /// One capability on one remote executor.
 #[derive(Debug, Clone)]
 pub struct RemoteExecutor {
-    client: ExecutorServiceClient<Channel>,
+    client: Client,
+    channel: Channel,
+    /// The token every call carries and the key of the attempts' secrets.
+    security: Arc<Security>,
     endpoint: Arc<str>,
     operation: String,
     version: String,
@@ -110,8 +113,11 @@ impl RemoteExecutor {
         version: impl Into<String>,
     ) -> Self {
         let limits = Limits::default();
+        let security = Arc::new(Security::default());
         Self {
-            client: ExecutorServiceClient::new(channel).max_decoding_message_size(limits.max_decoding_message_size()),
+            client: security.client(channel.clone()).max_decoding_message_size(limits.max_decoding_message_size()),
+            channel,
+            security,
             endpoint: endpoint.into(),
             operation: operation.into(),
             version: version.into(),
@@ -127,6 +133,15 @@ impl RemoteExecutor {
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.client = self.client.max_decoding_message_size(limits.max_decoding_message_size());
         self.limits = limits;
+        self
+    }
+
+    /// Sends the token of `security` on every call and the attempts' secrets it derives
+    /// (default: no token, [`Security::default`]).
+    pub fn with_security(mut self, security: Arc<Security>) -> Self {
+        self.client =
+            security.client(self.channel.clone()).max_decoding_message_size(self.limits.max_decoding_message_size());
+        self.security = security;
         self
     }
 
@@ -181,6 +196,8 @@ impl RemoteExecutor {
             trace_context,
             detachable: self.detachable,
             heartbeat_interval_ms: self.heartbeat_interval_ms(),
+            attempt_secret: self.security.attempt_secret(ctx.step_id, ctx.attempt),
+            prior_attempt_secrets: self.security.prior_attempt_secrets(ctx.step_id, ctx.attempt),
         }
     }
 
@@ -210,6 +227,7 @@ impl RemoteExecutor {
                 attempt: ctx.attempt,
                 fence: ctx.fence,
                 after_sequence: resume.sequence,
+                attempt_secret: self.security.attempt_secret(ctx.step_id, ctx.attempt),
                 heartbeat_interval_ms: self.heartbeat_interval_ms(),
                 trace_context,
             }),
@@ -263,9 +281,10 @@ impl RemoteExecutor {
     }
 
     async fn send_cancel(&self, ctx: &ExecutionContext, reason: &str) {
-        let sent =
-            crate::cancel::cancel(self.client.clone(), ctx.step_id, ctx.attempt, reason, self.cancel_timeout).await;
         let (step_id, attempt, endpoint) = (ctx.step_id, ctx.attempt, &*self.endpoint);
+        let secret = self.security.attempt_secret(step_id, attempt);
+        let sent =
+            crate::cancel::cancel(self.client.clone(), (step_id, attempt, &secret), reason, self.cancel_timeout).await;
         match sent {
             Ok(found) => {
                 tracing::info!(%step_id, attempt, %endpoint, found, reason, "remote attempt cancelled")

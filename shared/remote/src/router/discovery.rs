@@ -10,7 +10,7 @@ use super::cache::{Answer, Offer, RemoteCapability};
 use crate::bounds::Limits;
 use crate::client::RemoteExecutor;
 use crate::pb;
-use crate::pb::executor_service_client::ExecutorServiceClient;
+use crate::security::Security;
 use crate::version;
 
 /// One configured endpoint and its channel.
@@ -22,6 +22,8 @@ pub(super) struct Remote {
     pub(super) heartbeat_interval: Duration,
     /// What its executors may return ([`crate::bounds`]).
     pub(super) limits: Limits,
+    /// The token its calls carry and the key of its attempts' secrets.
+    pub(super) security: Arc<Security>,
 }
 
 /// The longest capability name or version kept: they become metric dimensions and log fields.
@@ -39,7 +41,7 @@ fn acceptable(text: &str, bound: usize) -> bool {
 /// One endpoint's offers and whether it drains, or `None` (logged) when it could not be
 /// asked within `timeout`.
 pub(super) async fn discover(remote: &Remote, timeout: Duration) -> Option<Answer> {
-    let mut client = ExecutorServiceClient::new(remote.channel.clone());
+    let mut client = remote.security.client(remote.channel.clone());
     let mut request = tonic::Request::new(pb::GetCapabilitiesRequest {});
     request.set_timeout(timeout);
     let response = match tokio::time::timeout(timeout, client.get_capabilities(request)).await {
@@ -94,7 +96,8 @@ fn offers(remote: &Remote, capabilities: Vec<pb::Capability>) -> Vec<Offer> {
             RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), &capability.name, &capability.version)
                 .with_detachable(capability.detachable)
                 .with_heartbeat_interval(remote.heartbeat_interval)
-                .with_limits(remote.limits);
+                .with_limits(remote.limits)
+                .with_security(remote.security.clone());
         offers.push(Offer {
             capability: RemoteCapability {
                 endpoint: remote.url.to_string(),

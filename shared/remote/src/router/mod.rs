@@ -42,7 +42,8 @@ pub use self::cache::RemoteCapability;
 use self::discovery::{Remote, discover};
 use crate::bounds::Limits;
 use crate::client::RemoteExecutor;
-pub use crate::transport::{CONNECT_TIMEOUT, Error, lazy_channel};
+use crate::security::Security;
+pub use crate::transport::{CONNECT_TIMEOUT, Error, lazy_channel, lazy_channel_with};
 use crate::transport::{Transport, connect_lazy, origin};
 
 /// How often the cached capabilities are refreshed while operations are found.
@@ -94,19 +95,40 @@ impl RemoteExecutors {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        Self::with_security(endpoints, transport, Security::default())
+    }
+
+    /// [`from_config_value_with`](Self::from_config_value_with) with the TLS trust and
+    /// identity, token and attempt key of `security` (what a function reads at start).
+    pub fn from_config_value_secured(value: &str, transport: Transport, security: Security) -> Result<Self, Error> {
+        let endpoints = value.split(',').map(str::trim).filter(|entry| !entry.is_empty());
+        Self::with_security(endpoints, transport, security)
+    }
+
+    /// [`with_transport`](Self::with_transport) with the TLS trust and identity, token and
+    /// attempt key of `security`. Warns (once, without values) about what `security` lacks,
+    /// and about a token sent in cleartext (`http://`) to an endpoint that is not loopback.
+    pub fn with_security<I, S>(endpoints: I, transport: Transport, security: Security) -> Result<Self, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let security = Arc::new(security);
         let mut remotes: Vec<Remote> = Vec::new();
         for (i, raw) in endpoints.into_iter().enumerate() {
             let url = origin(raw.as_ref(), i + 1)?;
             if remotes.iter().any(|r| *r.url == *url) {
                 return Err(Error::Duplicate { url });
             }
-            let channel = connect_lazy(&url, &transport)?;
+            let channel = connect_lazy(&url, &transport, &security)?;
             let heartbeat_interval = transport.heartbeat_interval;
-            remotes.push(Remote { url: url.into(), channel, heartbeat_interval, limits: Limits::default() });
+            let security = security.clone();
+            remotes.push(Remote { url: url.into(), channel, heartbeat_interval, limits: Limits::default(), security });
         }
         if remotes.is_empty() {
             return Err(Error::NoEndpoints);
         }
+        warn_weaknesses(&security, remotes.iter().map(|r| &*r.url));
         let cache = RwLock::new(Cache::new(remotes.len()));
         Ok(Self {
             endpoints: remotes,
@@ -241,6 +263,22 @@ impl RemoteExecutors {
     }
 }
 
+/// Logs what `security` lacks and every endpoint a token would reach in cleartext.
+fn warn_weaknesses<'a>(security: &Security, urls: impl Iterator<Item = &'a str>) {
+    for weakness in security.weaknesses() {
+        tracing::warn!(weakness, "remote executors: weak security settings");
+    }
+    if !security.has_token() {
+        return;
+    }
+    for url in urls {
+        let host = url.strip_prefix("http://").map(|rest| rest.rsplit_once(':').map_or(rest, |(host, _)| host));
+        if host.is_some_and(|host| !matches!(host, "127.0.0.1" | "localhost" | "[::1]")) {
+            tracing::warn!(endpoint = url, "remote executors: the token travels in cleartext (http://); use https://");
+        }
+    }
+}
+
 /// The retryable `EXECUTOR_UNAVAILABLE` of a miss while endpoints that might offer the
 /// operation have not answered (or drain).
 fn unanswered(operation: &str, version: Option<&str>, unknown: &[String]) -> StepError {
@@ -285,7 +323,8 @@ impl RemoteRouter for RemoteExecutors {
         let executor = RemoteExecutor::new(remote.channel.clone(), remote.url.clone(), operation, "")
             .with_detachable(true)
             .with_heartbeat_interval(remote.heartbeat_interval)
-            .with_limits(remote.limits);
+            .with_limits(remote.limits)
+            .with_security(remote.security.clone());
         Some(Arc::new(executor))
     }
 }

@@ -34,7 +34,7 @@ class Capability(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[str] = ..., detachable: _Optional[bool] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "map_index", "deadline", "heartbeat_interval_ms", "trace_context", "detachable")
+    __slots__ = ("run_id", "step_id", "attempt", "fence", "operation", "capability_version", "input_json", "map_index", "deadline", "heartbeat_interval_ms", "trace_context", "detachable", "attempt_secret", "prior_attempt_secrets")
     class TraceContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +54,8 @@ class ExecuteRequest(_message.Message):
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     DETACHABLE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_SECRET_FIELD_NUMBER: _ClassVar[int]
+    PRIOR_ATTEMPT_SECRETS_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     step_id: str
     attempt: int
@@ -66,10 +68,12 @@ class ExecuteRequest(_message.Message):
     heartbeat_interval_ms: int
     trace_context: _containers.ScalarMap[str, str]
     detachable: bool
-    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., map_index: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_interval_ms: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., detachable: _Optional[bool] = ...) -> None: ...
+    attempt_secret: str
+    prior_attempt_secrets: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, run_id: _Optional[str] = ..., step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., operation: _Optional[str] = ..., capability_version: _Optional[str] = ..., input_json: _Optional[str] = ..., map_index: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_interval_ms: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., detachable: _Optional[bool] = ..., attempt_secret: _Optional[str] = ..., prior_attempt_secrets: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
-    __slots__ = ("step_id", "attempt", "fence", "after_sequence", "heartbeat_interval_ms", "trace_context")
+    __slots__ = ("step_id", "attempt", "fence", "after_sequence", "heartbeat_interval_ms", "trace_context", "attempt_secret")
     class TraceContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -83,13 +87,15 @@ class AttachRequest(_message.Message):
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_SECRET_FIELD_NUMBER: _ClassVar[int]
     step_id: str
     attempt: int
     fence: int
     after_sequence: int
     heartbeat_interval_ms: int
     trace_context: _containers.ScalarMap[str, str]
-    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., after_sequence: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    attempt_secret: str
+    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., after_sequence: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., attempt_secret: _Optional[str] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
     __slots__ = ("sequence", "timestamp", "accepted", "running", "progress", "artifact", "heartbeat", "succeeded", "failed", "cancelled")
@@ -191,14 +197,16 @@ class Error(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., retryable: _Optional[bool] = ..., details: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CancelRequest(_message.Message):
-    __slots__ = ("step_id", "attempt", "reason")
+    __slots__ = ("step_id", "attempt", "reason", "attempt_secret")
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_SECRET_FIELD_NUMBER: _ClassVar[int]
     step_id: str
     attempt: int
     reason: str
-    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+    attempt_secret: str
+    def __init__(self, step_id: _Optional[str] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ..., attempt_secret: _Optional[str] = ...) -> None: ...
 
 class CancelResponse(_message.Message):
     __slots__ = ("found",)

@@ -43,6 +43,12 @@ class ExecutorServiceStub:
     values); fails with exactly that error;
     - `conformance.chatty`: reports progress every 10 ms or more often until stopped.
     The Python executor registers them with `--conformance`.
+
+    Authentication: an executor serves TLS (optionally asking for a client certificate) and
+    accepts calls only with `authorization: Bearer <token>` metadata holding one of the
+    tokens it was given (two at once during a rotation), compared in constant time; any
+    other call of this service is refused with UNAUTHENTICATED before its handler runs. The
+    standard health service stays open. rara sends its token on every call.
     """
 
     def __init__(self, channel):
@@ -91,6 +97,12 @@ class ExecutorServiceServicer:
     values); fails with exactly that error;
     - `conformance.chatty`: reports progress every 10 ms or more often until stopped.
     The Python executor registers them with `--conformance`.
+
+    Authentication: an executor serves TLS (optionally asking for a client certificate) and
+    accepts calls only with `authorization: Bearer <token>` metadata holding one of the
+    tokens it was given (two at once during a rotation), compared in constant time; any
+    other call of this service is refused with UNAUTHENTICATED before its handler runs. The
+    standard health service stays open. rara sends its token on every call.
     """
 
     def GetCapabilities(self, request, context):
@@ -169,6 +181,9 @@ class ExecutorServiceServicer:
         - FAILED_PRECONDITION: `fence` is older than the attempt's (a stale holder),
         or `after_sequence` is beyond the last event sent.
         - INVALID_ARGUMENT: malformed ids.
+        - PERMISSION_DENIED: `attempt_secret` is not the attempt's (see
+        `ExecuteRequest.attempt_secret`); checked before the fence and the sequence, and
+        nothing is acknowledged.
         buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
@@ -225,6 +240,12 @@ class ExecutorService:
     values); fails with exactly that error;
     - `conformance.chatty`: reports progress every 10 ms or more often until stopped.
     The Python executor registers them with `--conformance`.
+
+    Authentication: an executor serves TLS (optionally asking for a client certificate) and
+    accepts calls only with `authorization: Bearer <token>` metadata holding one of the
+    tokens it was given (two at once during a rotation), compared in constant time; any
+    other call of this service is refused with UNAUTHENTICATED before its handler runs. The
+    standard health service stays open. rara sends its token on every call.
     """
 
     @staticmethod
