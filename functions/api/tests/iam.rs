@@ -64,7 +64,9 @@ async fn at_init_the_api_reads_its_two_secrets_and_its_role_allows_both() {
     for secret in ["Ref:DatabaseSecretArn", "Ref:ConsoleKeySecret"] {
         let fetch = results
             .iter()
-            .find(|r| r["role"] == "ApiRole" && r["action"] == "secretsmanager:GetSecretValue" && r["resource"] == secret)
+            .find(|r| {
+                r["role"] == "ApiRole" && r["action"] == "secretsmanager:GetSecretValue" && r["resource"] == secret
+            })
             .unwrap_or_else(|| panic!("the api did not fetch {secret}: {results:#?}; it said: {stderr}"));
         assert_eq!(fetch["decision"], "Allowed", "{fetch:#?}");
         let sites = fetch["sites"].as_object().unwrap();
