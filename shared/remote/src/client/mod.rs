@@ -35,12 +35,11 @@
 //! On cancellation, lease loss and deadline the client sends `Cancel` (best effort, bounded
 //! by a short timeout) with the real reason (`ctx.stop_reason`: the operator's, the run
 //! cancelled, the lease lost, the deadline) *while the call is still open*, then reads the
-//! stream (bounded) so the executor can answer `cancelled`, and only then lets go. Inputs and outputs are never logged: only
-//! operation, step id, attempt, fence and endpoint.
+//! stream (bounded) so the executor can answer `cancelled`, and only then lets go. Inputs and
+//! outputs are never logged: only operation, step id, attempt, fence and endpoint.
 //!
-//! Heartbeats: every request asks for one per heartbeat interval of quiet
-//! ([`RemoteExecutor::with_heartbeat_interval`]); a `heartbeat` event only restarts the idle
-//! timer. It stands outside the event order (sequence 0) and is never recorded.
+//! Heartbeats: every request asks for one per interval of quiet ([`RemoteExecutor::with_heartbeat_interval`]);
+//! a `heartbeat` event only restarts the idle timer, outside the event order (sequence 0), never recorded.
 //!
 //! # Layout
 //!
@@ -48,8 +47,7 @@
 //!   stop on cancellation, lease loss or deadline) and the request;
 //! - `stream`: the call's stream read to its terminal event (event order, reports, idle
 //!   timeout, parking);
-//! - `failure`: how a call ended without an outcome, and every failure as a classified
-//!   [`StepError`].
+//! - `failure`: how a call ended without an outcome, and every failure as a classified [`StepError`].
 
 mod failure;
 mod stream;
