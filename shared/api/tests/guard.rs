@@ -191,3 +191,42 @@ async fn every_answer_carries_the_security_headers(pool: PgPool) {
     let lower = answer.to_ascii_lowercase();
     assert!(lower.contains("content-security-policy:") && lower.contains("x-frame-options: deny"), "{answer}");
 }
+
+/// The text of every `<tag>…</tag>` element of `html`.
+fn elements<'a>(html: &'a str, tag: &str) -> Vec<&'a str> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    html.match_indices(&open)
+        .map(|(at, _)| {
+            let start = at + open.len();
+            &html[start..start + html[start..].find(&close).unwrap()]
+        })
+        .collect()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn every_inline_script_and_style_of_a_page_is_allowed_by_the_policy(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let run = client.submit_demo().await;
+    let session = client.session().await;
+    let base = format!("http://{}", serve(api(pool, false)).await);
+    let http = reqwest::Client::new();
+    let mut scripts = 0;
+    for (path, cookie) in
+        [("/".to_owned(), Some(&session)), (format!("/runs/{run}"), Some(&session)), (format!("/runs/{run}"), None)]
+    {
+        let mut request = http.get(format!("{base}{path}"));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let page = request.send().await.unwrap();
+        let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        let html = page.text().await.unwrap();
+        for text in elements(&html, "script").into_iter().chain(elements(&html, "style")) {
+            assert!(csp.contains(&rara_api::guard::hash(text)), "{path}: not allowed by {csp}: {text}");
+            scripts += 1;
+        }
+        assert!(!html.contains(" style=") && !html.contains(" onclick="), "{path}: an inline attribute");
+        assert!(!html.contains("<script ") && !html.contains("<style "), "{path}: an element the check misses");
+    }
+    assert!(scripts >= 7, "the pages' scripts and styles were found ({scripts})");
+}
