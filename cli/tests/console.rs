@@ -126,6 +126,13 @@ impl Browser {
     }
 }
 
+/// A one-time login URL, asked for with the token (`POST /api/login`).
+async fn login_url(http: &reqwest::Client, base: &str) -> String {
+    let issued: Value =
+        http.post(format!("{base}/api/login")).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();
+    issued["url"].as_str().unwrap_or_else(|| panic!("{issued}")).to_owned()
+}
+
 fn free_port() -> u16 {
     rara_testkit::python::free_port()
 }
@@ -183,7 +190,7 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     let run = submitted["id"].as_str().unwrap_or_else(|| panic!("{submitted}")).to_owned();
 
     let browser = Browser::start(&format!("http://127.0.0.1:{driver_port}")).await;
-    browser.goto(&format!("{base}/?token={TOKEN}")).await; // the session cookie
+    browser.goto(&login_url(&http, &base).await).await; // the session cookie, never the token in a URL
     browser.goto(&format!("{base}/runs/{run}")).await;
     browser.wait_for("the run page", "return document.getElementById('dag') !== null").await;
     // A marker that a reload would erase: the page must change in place.
@@ -195,6 +202,11 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         )
         .await;
     assert_eq!(browser.exec("return window.__rara_marker").await, json!("same page"), "the page was reloaded");
+    // The Content-Security-Policy admits the page's own stylesheet (by its hash): a succeeded
+    // badge is green (#16a34a), not the default grey.
+    let colour =
+        browser.exec("return getComputedStyle(document.querySelector('#run-status .badge')).backgroundColor").await;
+    assert_eq!(colour, json!("rgb(22, 163, 74)"), "the stylesheet applies under the CSP");
     let dag = browser
         .exec("return [...document.querySelectorAll('#dag .step')].map(g => g.dataset.step + '=' + g.dataset.status)")
         .await;
@@ -247,9 +259,12 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     browser.screenshot("console-cancelled.png").await;
 
     // A form without the CSRF token is refused, even with the session.
+    let no_redirect = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let opened = no_redirect.get(login_url(&http, &base).await).send().await.unwrap();
+    let session = opened.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
     let forged = http
         .post(format!("{base}/runs/{run}/cancel"))
-        .header("cookie", format!("rara_session={TOKEN}"))
+        .header("cookie", session)
         .header("content-type", "application/x-www-form-urlencoded")
         .body("csrf=forged")
         .send()

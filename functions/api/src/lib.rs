@@ -14,13 +14,18 @@
 //! admits a caller before rara sees the request. `RARA_API_OPERATORS` then splits IAM callers:
 //! every admitted caller reads, only the listed principals change state.
 //!
+//! Reads need authentication too: IAM admits every caller of the IAM function URL; with a token,
+//! a reader sends it, or a session from `POST /api/login`'s one-time URL (the session cookie is
+//! `Secure`: the function is reached over https). The `Host` is not checked (a function URL's
+//! host is its own) unless `RARA_API_HOSTS` names the hosts to answer to.
+//!
 //! Pages render without the live script ([`rara_api::Updates::Static`]): a buffered function
 //! URL would hold an invocation per open tab until the timeout (docs: internals/api-console.md).
 
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
 use axum::extract::Request;
 use lambda_http::request::RequestContext;
-use rara_api::{Api, Auth, Caller, ConsoleKey, Updates};
+use rara_api::{Api, Auth, Caller, ConsoleKey, Hosts, Updates};
 
 /// The bearer token state-changing requests must carry, when set.
 pub const TOKEN_VAR: &str = "RARA_API_TOKEN";
@@ -28,6 +33,8 @@ pub const TOKEN_VAR: &str = "RARA_API_TOKEN";
 pub const AUTH_VAR: &str = "RARA_API_AUTH";
 /// Comma-separated IAM principal ARNs that may change state (empty: every IAM caller may).
 pub const OPERATORS_VAR: &str = "RARA_API_OPERATORS";
+/// Comma-separated host names (`NAME` or `NAME:PORT`) the API answers to; unset: any.
+pub const HOSTS_VAR: &str = "RARA_API_HOSTS";
 /// The secret whose value every console key is derived from (the same on every instance).
 pub const CONSOLE_KEY_SECRET_VAR: &str = "RARA_CONSOLE_KEY_SECRET_ARN";
 /// The console key's material given directly (local runs); the secret wins when both are set.
@@ -84,6 +91,7 @@ impl std::fmt::Debug for KeySource {
 pub struct Policy {
     token: Option<String>,
     operators: Option<Vec<String>>,
+    hosts: Vec<String>,
     pub key: KeySource,
 }
 
@@ -92,6 +100,7 @@ impl std::fmt::Debug for Policy {
         f.debug_struct("Policy")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("operators", &self.operators)
+            .field("hosts", &self.hosts)
             .field("key", &self.key)
             .finish()
     }
@@ -119,19 +128,29 @@ impl Policy {
             (None, Some(value)) => KeySource::Value(value),
             (None, None) => KeySource::Random,
         };
-        Ok(Policy { token, operators, key })
+        let hosts = var(HOSTS_VAR)
+            .map(|list| list.split(',').map(str::trim).filter(|h| !h.is_empty()).map(str::to_owned).collect())
+            .unwrap_or_default();
+        Ok(Policy { token, operators, hosts, key })
     }
 
-    /// The [`Auth`] of this policy with the console's `key`.
+    /// The [`Auth`] of this policy with the console's `key`: reads need authentication, and
+    /// the session cookie is `Secure`.
     pub fn auth(&self, key: &ConsoleKey) -> Auth {
         let auth = match &self.token {
             Some(token) => Auth::with_token(token.clone()).with_console_key(key),
             None => Auth::iam(key),
         };
+        let auth = auth.with_read_auth(true).with_secure_cookies();
         match &self.operators {
             Some(operators) => auth.with_operators(operators.clone()),
             None => auth,
         }
+    }
+
+    /// The hosts the API answers to: `RARA_API_HOSTS`, or any.
+    pub fn hosts(&self) -> Hosts {
+        Hosts::named(&self.hosts)
     }
 }
 
@@ -220,5 +239,15 @@ mod tests {
         let local = policy(&[(AUTH_VAR, "iam"), (CSRF_KEY_VAR, "hunter2"), (TOKEN_VAR, "tok3n")]).unwrap();
         let shown = format!("{local:?}");
         assert!(!shown.contains("hunter2") && !shown.contains("tok3n"), "{shown}");
+    }
+
+    #[test]
+    fn hosts_are_checked_only_when_named_and_reads_need_authentication() {
+        let any = policy(&[(AUTH_VAR, "iam")]).unwrap();
+        assert_eq!(any.hosts(), Hosts::Any, "a function URL's host varies");
+        let named = policy(&[(TOKEN_VAR, "t"), (HOSTS_VAR, "rara.example.com, ops.example.com:8443")]).unwrap();
+        assert!(named.hosts().allows("rara.example.com") && !named.hosts().allows("evil.example"));
+        let auth = named.auth(&ConsoleKey::random());
+        assert!(auth.reads_need_auth() && auth.secure_cookies());
     }
 }

@@ -25,7 +25,7 @@ async fn main() -> Result<(), lambda_http::Error> {
             ConsoleKey::random()
         }
     };
-    let api = rara_api::Api::new(store, settings.core.clone(), policy.auth(&key))?;
+    let api = rara_api::Api::new(store, settings.core.clone(), policy.auth(&key))?.with_hosts(policy.hosts());
     lambda_http::run(api::router(api)).await
 }
 

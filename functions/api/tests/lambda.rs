@@ -106,3 +106,43 @@ async fn with_operators_named_a_request_without_an_iam_identity_changes_nothing(
     let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(&pool).await.unwrap();
     assert_eq!(runs, 0);
 }
+
+/// `fixture(name)` as `method` on `path` with `headers` added (a token, a cookie).
+fn event_with(name: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> Request {
+    let file = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (raw_path, query) = path.split_once('?').unwrap_or((path, ""));
+    event["rawPath"] = raw_path.into();
+    event["rawQueryString"] = query.into();
+    event.as_object_mut().unwrap().remove("queryStringParameters");
+    event["requestContext"]["http"]["method"] = method.into();
+    event["requestContext"]["http"]["path"] = raw_path.into();
+    for (name, value) in headers {
+        event["headers"][*name] = (*value).into();
+    }
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_a_token_a_read_needs_it_or_a_secure_session_from_a_login_url(pool: PgPool) {
+    let router = router(pool.clone(), &[(api::TOKEN_VAR, "behind-api-gateway")]);
+    let (status, error) = call(&router, fixture("list-runs.json")).await;
+    assert_eq!((status, error["code"].as_str()), (401, Some("unauthorized")), "{error}");
+    let bearer = [("authorization", "Bearer behind-api-gateway")];
+    let (status, _) = call(&router, event_with("list-runs.json", "GET", "/api/runs", &bearer)).await;
+    assert_eq!(status, 200);
+
+    let (status, login) = call(&router, event_with("list-runs.json", "POST", "/api/login", &bearer)).await;
+    assert_eq!(status, 200, "{login}");
+    let url = login["url"].as_str().unwrap();
+    assert!(url.starts_with("https://abcdefg.lambda-url.us-east-1.on.aws/login?code="), "{url}");
+    let opened =
+        router.clone().oneshot(event_with("list-runs.json", "GET", login["path"].as_str().unwrap(), &[])).await;
+    let opened = opened.unwrap();
+    assert_eq!(opened.status(), 303);
+    let cookie = opened.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.contains("; Secure") && !cookie.contains("behind-api-gateway"), "{cookie}");
+    let session = [("cookie", cookie.split(';').next().unwrap())];
+    let (status, _) = call(&router, event_with("list-runs.json", "GET", "/api/runs", &session)).await;
+    assert_eq!(status, 200, "the session reads");
+}

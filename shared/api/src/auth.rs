@@ -1,22 +1,31 @@
-//! Who may change state. Locally (`rara ui`) a random token, printed at start, is required on
-//! every state-changing request: `Authorization: Bearer <token>` for the API; for the console,
-//! a session cookie set by opening the printed URL (`/?token=…`), plus a CSRF token in every
-//! form. Reads need no token. In AWS the function URL's IAM auth admits callers before rara
-//! sees them, and [`Auth::iam`] requires no token (forms still carry the CSRF token); with
+//! Who may read and who may change state. Locally (`rara ui`) a random token, printed at start,
+//! is required on every state-changing request: `Authorization: Bearer <token>` for the API; for
+//! the console, a session cookie ([`session`]: its own signed value with an expiry, never the
+//! token) started by opening the printed one-time login URL (`/login?code=…`; `POST /api/login`
+//! with the token issues another), plus a CSRF token in every form. Reads need the session or the
+//! token when [`Auth::with_read_auth`] says so (`rara ui` off loopback, or `--read-auth`);
+//! otherwise an anonymous reader reads, without fences and lease data and without live updates
+//! ([`Reader`]). In AWS the function URL's IAM auth admits callers before rara sees them, and
+//! [`Auth::iam`] requires no token (forms still carry the CSRF token); with
 //! [`Auth::with_operators`] only the listed IAM principals may change state ([`Caller`]).
 //!
 //! Every key of the console is derived from one [`ConsoleKey`] with its own purpose
 //! (HMAC-SHA256 of the purpose under the key material), so the instances that share the
 //! material (the template's secret) share the keys, and one key reveals nothing of another.
+//! Every secret is compared in constant time.
+
+pub mod session;
 
 use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
+use chrono::{DateTime, TimeDelta, Utc};
 use hmac::{Hmac, Mac};
 use rand::RngCore;
+use session::{SESSION_LIFETIME, Sessions};
 use sha2::Sha256;
 
-use crate::Error;
+use crate::{Api, Error};
 
 /// The name of the console's session cookie.
 pub const SESSION_COOKIE: &str = "rara_session";
@@ -89,8 +98,14 @@ pub struct Auth {
     token: Option<String>,
     /// The CSRF token every form carries, derived from the console key.
     csrf: String,
+    /// The session and login keys, derived from the console key.
+    sessions: Sessions,
     /// `Some`: only these IAM principals may change state (reads stay open).
     operators: Option<Vec<String>>,
+    /// Reads need the session or the token.
+    read_auth: bool,
+    /// The session cookie is `Secure` (the server is reached over https).
+    secure: bool,
 }
 
 impl std::fmt::Debug for Auth {
@@ -98,6 +113,7 @@ impl std::fmt::Debug for Auth {
         f.debug_struct("Auth")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("operators", &self.operators)
+            .field("read_auth", &self.read_auth)
             .finish_non_exhaustive()
     }
 }
@@ -110,21 +126,48 @@ impl Auth {
 
     /// The token is required, and is the console key's material.
     pub fn with_token(token: String) -> Self {
-        let csrf = csrf_token(&ConsoleKey::new(token.as_bytes()));
-        Auth { token: Some(token), csrf, operators: None }
+        let key = ConsoleKey::new(token.as_bytes());
+        Self::new(Some(token), &key)
     }
 
     /// No token: the function URL's IAM auth admits callers. CSRF tokens come from `key` (the
     /// same material on every instance: the template's secret, or `RARA_CSRF_KEY`).
     pub fn iam(key: &ConsoleKey) -> Self {
-        Auth { token: None, csrf: csrf_token(key), operators: None }
+        Self::new(None, key)
     }
 
-    /// CSRF tokens from `key` rather than from the token (instances that share the key accept
-    /// each other's forms).
+    fn new(token: Option<String>, key: &ConsoleKey) -> Self {
+        let (csrf, sessions) = (csrf_token(key), Sessions::new(key));
+        Auth { token, csrf, sessions, operators: None, read_auth: false, secure: false }
+    }
+
+    /// CSRF tokens, sessions and login codes from `key` rather than from the token (instances
+    /// that share the key accept each other's forms and sessions).
     pub fn with_console_key(mut self, key: &ConsoleKey) -> Self {
         self.csrf = csrf_token(key);
+        self.sessions = Sessions::new(key);
         self
+    }
+
+    /// Whether reads need the session or the token (else anonymous readers read, without
+    /// fences and lease data).
+    pub fn with_read_auth(mut self, required: bool) -> Self {
+        self.read_auth = required;
+        self
+    }
+
+    /// The session cookie carries `Secure`: the server is reached over https.
+    pub fn with_secure_cookies(mut self) -> Self {
+        self.secure = true;
+        self
+    }
+
+    pub fn reads_need_auth(&self) -> bool {
+        self.read_auth
+    }
+
+    pub fn secure_cookies(&self) -> bool {
+        self.secure
     }
 
     /// Only these IAM principals ([`Caller`]) may change state: an exact ARN, or a role whose
@@ -141,17 +184,36 @@ impl Auth {
     /// The API's check: the bearer token, when one is required, and the caller, when
     /// operators are named.
     pub fn check_bearer(&self, headers: &HeaderMap, caller: Option<&Caller>) -> Result<(), Error> {
-        if let Some(token) = &self.token {
-            let given = headers
-                .get(axum::http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
-            match given {
-                Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {}
-                _ => return Err(Error::unauthorized()),
-            }
+        if self.token.is_some() && !self.has_bearer(headers) {
+            return Err(Error::unauthorized());
         }
         self.check_operator(caller)
+    }
+
+    /// Whether the request carries the token as `Authorization: Bearer` (never, without one).
+    fn has_bearer(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.token else { return false };
+        headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+    }
+
+    /// Whether the request is authenticated: the token, a session, or IAM in front.
+    pub fn authenticated(&self, headers: &HeaderMap) -> bool {
+        self.token.is_none() || self.has_bearer(headers) || self.has_session(headers)
+    }
+
+    /// The check of a read: whether the caller is authenticated, or `401` when reads need it.
+    pub fn check_read(&self, headers: &HeaderMap) -> Result<bool, Error> {
+        match self.authenticated(headers) {
+            false if self.read_auth => Err(Error::unauthenticated(
+                "this server serves reads to authenticated callers only: open the one-time login URL \
+                 `rara ui` printed, or send the token as `Authorization: Bearer <token>`",
+            )),
+            authenticated => Ok(authenticated),
+        }
     }
 
     /// [`check_bearer`](Self::check_bearer) of what a request presents.
@@ -174,10 +236,35 @@ impl Auth {
         }
     }
 
-    /// Whether the session cookie holds the token (always, without a token).
+    /// Whether the session cookie holds an unexpired session (always, without a token).
     pub fn has_session(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = &self.token else { return true };
-        cookie(headers, SESSION_COOKIE).is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+        self.token.is_none()
+            || cookie(headers, SESSION_COOKIE).is_some_and(|value| self.sessions.is_session(value, Utc::now()))
+    }
+
+    /// A session value that expires at `expires` (what the cookie holds).
+    pub fn session_value(&self, expires: DateTime<Utc>) -> String {
+        self.sessions.session(expires)
+    }
+
+    /// A one-time login code valid for `lifetime`, and when it expires.
+    pub fn login_code(&self, lifetime: TimeDelta) -> (String, DateTime<Utc>) {
+        let expires = Utc::now() + lifetime;
+        (self.sessions.login_code(expires), expires)
+    }
+
+    /// Spends a login code and returns the `Set-Cookie` value of the session it starts.
+    pub fn start_session(&self, code: &str) -> Result<String, Error> {
+        let now = Utc::now();
+        self.sessions.redeem(code, now).map_err(|refusal| {
+            Error::unauthenticated(format!(
+                "{refusal}: ask for a new one (`POST /api/login` with the token, or restart `rara ui`)"
+            ))
+        })?;
+        let value = self.sessions.session(now + SESSION_LIFETIME);
+        let secure = if self.secure { "; Secure" } else { "" };
+        let age = SESSION_LIFETIME.num_seconds();
+        Ok(format!("{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={age}{secure}"))
     }
 
     /// Whether the console shows this request its forms: a session and, when operators are
@@ -202,6 +289,21 @@ impl Auth {
     /// same for every page and every instance that shares the key, and reveals nothing of it.
     pub fn csrf_token(&self) -> String {
         self.csrf.clone()
+    }
+}
+
+/// A caller allowed to read, and whether it is authenticated: only then does it see fences and
+/// lease data, and live pages. Refused with `401` when reads need authentication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reader {
+    pub authenticated: bool,
+}
+
+impl FromRequestParts<Api> for Reader {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, api: &Api) -> Result<Self, Self::Rejection> {
+        Ok(Reader { authenticated: api.auth().check_read(&parts.headers)? })
     }
 }
 

@@ -13,8 +13,8 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
     /// A stable machine-readable code: `bad_request`, `unauthorized`, `forbidden`, `not_found`,
-    /// `invalid_workflow`, `conflict`, `payload_too_large`, `unsupported_media_type`, `internal`,
-    /// `unavailable`.
+    /// `misdirected` (a `Host` the server does not answer to), `invalid_workflow`, `conflict`,
+    /// `payload_too_large`, `unsupported_media_type`, `internal`, `unavailable`.
     pub code: String,
     /// What went wrong, for a person.
     pub message: String,
@@ -57,6 +57,11 @@ impl Error {
             "this request changes state: send the token `rara ui` printed as `Authorization: Bearer <token>`",
             1,
         )
+    }
+
+    /// A `401` that says what to present.
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message, 1)
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -124,11 +129,35 @@ impl From<rara_domain::workflow::Error> for Error {
     }
 }
 
+pub(crate) fn json<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Error> {
+    body.map(|Json(t)| t).map_err(Error::from)
+}
+
+/// An optional JSON body: none at all reads as the default.
+pub(crate) fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        let error = Error::bad_request(format!("the body is not a valid request: {e}"));
+        match serde_field(&e.to_string()) {
+            Some(field) => error.with_field(field),
+            None => error,
+        }
+    })
+}
+
 /// The field serde names in a message such as "unknown field `x`" or "missing field `x`".
 pub(crate) fn serde_field(message: &str) -> Option<String> {
     let start = message.find("field `")? + "field `".len();
     let end = start + message[start..].find('`')?;
     Some(message[start..end].to_owned())
+}
+
+impl From<axum::extract::rejection::PathRejection> for Error {
+    fn from(rejection: axum::extract::rejection::PathRejection) -> Self {
+        Error::bad_request(format!("the id in the path is not a UUID: {}", rejection.body_text())).with_field("id")
+    }
 }
 
 impl From<JsonRejection> for Error {

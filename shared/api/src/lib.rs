@@ -11,8 +11,13 @@
 //!   timeline, step details), live updates by SSE ([`Updates::Live`]; none under Lambda),
 //!   forms for cancel and retry.
 //! - [`live`]: one Postgres listener on the console channel, fanned out to every SSE stream.
-//! - [`auth`]: who may change state (the token, the IAM operators), the console's session and
-//!   its keys (one material, a key per purpose).
+//! - [`auth`]: who may read and who may change state (the token, the session, the IAM
+//!   operators), the console's session and login codes, and its keys (one material, a key per
+//!   purpose).
+//! - [`login`]: the one-time login URL a browser opens for a session (`/login`), and how a token
+//!   holder gets one (`POST /api/login`).
+//! - [`guard`]: around every request, the `Host` check and the security headers.
+//! - [`redact`]: what an anonymous reader does not see (fences and lease data).
 //! - [`error`]: the structured errors, `{code, message, field, exit_code}`.
 //!
 //! Inputs are shown as stored: secret references stay references; rara never holds a value.
@@ -20,20 +25,25 @@
 pub mod auth;
 pub mod console;
 pub mod error;
+pub mod guard;
 pub mod live;
+pub mod login;
 pub mod openapi;
+pub mod redact;
 pub mod runs;
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use rara_domain::config::Config;
 use rara_domain::registry::Registry;
 use rara_store::Store;
 
-pub use auth::{Auth, Caller, ConsoleKey};
+pub use auth::{Auth, Caller, ConsoleKey, Reader};
 pub use error::{Error, ErrorBody};
+pub use guard::Hosts;
 
 /// The largest request body accepted (a definition of a thousand steps fits many times over).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
@@ -57,6 +67,7 @@ pub enum Updates {
 pub struct Api {
     inner: Arc<Inner>,
     updates: Updates,
+    hosts: Arc<Hosts>,
 }
 
 struct Inner {
@@ -70,7 +81,11 @@ struct Inner {
 
 impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Api").field("auth", &self.inner.auth).field("updates", &self.updates).finish_non_exhaustive()
+        f.debug_struct("Api")
+            .field("auth", &self.inner.auth)
+            .field("updates", &self.updates)
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -78,7 +93,8 @@ impl Api {
     pub fn new(store: Store, config: Config, auth: Auth) -> Result<Self, rara_builtins::Error> {
         let builtins = rara_builtins::registry()?;
         let live = live::Live::new(store.clone());
-        Ok(Api { inner: Arc::new(Inner { store, config, builtins, auth, live }), updates: Updates::Live })
+        let inner = Arc::new(Inner { store, config, builtins, auth, live });
+        Ok(Api { inner, updates: Updates::Live, hosts: Arc::default() })
     }
 
     /// The same API with pages that learn of changes as `updates` says.
@@ -91,6 +107,16 @@ impl Api {
         self.updates
     }
 
+    /// The same API answering only requests whose `Host` `hosts` allows.
+    pub fn with_hosts(mut self, hosts: Hosts) -> Self {
+        self.hosts = Arc::new(hosts);
+        self
+    }
+
+    pub fn hosts(&self) -> &Hosts {
+        &self.hosts
+    }
+
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
@@ -99,13 +125,22 @@ impl Api {
         &self.inner.auth
     }
 
-    /// The API, the console and `/openapi.json`, with the body limit.
+    /// The API, the console, the login routes and `/openapi.json`, with the body limit, the
+    /// `Host` check and the security headers (on every answer, a 404 included).
     pub fn router(&self) -> Router {
         Router::new()
             .merge(runs::routes())
             .merge(console::routes())
+            .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))
+            .fallback(not_found)
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .layer(middleware::from_fn_with_state(self.clone(), guard::check_host))
+            .layer(middleware::map_response(guard::headers))
             .with_state(self.clone())
     }
+}
+
+async fn not_found() -> Error {
+    Error::not_found("no such page or endpoint")
 }

@@ -1,4 +1,4 @@
-//! The OpenAPI document, generated from the handlers of [`crate::runs`] by utoipa, served at
+//! The OpenAPI document, generated from the handlers of [`crate::runs`] and [`crate::login`] by utoipa, served at
 //! `/openapi.json` and committed as `docs/openapi.json` (`tests/openapi.rs` fails when the
 //! committed file drifts; `RARA_WRITE_OPENAPI=1` rewrites it).
 
@@ -12,11 +12,14 @@ use crate::runs;
 #[openapi(
     info(title = "rara API", description = "Submit, list, inspect, cancel and retry rara workflow runs. \
         State-changing requests need `Authorization: Bearer <token>` (the token `rara ui` prints); \
-        in AWS the function URL's IAM auth admits callers instead."),
+        in AWS the function URL's IAM auth admits callers instead. Reads need the token (or a console \
+        session) where the server requires it (`rara ui` off loopback or with `--read-auth`); an \
+        anonymous reader is not shown fences and lease data."),
     paths(runs::submit, runs::list, runs::run, runs::cancel_run, runs::cancel_step, runs::retry_step,
-          runs::bulk_cancel, runs::bulk_retry),
+          runs::bulk_cancel, runs::bulk_retry, crate::login::issue),
     components(schemas(crate::ErrorBody, runs::SubmitRequest, runs::SubmitResponse, runs::RunPage,
-        runs::CancelRequest, runs::CancelResponse, runs::RetryResponse, runs::BulkRequest, runs::BulkResponse)),
+        runs::CancelRequest, runs::CancelResponse, runs::RetryResponse, runs::BulkRequest, runs::BulkResponse,
+        crate::login::LoginResponse)),
     modifiers(&Token)
 )]
 pub struct ApiDoc;

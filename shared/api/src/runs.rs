@@ -1,5 +1,6 @@
-//! The JSON API under `/api`. Reads are open; every state-changing request needs the token
-//! ([`crate::auth`]). Bad input (malformed JSON, unknown fields, a bad cursor, a body over
+//! The JSON API under `/api`. Reads are open unless the server requires authentication for
+//! them, and an anonymous reader is not shown fences and lease data ([`crate::redact`]); every
+//! state-changing request needs the token ([`crate::auth`]). Bad input (malformed JSON, unknown fields, a bad cursor, a body over
 //! [`crate::MAX_BODY_BYTES`]) gets a structured 4xx and changes nothing. The console's forms
 //! call the same functions (`cancel`, `retry`, `bulk`).
 
@@ -19,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::{Api, Error, ErrorBody, auth::Credentials};
+use crate::error::{json, optional_json};
+use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
 /// Runs per page unless `limit` says otherwise, and the most a page holds.
 pub const DEFAULT_LIMIT: u32 = 50;
@@ -146,30 +148,6 @@ pub struct BulkResponse {
 
 const DEFAULT_REASON: &str = "cancelled by an operator";
 
-impl From<PathRejection> for Error {
-    fn from(rejection: PathRejection) -> Self {
-        Error::bad_request(format!("the id in the path is not a UUID: {}", rejection.body_text())).with_field("id")
-    }
-}
-
-fn json<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Error> {
-    body.map(|Json(t)| t).map_err(Error::from)
-}
-
-/// An optional JSON body: none at all reads as the default.
-fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(body).map_err(|e| {
-        let error = Error::bad_request(format!("the body is not a valid request: {e}"));
-        match crate::error::serde_field(&e.to_string()) {
-            Some(field) => error.with_field(field),
-            None => error,
-        }
-    })
-}
-
 /// Submit a run.
 #[utoipa::path(post, path = "/api/runs", request_body = SubmitRequest, security(("token" = [])),
     responses((status = 201, body = SubmitResponse, description = "created"),
@@ -228,22 +206,30 @@ impl ListQuery {
 }
 
 /// List runs, newest first.
-#[utoipa::path(get, path = "/api/runs", params(ListQuery),
+#[utoipa::path(get, path = "/api/runs", params(ListQuery), security((), ("token" = [])),
     responses((status = 200, body = RunPage), (status = "4XX", body = ErrorBody)))]
 pub async fn list(
     State(api): State<Api>,
+    _: Reader,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<RunPage>, Error> {
     let Query(query) = query?;
     Ok(Json(query.page(&api).await?))
 }
 
-/// A run with its steps, attempts, artifacts and progress (what `rara status --json` prints).
+/// A run with its steps, attempts, artifacts and progress (what `rara status --json` prints);
+/// without the token or a session, without fences and lease data (holders, fences, lease expiries).
 #[utoipa::path(get, path = "/api/runs/{id}", params(("id" = Uuid, Path, description = "the run id")),
+    security((), ("token" = [])),
     responses((status = 200, body = Object, description = "the run"), (status = "4XX", body = ErrorBody)))]
-pub async fn run(State(api): State<Api>, id: Result<Path<Uuid>, PathRejection>) -> Result<Json<RunView>, Error> {
+pub async fn run(
+    State(api): State<Api>,
+    reader: Reader,
+    id: Result<Path<Uuid>, PathRejection>,
+) -> Result<Json<serde_json::Value>, Error> {
     let Path(id) = id?;
-    Ok(Json(api.store().run(id).await?))
+    let run: RunView = api.store().run(id).await?;
+    Ok(Json(crate::redact::run_json(&run, reader)?))
 }
 
 /// Cancels a run (`step == false`) or a step; detached attempts are told at once.

@@ -17,12 +17,12 @@ async fn page(
     client: &Client,
     method: Method,
     uri: &str,
-    cookie: bool,
+    cookie: Option<&str>,
     form: Option<String>,
 ) -> (StatusCode, axum::http::HeaderMap, String) {
     let mut request = axum::http::Request::builder().method(method).uri(uri);
-    if cookie {
-        request = request.header(header::COOKIE, format!("rara_session={TOKEN}"));
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
     }
     let body = match form {
         Some(form) => {
@@ -47,7 +47,7 @@ fn csrf_of(html: &str) -> String {
 async fn the_run_page_draws_every_step_and_reads_without_a_session(pool: PgPool) {
     let client = Client::new(pool);
     let run = client.submit_demo().await;
-    let (status, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), false, None).await;
+    let (status, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), None, None).await;
     assert_eq!(status, StatusCode::OK);
     for step in ["prepare", "work", "finish"] {
         assert!(
@@ -57,10 +57,10 @@ async fn the_run_page_draws_every_step_and_reads_without_a_session(pool: PgPool)
     }
     assert_eq!(html.matches("<path d=").count(), 2, "two edges");
     assert!(html.contains("Read-only") && !html.contains(r#"name="csrf""#), "no form without a session");
-    let (status, _, list) = page(&client, Method::GET, "/", false, None).await;
+    let (status, _, list) = page(&client, Method::GET, "/", None, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(list.contains(&run));
-    let (status, _, _) = page(&client, Method::GET, &format!("/runs/{}", uuid::Uuid::now_v7()), false, None).await;
+    let (status, _, _) = page(&client, Method::GET, &format!("/runs/{}", uuid::Uuid::now_v7()), None, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
@@ -68,31 +68,27 @@ async fn the_run_page_draws_every_step_and_reads_without_a_session(pool: PgPool)
 async fn a_form_acts_only_with_the_session_and_its_csrf_token(pool: PgPool) {
     let client = Client::new(pool);
     let run = client.submit_demo().await;
-    let (status, _, _) = page(&client, Method::GET, "/?token=wrong", false, None).await;
+    let (status, _, _) = page(&client, Method::GET, "/login?code=wrong", None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, headers, _) = page(&client, Method::GET, &format!("/?token={TOKEN}"), false, None).await;
-    assert_eq!(status, StatusCode::SEE_OTHER);
-    let cookie = headers[header::SET_COOKIE].to_str().unwrap();
-    assert!(
-        cookie.starts_with(&format!("rara_session={TOKEN};"))
-            && cookie.contains("HttpOnly")
-            && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
+    let session = client.session().await;
+    let cookie = Some(session.as_str());
+    let forged = Some(format!("rara_session={TOKEN}"));
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), forged.as_deref(), None).await;
+    assert!(!html.contains(r#"name="csrf""#), "the token is no session");
 
-    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), true, None).await;
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), cookie, None).await;
     let csrf = csrf_of(&html);
     assert_ne!(csrf, TOKEN);
     let cancel = format!("/runs/{run}/cancel");
-    let (status, _, _) = page(&client, Method::POST, &cancel, false, Some(format!("csrf={csrf}"))).await;
+    let (status, _, _) = page(&client, Method::POST, &cancel, None, Some(format!("csrf={csrf}"))).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "no session");
-    let (status, _, error) = page(&client, Method::POST, &cancel, true, Some("csrf=forged".into())).await;
+    let (status, _, error) = page(&client, Method::POST, &cancel, cookie, Some("csrf=forged".into())).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
     let (_, read) = client.get(&format!("/api/runs/{run}")).await;
     assert_eq!(read["status"], "running", "a refused form changes nothing");
 
     let (status, headers, _) =
-        page(&client, Method::POST, &cancel, true, Some(format!("csrf={csrf}&reason=done"))).await;
+        page(&client, Method::POST, &cancel, cookie, Some(format!("csrf={csrf}&reason=done"))).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(headers[header::LOCATION], format!("/runs/{run}").as_str());
     let (_, read) = client.get(&format!("/api/runs/{run}")).await;
@@ -104,16 +100,18 @@ async fn a_form_acts_only_with_the_session_and_its_csrf_token(pool: PgPool) {
 async fn a_bulk_form_confirms_with_the_count_before_it_acts(pool: PgPool) {
     let client = Client::new(pool);
     let runs = [client.submit_demo().await, client.submit_demo().await];
-    let (_, _, html) = page(&client, Method::GET, "/", true, None).await;
+    let session = client.session().await;
+    let cookie = Some(session.as_str());
+    let (_, _, html) = page(&client, Method::GET, "/", cookie, None).await;
     let csrf = csrf_of(&html);
     let form = format!("csrf={csrf}&action=cancel&status=running&name=demo-api");
-    let (status, _, confirm) = page(&client, Method::POST, "/bulk", true, Some(form.clone())).await;
+    let (status, _, confirm) = page(&client, Method::POST, "/bulk", cookie, Some(form.clone())).await;
     assert_eq!(status, StatusCode::OK);
     assert!(confirm.contains("2 running runs to cancel"), "{confirm}");
     for run in &runs {
         assert_eq!(client.get(&format!("/api/runs/{run}")).await.1["status"], "running");
     }
-    let (status, _, _) = page(&client, Method::POST, "/bulk", true, Some(format!("{form}&confirmed=yes"))).await;
+    let (status, _, _) = page(&client, Method::POST, "/bulk", cookie, Some(format!("{form}&confirmed=yes"))).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     for run in &runs {
         assert_eq!(client.get(&format!("/api/runs/{run}")).await.1["status"], "cancelled");
@@ -130,7 +128,9 @@ async fn the_run_page_stream_sends_the_page_again_when_the_run_changes(pool: PgP
     tokio::spawn(async move { axum::serve(listener, router).await });
 
     let http = reqwest::Client::new();
-    let mut stream = http.get(format!("http://{addr}/runs/{run}/events")).send().await.unwrap();
+    let session = client.session().await;
+    let mut stream =
+        http.get(format!("http://{addr}/runs/{run}/events")).header("cookie", session).send().await.unwrap();
     assert_eq!(stream.status(), 200);
     assert_eq!(stream.headers()["content-type"], "text/event-stream");
     // The stream subscribed before the answer's headers came back: the change is heard.
@@ -148,4 +148,58 @@ async fn the_run_page_stream_sends_the_page_again_when_the_run_changes(pool: PgP
     })
     .await;
     assert_eq!(heard, Ok(true), "no update with the cancelled run: {seen}");
+}
+
+/// What a console request could change: every trigger's `tgenabled` on the hot tables, and the
+/// registrations.
+async fn console_state(pool: &PgPool) -> (String, i64) {
+    let triggers: String = sqlx::query_scalar(
+        "SELECT string_agg(c.relname || '.' || t.tgname || '=' || t.tgenabled::text, ',' ORDER BY c.relname, t.tgname)
+         FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+         WHERE NOT t.tgisinternal AND c.relname IN ('steps', 'workflow_runs')",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    let listeners: i64 = sqlx::query_scalar("SELECT count(*) FROM console_listeners").fetch_one(pool).await.unwrap();
+    (triggers, listeners)
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_anonymous_page_view_changes_nothing_in_pg_trigger_or_console_listeners(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let run = client.submit_demo().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let router = common::api(pool.clone()).router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let http = reqwest::Client::new();
+    let before = console_state(&pool).await;
+    assert_eq!(before.1, 0);
+
+    for path in ["/".to_owned(), format!("/runs/{run}")] {
+        let page = http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(page.status(), 200, "{path}");
+        let html = page.text().await.unwrap();
+        assert!(html.contains(&run), "{path} shows the run");
+        assert!(!html.contains("EventSource") && html.contains(r#"id="static-page""#), "{path}: the static page");
+    }
+    for path in ["/fragments/runs".to_owned(), format!("/runs/{run}/fragment")] {
+        assert_eq!(http.get(format!("{base}{path}")).send().await.unwrap().status(), 200, "{path}");
+    }
+    for path in ["/events".to_owned(), format!("/runs/{run}/events")] {
+        let refused = http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(refused.status(), 401, "{path}: no stream for an anonymous reader");
+    }
+    assert_eq!(console_state(&pool).await, before, "no trigger toggled, no listener registered");
+
+    // The same stream with a session does change both: the comparison above can fail.
+    let session = client.session().await;
+    let page = http.get(format!("{base}/runs/{run}")).header("cookie", &session).send().await.unwrap();
+    assert!(page.text().await.unwrap().contains("EventSource"), "a session's page is live");
+    let stream = http.get(format!("{base}/events")).header("cookie", &session).send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    let after = console_state(&pool).await;
+    assert_eq!(after.1, 1, "a session's stream registers");
+    assert_ne!(after.0, before.0, "and turns the console's triggers on");
 }

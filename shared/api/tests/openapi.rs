@@ -29,6 +29,7 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/steps/{id}/retry",
         "/api/bulk/cancel",
         "/api/bulk/retry",
+        "/api/login",
     ] {
         assert!(document["paths"][path].is_object(), "{path} is missing");
     }

@@ -1,3 +1,5 @@
+use chrono::{TimeDelta, Utc};
+
 use super::*;
 
 fn headers(name: axum::http::HeaderName, value: &str) -> HeaderMap {
@@ -22,11 +24,58 @@ fn a_bearer_token_is_required_and_must_match() {
 #[test]
 fn a_form_needs_the_session_cookie_and_the_csrf_token() {
     let auth = Auth::with_token("s3cret".into());
-    let session = headers(axum::http::header::COOKIE, "a=b; rara_session=s3cret");
+    let value = auth.session_value(Utc::now() + TimeDelta::hours(1));
+    let session = headers(axum::http::header::COOKIE, &format!("a=b; rara_session={value}"));
     assert!(auth.check_form(&session, None, &auth.csrf_token()).is_ok());
     assert!(auth.check_form(&session, None, "forged").is_err());
     assert!(auth.check_form(&HeaderMap::new(), None, &auth.csrf_token()).is_err());
+    let token = headers(axum::http::header::COOKIE, "rara_session=s3cret");
+    assert!(auth.check_form(&token, None, &auth.csrf_token()).is_err(), "the token is no session");
     assert_ne!(auth.csrf_token(), "s3cret");
+}
+
+#[test]
+fn a_login_code_starts_one_session_once_and_not_after_it_expires() {
+    let auth = Auth::with_token("s3cret".into());
+    let (code, _) = auth.login_code(TimeDelta::minutes(5));
+    let cookie = auth.start_session(&code).unwrap();
+    assert!(cookie.starts_with("rara_session=v1.") && !cookie.contains("s3cret"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "plain HTTP: {cookie}");
+    let spent = auth.start_session(&code).unwrap_err();
+    assert_eq!(spent.status.as_u16(), 401);
+    assert!(spent.body.message.contains("used already"), "{}", spent.body.message);
+    let (expired, _) = auth.login_code(TimeDelta::seconds(-1));
+    assert!(auth.start_session(&expired).unwrap_err().body.message.contains("expired"));
+    let (other, _) = Auth::with_token("other".into()).login_code(TimeDelta::minutes(5));
+    assert!(auth.start_session(&other).unwrap_err().body.message.contains("not one this server issued"));
+    assert!(auth.start_session("s3cret").is_err(), "the token is no code");
+    let (code, _) = auth.login_code(TimeDelta::minutes(5));
+    let secure = auth.clone().with_secure_cookies().start_session(&code).unwrap();
+    assert!(secure.ends_with("; Secure"), "{secure}");
+}
+
+#[test]
+fn instances_sharing_the_console_key_accept_each_others_sessions_and_codes() {
+    let key = ConsoleKey::new("a shared console key of thirty-two characters");
+    let (one, two) = (Auth::iam(&key), Auth::with_token("t".into()).with_console_key(&key));
+    let value = one.session_value(Utc::now() + TimeDelta::hours(1));
+    let session = headers(axum::http::header::COOKIE, &format!("rara_session={value}"));
+    assert!(two.has_session(&session));
+    let (code, _) = one.login_code(TimeDelta::minutes(5));
+    assert!(two.start_session(&code).is_ok());
+    assert!(!Auth::with_token("t".into()).has_session(&session), "another key");
+}
+
+#[test]
+fn reads_need_the_token_or_a_session_only_when_asked() {
+    let open = Auth::with_token("s3cret".into());
+    assert_eq!(open.check_read(&HeaderMap::new()).ok(), Some(false), "anonymous, but reads");
+    let closed = open.clone().with_read_auth(true);
+    assert_eq!(closed.check_read(&HeaderMap::new()).unwrap_err().status.as_u16(), 401);
+    let bearer = headers(axum::http::header::AUTHORIZATION, "Bearer s3cret");
+    assert_eq!(closed.check_read(&bearer).ok(), Some(true));
+    let iam = Auth::iam(&ConsoleKey::random()).with_read_auth(true);
+    assert_eq!(iam.check_read(&HeaderMap::new()).ok(), Some(true), "IAM admitted the caller");
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! The console: server-rendered HTML (maud), readable without JavaScript. With
-//! [`Updates::Live`] a few lines of inline script subscribe to the SSE stream of a page and
-//! swap in the fragment the server renders when a run changes; with [`Updates::Static`] (the
-//! `api` Lambda) pages have no such script and the event routes answer `204` at once. Forms
-//! (cancel, retry, bulk actions with a confirmation) carry the CSRF token and need the session
-//! of `rara ui`'s URL, or an operator under IAM ([`crate::auth`]).
+//! [`Updates::Live`] and an authenticated reader a few lines of inline script subscribe to the
+//! SSE stream of a page and swap in the fragment the server renders when a run changes; an
+//! anonymous reader gets the static page, and its event routes answer `401` (a stream registers
+//! a console listener and turns the hot tables' triggers on: no anonymous request changes the
+//! database). With [`Updates::Static`] (the `api` Lambda) pages have no such script and the
+//! event routes answer `204` at once. Forms (cancel, retry, bulk actions with a confirmation)
+//! carry the CSRF token and need the session of `rara ui`'s login URL, or an operator under IAM
+//! ([`crate::auth`]).
 //!
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
@@ -18,7 +21,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::{FormRejection, PathRejection, QueryRejection};
 use axum::extract::{Form, Path, Query, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -28,9 +31,10 @@ use serde::Deserialize;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use crate::auth::{Credentials, SESSION_COOKIE};
+use crate::auth::Credentials;
 use crate::runs::{Bulk, ListQuery};
-use crate::{Api, Error, Updates, live};
+use crate::{Api, Error, Reader, Updates, live};
+use pages::Viewer;
 
 /// How long a page's stream gathers notifications before it renders once: a batch of steps
 /// finishing together is one update.
@@ -89,7 +93,7 @@ pub fn outcome_name(outcome: AttemptOutcome) -> String {
 /// The runs list's query, as a browser sends it (an empty select is no filter).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConsoleQuery {
-    /// The token `rara ui` printed: opening `/?token=…` starts a session.
+    /// Refused: the token no longer goes in a URL (the login URL starts a session).
     pub token: Option<String>,
     pub status: Option<String>,
     pub name: Option<String>,
@@ -112,29 +116,26 @@ impl ConsoleQuery {
 
 async fn runs_page(
     State(api): State<Api>,
+    reader: Reader,
     credentials: Credentials,
     query: Result<Query<ConsoleQuery>, QueryRejection>,
 ) -> Result<Response, Error> {
     let Query(query) = query?;
-    if let Some(token) = &query.token {
-        // Start a session: the cookie holds the token; the URL loses it.
-        if api.auth().token() != Some(token.as_str()) {
-            return Err(Error::unauthorized());
-        }
-        let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
-        let mut response = Redirect::to("/").into_response();
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            response.headers_mut().insert(header::SET_COOKIE, value);
-        }
-        return Ok(response);
+    if query.token.is_some() {
+        return Err(Error::bad_request(
+            "the token no longer goes in a URL: open the one-time login URL `rara ui` printed, or get one \
+             with `POST /api/login` and the token",
+        )
+        .with_field("token"));
     }
     let page = query.list()?.page(&api).await?;
     let csrf = forms(&api, &credentials);
-    Ok(Html(pages::runs(&query, &page, csrf.as_deref(), api.updates()).into_string()).into_response())
+    Ok(Html(pages::runs(&query, &page, viewer(&api, reader, csrf.as_deref())).into_string()).into_response())
 }
 
 async fn runs_fragment(
     State(api): State<Api>,
+    _: Reader,
     query: Result<Query<ConsoleQuery>, QueryRejection>,
 ) -> Result<Html<String>, Error> {
     let Query(query) = query?;
@@ -144,24 +145,27 @@ async fn runs_fragment(
 
 async fn run_page(
     State(api): State<Api>,
+    reader: Reader,
     credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Html<String>, Error> {
     let Path(id) = id?;
     let csrf = forms(&api, &credentials);
-    let live = render_run(&api, id, csrf.as_deref()).await?;
+    let viewer = viewer(&api, reader, csrf.as_deref());
+    let live = render_run(&api, id, viewer).await?;
     let run = api.store().run_status(id).await?;
-    Ok(Html(pages::run(id, run, live, csrf.is_some(), api.updates()).into_string()))
+    Ok(Html(pages::run(id, run, live, viewer).into_string()))
 }
 
 async fn run_fragment(
     State(api): State<Api>,
+    reader: Reader,
     credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Html<String>, Error> {
     let Path(id) = id?;
     let csrf = forms(&api, &credentials);
-    Ok(Html(render_run(&api, id, csrf.as_deref()).await?))
+    Ok(Html(render_run(&api, id, viewer(&api, reader, csrf.as_deref())).await?))
 }
 
 /// The CSRF token of the forms, when this request may act (else the page is read-only).
@@ -169,11 +173,23 @@ fn forms(api: &Api, credentials: &Credentials) -> Option<String> {
     api.auth().may_act(&credentials.headers, credentials.caller.as_ref()).then(|| api.auth().csrf_token())
 }
 
+fn viewer<'a>(api: &Api, reader: Reader, csrf: Option<&'a str>) -> Viewer<'a> {
+    Viewer { csrf, authenticated: reader.authenticated, updates: api.updates() }
+}
+
 /// The live part of a run page: what the SSE stream sends when the run changes.
-pub async fn render_run(api: &Api, id: Uuid, csrf: Option<&str>) -> Result<String, Error> {
+pub async fn render_run(api: &Api, id: Uuid, viewer: Viewer<'_>) -> Result<String, Error> {
     let run = api.store().run(id).await?;
     let inputs = api.store().step_inputs(id).await?;
-    Ok(pages::run_live(&run, &inputs, csrf, chrono::Utc::now()).into_string())
+    Ok(pages::run_live(&run, &inputs, viewer, chrono::Utc::now()).into_string())
+}
+
+/// The refusal of a stream to an anonymous reader: a stream changes database state.
+fn no_anonymous_stream() -> Error {
+    Error::unauthenticated(
+        "live updates are for a console session (a stream registers a listener in the database): open the \
+         one-time login URL `rara ui` printed; without one, reload the page to see changes",
+    )
 }
 
 /// Waits for a change that concerns `wanted` (any run when `None`), then lets the burst settle.
@@ -194,14 +210,19 @@ async fn next_change(changes: &mut broadcast::Receiver<Uuid>, wanted: Option<Uui
 
 async fn run_events(
     State(api): State<Api>,
+    reader: Reader,
     credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
 ) -> Result<Response, Error> {
     let Path(id) = id?;
-    api.store().run_status(id).await?;
     if api.updates() == Updates::Static {
+        api.store().run_status(id).await?;
         return Ok(no_stream());
     }
+    if !reader.authenticated {
+        return Err(no_anonymous_stream());
+    }
+    api.store().run_status(id).await?;
     let csrf = forms(&api, &credentials);
     let changes = api.inner.live.subscribe().await;
     let stream = futures::stream::unfold((api, changes, csrf), move |(api, mut changes, csrf)| async move {
@@ -209,7 +230,7 @@ async fn run_events(
             if !next_change(&mut changes, Some(id)).await {
                 return None;
             }
-            match render_run(&api, id, csrf.as_deref()).await {
+            match render_run(&api, id, viewer(&api, reader, csrf.as_deref())).await {
                 Ok(html) => return Some((Ok(Event::default().event("update").data(html)), (api, changes, csrf))),
                 Err(e) => tracing::warn!(code = %e.body.code, "cannot render a run update"),
             }
@@ -218,15 +239,18 @@ async fn run_events(
     Ok(sse(stream))
 }
 
-async fn runs_events(State(api): State<Api>) -> Response {
+async fn runs_events(State(api): State<Api>, reader: Reader) -> Result<Response, Error> {
     if api.updates() == Updates::Static {
-        return no_stream();
+        return Ok(no_stream());
+    }
+    if !reader.authenticated {
+        return Err(no_anonymous_stream());
     }
     let changes = api.inner.live.subscribe().await;
     let stream = futures::stream::unfold(changes, |mut changes| async move {
         next_change(&mut changes, None).await.then(|| (Ok(Event::default().event("changed").data("runs")), changes))
     });
-    sse(stream)
+    Ok(sse(stream))
 }
 
 fn sse(stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {

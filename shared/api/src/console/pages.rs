@@ -1,5 +1,10 @@
 //! The console's markup. Every page reads without JavaScript; the inline script only keeps a
-//! page live (SSE, [`Updates::Live`] only) and asks before a destructive form is sent.
+//! page live (SSE, [`Updates::Live`] and an authenticated reader only) and asks before a
+//! destructive form is sent. Every inline script and style is a constant, allowed by its hash
+//! in the Content-Security-Policy ([`inline_scripts`], [`inline_style`], built by the guard); no
+//! element carries a `style` attribute (colours are classes, bars are SVG).
+
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
@@ -11,18 +16,65 @@ use super::{BulkForm, ConsoleQuery, dag, status_colour, timeline};
 use crate::Updates;
 use crate::runs::RunPage;
 
-const STYLE: &str = r#"
+const BASE_STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#0f172a;background:#f8fafc}
 header{background:#0f172a;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
 main{padding:16px 20px}table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e2e8f0;vertical-align:top}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;background:#94a3b8}
 .panel{background:#fff;border:1px solid #e2e8f0;border-radius:6px;padding:12px;margin:12px 0;overflow:auto}
 pre{background:#f1f5f9;padding:8px;overflow:auto;max-height:300px;margin:4px 0}
 form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
-.progress{display:inline-block;width:80px;height:6px;background:#e2e8f0;border-radius:3px;vertical-align:middle}
-.progress span{display:block;height:6px;background:#2563eb;border-radius:3px}
+.progress{vertical-align:middle}
 "#;
+
+/// The statuses and outcomes with a colour of their own (others are grey).
+const COLOURED: [&str; 8] =
+    ["succeeded", "failed", "lease_expired", "cancelled", "retrying", "running", "leased", "skipped"];
+
+/// The page's one stylesheet: the base and a badge colour per status.
+static STYLE: LazyLock<String> = LazyLock::new(|| {
+    let badges: String =
+        COLOURED.iter().map(|s| format!(".badge[data-status={s}]{{background:{}}}\n", status_colour(s))).collect();
+    format!("{BASE_STYLE}{badges}")
+});
+
+/// The text of the console's `<style>` element.
+pub fn inline_style() -> &'static str {
+    &STYLE
+}
+
+/// The text of every inline `<script>` a page may carry.
+pub fn inline_scripts() -> [&'static str; 3] {
+    [CONFIRM, RUNS_LIVE, RUN_LIVE]
+}
+
+/// Keeps the runs list live.
+const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
+es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
+if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
+
+/// Keeps a run page live (its stream is the page's path + `/events`).
+const RUN_LIVE: &str = r#"(()=>{if(!window.EventSource)return;const es=new EventSource(location.pathname+'/events');
+es.addEventListener('update',e=>{const open=[...document.querySelectorAll('details[open]')].map(d=>d.id);
+document.getElementById('live').innerHTML=e.data;open.forEach(i=>{const d=document.getElementById(i);if(d)d.open=true;});});})();"#;
+
+/// Who a page is for and how it updates.
+#[derive(Debug, Clone, Copy)]
+pub struct Viewer<'a> {
+    /// The CSRF token of the forms, when the reader may act (else the page is read-only).
+    pub csrf: Option<&'a str>,
+    /// Whether the reader is authenticated: only then are fences and lease data shown, and the
+    /// page live.
+    pub authenticated: bool,
+    pub updates: Updates,
+}
+
+impl Viewer<'_> {
+    fn live(&self) -> bool {
+        self.updates == Updates::Live && self.authenticated
+    }
+}
 
 /// Forms that change state ask first (the page works without it: the server still checks).
 const CONFIRM: &str = r#"document.addEventListener('submit',e=>{const m=e.target.dataset.confirm;if(m&&!confirm(m))e.preventDefault();});"#;
@@ -30,20 +82,20 @@ const CONFIRM: &str = r#"document.addEventListener('submit',e=>{const m=e.target
 /// Said on a page that does not update itself ([`Updates::Static`]).
 const RELOAD: &str = "This page does not update itself here: reload it to see changes.";
 
-/// The page's live script, when pages are live.
-fn live_script(updates: Updates, script: String) -> Option<String> {
-    (updates == Updates::Live).then_some(script)
+/// The page's live script, when the page is live.
+fn live_script(viewer: Viewer<'_>, script: &'static str) -> Option<&'static str> {
+    viewer.live().then_some(script)
 }
 
 /// What a page without forms says: how to get them.
 fn read_only(updates: Updates) -> &'static str {
     match updates {
-        Updates::Live => "Read-only: open the URL `rara ui` printed to act on runs.",
+        Updates::Live => "Read-only: open the login URL `rara ui` printed to act on runs and see them live.",
         Updates::Static => "Read-only: only the API's operators act on runs.",
     }
 }
 
-fn layout(title: &str, body: Markup, script: Option<String>) -> Markup {
+fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -51,7 +103,7 @@ fn layout(title: &str, body: Markup, script: Option<String>) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · rara" }
-                style { (PreEscaped(STYLE)) }
+                style { (PreEscaped(inline_style())) }
             }
             body {
                 header { a href="/" { "rara" } " " span.muted { "console" } }
@@ -64,7 +116,7 @@ fn layout(title: &str, body: Markup, script: Option<String>) -> Markup {
 }
 
 fn badge(status: &str) -> Markup {
-    html! { span.badge data-status=(status) style={ "background:" (status_colour(status)) } { (status) } }
+    html! { span.badge data-status=(status) { (status) } }
 }
 
 fn time(t: DateTime<Utc>) -> String {
@@ -72,7 +124,7 @@ fn time(t: DateTime<Utc>) -> String {
 }
 
 /// The runs list, live.
-pub fn runs(query: &ConsoleQuery, page: &RunPage, csrf: Option<&str>, updates: Updates) -> Markup {
+pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>) -> Markup {
     let status = query.status.clone().unwrap_or_default();
     let name = query.name.clone().unwrap_or_default();
     let body = html! {
@@ -89,7 +141,7 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, csrf: Option<&str>, updates: U
             " " button type="submit" { "Filter" }
         }
         div #runs { (runs_table(query, page)) }
-        @if let Some(csrf) = csrf {
+        @if let Some(csrf) = viewer.csrf {
             div.panel {
                 "Bulk action on every run this filter matches: "
                 @for (action, label) in [("cancel", "Cancel running runs…"), ("retry", "Retry failed steps…")] {
@@ -104,14 +156,11 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, csrf: Option<&str>, updates: U
                 }
             }
         } @else {
-            p.muted { (read_only(updates)) }
+            p.muted { (read_only(viewer.updates)) }
         }
-        @if updates == Updates::Static { p.muted #static-page { (RELOAD) } }
+        @if !viewer.live() { p.muted #static-page { (RELOAD) } }
     };
-    let script = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
-es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
-if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
-    layout("Runs", body, live_script(updates, script.to_owned()))
+    layout("Runs", body, live_script(viewer, RUNS_LIVE))
 }
 
 /// The table of the runs list (what `/fragments/runs` answers when a run changes).
@@ -140,22 +189,19 @@ pub fn runs_table(query: &ConsoleQuery, page: &RunPage) -> Markup {
 }
 
 /// A run page around its live part.
-pub fn run(id: Uuid, status: RunStatus, live: String, session: bool, updates: Updates) -> Markup {
+pub fn run(id: Uuid, status: RunStatus, live: String, viewer: Viewer<'_>) -> Markup {
     let body = html! {
-        @if !session { p.muted { (read_only(updates)) } }
-        @if updates == Updates::Static { p.muted #static-page { (RELOAD) } }
+        @if viewer.csrf.is_none() { p.muted { (read_only(viewer.updates)) } }
+        @if !viewer.live() { p.muted #static-page { (RELOAD) } }
         div #live { (PreEscaped(live)) }
     };
-    let script = format!(
-        r#"(()=>{{if(!window.EventSource)return;const es=new EventSource('/runs/{id}/events');
-es.addEventListener('update',e=>{{const open=[...document.querySelectorAll('details[open]')].map(d=>d.id);
-document.getElementById('live').innerHTML=e.data;open.forEach(i=>{{const d=document.getElementById(i);if(d)d.open=true;}});}});}})();"#
-    );
-    layout(&format!("Run {id} ({status})"), body, live_script(updates, script))
+    layout(&format!("Run {id} ({status})"), body, live_script(viewer, RUN_LIVE))
 }
 
-/// The live part of a run page: header, actions, DAG, timeline, steps.
-pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], csrf: Option<&str>, now: DateTime<Utc>) -> Markup {
+/// The live part of a run page: header, actions, DAG, timeline, steps (fences and holders only
+/// for an authenticated reader, as `crate::redact` says).
+pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>, now: DateTime<Utc>) -> Markup {
+    let csrf = viewer.csrf;
     let finished = run.steps.iter().filter(|s| is_finished(s.status)).count();
     html! {
         h1 { (run.name) " " span #run-status { (badge(run.status.as_str())) } }
@@ -179,7 +225,7 @@ pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], csrf: Optio
             h2 { "Step details" }
             table {
                 thead { tr { th { "step" } th { "operation" } th { "status" } th { "attempt" } th { "progress" } th { "" } } }
-                tbody { @for step in &run.steps { (step_row(run.id, step, inputs, csrf)) } }
+                tbody { @for step in &run.steps { (step_row(run.id, step, inputs, viewer)) } }
             }
         }
     }
@@ -193,7 +239,7 @@ fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)], csrf: Option<&str>) -> Markup {
+fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>) -> Markup {
     let input = inputs.iter().find(|(id, _)| *id == step.id).map(|(_, v)| v);
     let fraction = step.progress_fraction().clamp(0.0, 1.0);
     html! {
@@ -203,16 +249,19 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
             td { (badge(step.status.as_str())) @if step.is_detached() { " " span.muted { "(detached)" } } }
             td { (step.attempt) "/" (step.max_attempts) }
             td {
-                span.progress { span style={ "width:" (format!("{:.0}", fraction * 100.0)) "%" } {} }
+                svg.progress width="80" height="6" {
+                    rect width="80" height="6" rx="3" fill="#e2e8f0" {}
+                    rect width=(format!("{:.1}", fraction * 80.0)) height="6" rx="3" fill="#2563eb" {}
+                }
                 @if let Some(p) = &step.progress { " " span.muted { (p.message) } }
             }
             td {
-                (step_actions(run_id, step, csrf))
+                (step_actions(run_id, step, viewer.csrf))
             }
         }
         tr {
             td colspan="6" {
-                (step_details(step, input))
+                (step_details(step, input, viewer.authenticated))
             }
         }
     }
@@ -240,8 +289,9 @@ fn step_actions(run_id: Uuid, step: &StepView, csrf: Option<&str>) -> Markup {
     }
 }
 
-/// A step's details, folded: its input, output, error, attempts and artifacts.
-fn step_details(step: &StepView, input: Option<&serde_json::Value>) -> Markup {
+/// A step's details, folded: its input, output, error, attempts (their holder and fence for an
+/// authenticated reader only) and artifacts.
+fn step_details(step: &StepView, input: Option<&serde_json::Value>, authenticated: bool) -> Markup {
     html! {
         details id={ "detail-" (step.name) } {
             summary { "details of " (step.name) }
@@ -254,14 +304,20 @@ fn step_details(step: &StepView, input: Option<&serde_json::Value>) -> Markup {
             @if !step.attempts.is_empty() {
                 h4 { "Attempts" }
                 table {
-                    thead { tr { th { "#" } th { "outcome" } th { "by" } th { "fence" } th { "started" } th { "finished" } th { "error" } } }
+                    thead { tr {
+                        th { "#" } th { "outcome" }
+                        @if authenticated { th { "by" } th { "fence" } }
+                        th { "started" } th { "finished" } th { "error" }
+                    } }
                     tbody {
                         @for a in &step.attempts {
                             tr {
                                 td { (a.attempt) }
                                 td { (badge(&super::outcome_name(a.outcome))) }
-                                td { (a.leased_by) @if let Some(e) = &a.remote_endpoint { " → " (e) } }
-                                td { (a.fence) }
+                                @if authenticated {
+                                    td { (a.leased_by) @if let Some(e) = &a.remote_endpoint { " → " (e) } }
+                                    td { (a.fence) }
+                                }
                                 td { (time(a.started_at)) }
                                 td { @if let Some(f) = a.finished_at { (time(f)) } }
                                 td { @if let Some(e) = &a.error { (e.0.code) ": " (e.0.message) } }

@@ -76,6 +76,18 @@ impl Client {
         (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("{uri}: not JSON: {text}")))
     }
 
+    /// A console session: a login URL asked for with the token, opened once; the `Cookie`
+    /// header value (`rara_session=…`) the browser would send.
+    pub async fn session(&self) -> String {
+        let (status, login) = self.post("/api/login", Value::Null).await;
+        assert_eq!(status, StatusCode::OK, "{login}");
+        let request = Request::get(login["path"].as_str().unwrap()).body(Body::empty()).unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+        cookie.split(';').next().unwrap().to_owned()
+    }
+
     pub async fn submit_demo(&self) -> String {
         let (status, body) = self.post("/api/runs", json!({"definition": demo_definition()})).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
