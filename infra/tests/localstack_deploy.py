@@ -28,7 +28,7 @@ import boto3
 import localstack_executor_service
 import template_checks as tc
 
-KEEP_TYPES = {"AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "AWS::Logs::LogGroup", "AWS::IAM::Role"}
+KEEP_TYPES = {"AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "AWS::Logs::LogGroup", "AWS::IAM::Role", "AWS::IAM::ManagedPolicy"}
 
 
 def _references(node: Any) -> set[str]:
@@ -145,11 +145,8 @@ def deploy_and_check(name: str, params: dict[str, str], template: dict, keep: bo
         # The roles as IAM stores them: SQS grants on exactly these two queues.
         arns = {q["QueueArn"]: tc.QUEUE, d["QueueArn"]: tc.DLQ}
         for role_id, want in tc.SQS_GRANTS.items():
-            role = physical[role_id]
             have = set()
-            for policy in iam.list_role_policies(RoleName=role)["PolicyNames"]:
-                doc = iam.get_role_policy(RoleName=role, PolicyName=policy)["PolicyDocument"]
-                doc = json.loads(doc) if isinstance(doc, str) else doc
+            for doc in _policy_documents(iam, physical[role_id]):
                 for st in tc._as_list(doc["Statement"]):
                     for action in tc._as_list(st["Action"]):
                         if not action.startswith("sqs:"):
@@ -168,6 +165,18 @@ def deploy_and_check(name: str, params: dict[str, str], template: dict, keep: bo
             cfn.get_waiter("stack_delete_complete").wait(StackName=stack, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
             _delete_retained(stack)
     return problems
+
+
+def _policy_documents(iam: Any, physical: str) -> list[dict]:
+    """The policy documents of a role's inline policies, or of a managed policy (its
+    physical id is its ARN: the operator policy), as IAM stores them."""
+    if physical.startswith("arn:") and ":policy/" in physical:
+        version = iam.get_policy(PolicyArn=physical)["Policy"]["DefaultVersionId"]
+        docs = [iam.get_policy_version(PolicyArn=physical, VersionId=version)["PolicyVersion"]["Document"]]
+    else:
+        names = iam.list_role_policies(RoleName=physical)["PolicyNames"]
+        docs = [iam.get_role_policy(RoleName=physical, PolicyName=n)["PolicyDocument"] for n in names]
+    return [json.loads(d) if isinstance(d, str) else d for d in docs]
 
 
 def _delete_retained(stack: str) -> None:

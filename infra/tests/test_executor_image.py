@@ -203,7 +203,7 @@ def test_the_task_command_starts_the_server_the_health_check_accepts(sources, tm
     venv = executor_venv()
     # Exactly the container's argv, then a free loopback port (argparse: the last one wins).
     argv = [str(venv / entrypoint[0]), *entrypoint[1:], *command, "--host", "127.0.0.1", "--port", "0"]
-    env = {**os.environ, "TMPDIR": str(tmp_path), "RARA_EXECUTOR_TOKENS": "not-read-yet"}
+    env = {**os.environ, "TMPDIR": str(tmp_path), "RARA_EXECUTOR_TOKENS": "rara-image-test-token-0001"}  # as the agent injects it
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = server.stdout.readline().strip()  # first line: "listening on HOST:PORT"
