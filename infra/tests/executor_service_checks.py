@@ -31,6 +31,7 @@ CONTAINER = "rara-worker"
 CONTAINER_PORT = 50051
 HEALTH_PATH = "/grpc.health.v1.Health/Check"  # grpc_health.v1, served by rara_worker.server
 TOKENS_ENV = "RARA_EXECUTOR_TOKENS"
+TOKEN_KEY = "token"  # the key of the secret's JSON (RARA_REMOTE_CREDENTIALS_SECRET_ARN's format)
 FARGATE_MAX_STOP_TIMEOUT = 120
 
 # Logical ids the checks follow.
@@ -244,8 +245,10 @@ def check_task(r: Resolved) -> list[str]:
     if td.get("RequiresCompatibilities") != ["FARGATE"] or td.get("NetworkMode") != "awsvpc":
         problems.append(f"{TASK_DEF}: not a Fargate awsvpc task")
     secrets = {s.get("Name"): s.get("ValueFrom") for s in c.get("Secrets", [])}
-    if secrets.get(TOKENS_ENV) != Sym("Ref", SECRET):
-        problems.append(f"{TASK_DEF}: {TOKENS_ENV} is not injected from {SECRET} (Secrets/ValueFrom)")
+    # The secret is the JSON the executor function reads too ({"token": ...}); the agent
+    # injects its `token` key.
+    if secrets.get(TOKENS_ENV) != f"${{{SECRET}}}:{TOKEN_KEY}::":
+        problems.append(f"{TASK_DEF}: {TOKENS_ENV} is not injected from {SECRET}'s {TOKEN_KEY!r} key (Secrets/ValueFrom)")
     for env in c.get("Environment", []):
         name, value = str(env.get("Name")), env.get("Value")
         if name == TOKENS_ENV or tc.SECRET_NAME.search(name):
@@ -255,6 +258,8 @@ def check_task(r: Resolved) -> list[str]:
     secret = r.props(SECRET)
     if "SecretString" in secret or "GenerateSecretString" not in secret:
         problems.append(f"{SECRET}: the tokens must be generated (GenerateSecretString), never written in")
+    elif secret["GenerateSecretString"].get("GenerateStringKey") != TOKEN_KEY:
+        problems.append(f"{SECRET}: the generated value must be the JSON key {TOKEN_KEY!r} (the credentials rara reads)")
     image = c.get("Image")
     if not (isinstance(image, str) and image.startswith(f"${{{REPOSITORY}.RepositoryUri}}:")):
         problems.append(f"{TASK_DEF}: image {image!r} is not from {REPOSITORY}")

@@ -93,7 +93,8 @@ def register_request(template: dict, real: dict[tc.Sym, str]) -> dict:
         if isinstance(node, tc.Sym):
             return real.get(node, f"<{node}>")
         if isinstance(node, str):
-            return re.sub(r"\$\{(\w+)\.(\w+)\}", lambda m: real.get(tc.Sym("GetAtt", m[1], m[2]), m[0]), node)
+            node = re.sub(r"\$\{(\w+)\.(\w+)\}", lambda m: real.get(tc.Sym("GetAtt", m[1], m[2]), m[0]), node)
+            return re.sub(r"\$\{(\w+)\}", lambda m: real.get(tc.Sym("Ref", m[1]), m[0]), node)
         if isinstance(node, dict):
             return {k: substitute(v) for k, v in node.items()}
         if isinstance(node, list):
@@ -126,9 +127,17 @@ def check_deployed(stack: str, template: dict, cfn: Any, problems: list[str]) ->
 
     secret_arn = sm.describe_secret(SecretId=physical[es.SECRET])["ARN"]
     value = sm.get_secret_value(SecretId=secret_arn)["SecretString"]  # checked, never printed
+    try:
+        credential = json.loads(value)
+    except ValueError:
+        credential = None
+    token = credential.get(es.TOKEN_KEY, "") if isinstance(credential, dict) else ""
     expect(
-        len(value) == 48 and set(value) <= set(string.ascii_letters + string.digits),
-        "the token secret holds a generated 48-character alphanumeric token",
+        isinstance(credential, dict)
+        and set(credential) == {es.TOKEN_KEY}
+        and len(token) == 48
+        and set(token) <= set(string.ascii_letters + string.digits),
+        'the secret is {"token": a generated 48-character alphanumeric token} (the JSON rara reads)',
     )
     group_name = physical[es.LOG_GROUP]
     group = next(g for g in logs.describe_log_groups(logGroupNamePrefix=group_name)["logGroups"] if g["logGroupName"] == group_name)
@@ -181,7 +190,8 @@ def check_deployed(stack: str, template: dict, cfn: Any, problems: list[str]) ->
     report = ParamValidator().validate(request, shape)
     expect(not report.has_errors(), "the task definition is a valid ecs:RegisterTaskDefinition request" + (f": {report.generate_report()}" if report.has_errors() else ""))
     secrets = request["containerDefinitions"][0]["secrets"]
-    expect(secrets == [{"name": es.TOKENS_ENV, "valueFrom": secret_arn}], f"{es.TOKENS_ENV} comes from {secret_arn}")
+    want = f"{secret_arn}:{es.TOKEN_KEY}::"
+    expect(secrets == [{"name": es.TOKENS_ENV, "valueFrom": want}], f"{es.TOKENS_ENV} comes from {want}")
     return {"log_group": group_name}
 
 

@@ -102,6 +102,7 @@ FULL_OPTIONS = {
     "RemoteExecutors": "https://worker.example.com:443",
     "EnableApi": "true",
     "SecretsPrefix": "rara/workflows/",
+    "RemoteCredentialsSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/remote-AbCdEf",
 }
 
 
@@ -579,7 +580,11 @@ def _norm(value: Any) -> Any:
     return value if isinstance(value, Sym) else str(value)
 
 
-SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET(?!_ARN$|S_BACKEND$|S_PREFIX$)|TOKEN|CREDENTIAL|^DATABASE_URL$|_DSN$|PGPASS", re.I)
+# A name ending in _SECRET_ARN names where a secret is, not the secret.
+SECRET_NAME = re.compile(
+    r"^(?!\w*_SECRET_ARN$)\w*?(?:PASSWORD|PASSWD|SECRET(?!S_BACKEND$|S_PREFIX$)|TOKEN|CREDENTIAL|_DSN$|PGPASS)|^DATABASE_URL$",
+    re.I,
+)
 URL_WITH_PASSWORD = re.compile(r"^[a-z][a-z0-9+.-]*://[^/:@\s]+:[^/@\s]+@", re.I)
 
 
@@ -663,6 +668,9 @@ def check_iam(r: Resolved) -> list[str]:
             elif any(a.lower().startswith("secretsmanager:") for a in sensitive) and res != secret:
                 if res == CONSOLE_KEY_SECRET and where.startswith("ApiRole.") and actions == ["secretsmanager:GetSecretValue"]:
                     continue  # the API reads its console key (test_api_template.py pins the grant)
+                remote = r.params.get("RemoteCredentialsSecretArn")
+                if remote and res == remote and where.startswith("ExecutorRole.") and actions == ["secretsmanager:GetSecretValue"]:
+                    continue  # the executor reads the remote executors' credential, and no one else
                 problems.append(f"{where}: secretsmanager on {res!r}, not the DatabaseSecretArn")
         role = where.split(".", 1)[0]
         for a in sensitive:

@@ -179,11 +179,19 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
     # the secret
     "tokens as a plain variable": (
         lambda t: (_container(t).pop("Secrets"), _container(t).update(Environment=[{"Name": "RARA_EXECUTOR_TOKENS", "Value": "x"}])),
-        "RARA_EXECUTOR_TOKENS is not injected from TokensSecret",
+        "RARA_EXECUTOR_TOKENS is not injected from TokensSecret's 'token' key",
     ),
     "secret ARN in the environment": (
         lambda t: _container(t).update(Environment=[{"Name": "TOKENS_ARN", "Value": {"Ref": "TokensSecret"}}]),
         "TokensSecret in plain environment variable TOKENS_ARN",
+    ),
+    "tokens injected as the whole JSON": (
+        lambda t: _container(t).update(Secrets=[{"Name": "RARA_EXECUTOR_TOKENS", "ValueFrom": {"Ref": "TokensSecret"}}]),
+        "RARA_EXECUTOR_TOKENS is not injected from TokensSecret's 'token' key",
+    ),
+    "generated value not under the token key": (
+        lambda t: _props("TokensSecret")(t)["GenerateSecretString"].pop("GenerateStringKey"),
+        "the generated value must be the JSON key 'token'",
     ),
     "tokens written in the template": (
         lambda t: _props("TokensSecret")(t).update(SecretString="hunter2hunter2"),

@@ -73,7 +73,28 @@ def test_values_reach_the_functions_as_the_queue_has_them(template):
     assert str(env["RARA_VISIBILITY_TIMEOUT_SECONDS"]) == str(queue["VisibilityTimeout"]) == "1800"
     assert str(env["RARA_MAX_RECEIVE_COUNT"]) == str(queue["RedrivePolicy"]["maxReceiveCount"]) == "13"
     assert str(env["RARA_FUNCTION_TIMEOUT_SECONDS"]) == str(r.props(tc.EXECUTOR)["Timeout"]) == "300"
+    # The executor alone is told where the remote executors' credential is.
+    assert env.pop("RARA_REMOTE_CREDENTIALS_SECRET_ARN") == ""
     assert env == r.props(tc.SCHEDULER)["Environment"]["Variables"]
+
+
+def test_the_executor_alone_reads_the_remote_credential(template):
+    arn = tc.FULL_OPTIONS["RemoteCredentialsSecretArn"]
+
+    def grants(r: tc.Resolved) -> list[tuple[str, str]]:
+        return [
+            (where.split(".", 1)[0], st["Resource"])
+            for where, st in tc._statements(r)
+            if st.get("Resource") == arn and st.get("Action") == "secretsmanager:GetSecretValue"
+        ]
+
+    r = tc.resolve(template, {**tc.REQUIRED_PARAMS, **tc.FULL_OPTIONS})
+    assert r.props(tc.EXECUTOR)["Environment"]["Variables"]["RARA_REMOTE_CREDENTIALS_SECRET_ARN"] == arn
+    assert "RARA_REMOTE_CREDENTIALS_SECRET_ARN" not in r.props(tc.SCHEDULER)["Environment"]["Variables"]
+    assert grants(r) == [("ExecutorRole", arn)]
+    assert tc.check_iam(r) == []
+    unset = tc.resolve(template, tc.REQUIRED_PARAMS)
+    assert grants(unset) == [] and not [st for _, st in tc._statements(unset) if st.get("Sid") == "RemoteCredentials"]
 
 
 def test_sam_translation_keeps_the_event_source_and_environment(template, monkeypatch):
@@ -265,6 +286,10 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
     "secrets prefix covering the database secret": (
         _set(["Parameters", "SecretsPrefix", "Default"], "rara/"),
         "SecretsPrefix 'rara/' covers the DatabaseSecretArn",
+    ),
+    "remote credential for the scheduler": (
+        lambda t: _statement(t, "SchedulerRole", "DatabaseSecret").update(Resource={"Ref": "RemoteCredentialsSecretArn"}),
+        "not the DatabaseSecretArn",
     ),
     "scheduler may delete messages": (
         lambda t: _statement(t, "SchedulerRole", "EnqueueSteps").update(Action=["sqs:SendMessage", "sqs:DeleteMessage"]),

@@ -22,10 +22,10 @@
 //! Pages render without the live script ([`rara_api::Updates::Static`]): a buffered function
 //! URL would hold an invocation per open tab until the timeout (docs: internals/api-console.md).
 
-use aws_sdk_secretsmanager::error::DisplayErrorContext;
 use axum::extract::Request;
 use lambda_http::request::RequestContext;
 use rara_api::{Api, Auth, Caller, ConsoleKey, Hosts, Updates};
+use rara_platform::aws::SecretTextError;
 
 /// The bearer token state-changing requests must carry, when set.
 pub const TOKEN_VAR: &str = "RARA_API_TOKEN";
@@ -169,14 +169,10 @@ fn operators(list: &str) -> Result<Vec<String>, Error> {
 /// The console key from the secret `arn`, fetched once at start (its value never leaves the
 /// key: no log line, no error carries it).
 pub async fn fetch_console_key(client: &aws_sdk_secretsmanager::Client, arn: &str) -> Result<ConsoleKey, Error> {
-    rara_platform::call_log::stands_for(arn, "Ref:ConsoleKeySecret");
-    let output = client
-        .get_secret_value()
-        .secret_id(arn)
-        .send()
-        .await
-        .map_err(|e| Error::Fetch { arn: arn.to_owned(), detail: DisplayErrorContext(e).to_string() })?;
-    let value = output.secret_string().ok_or_else(|| Error::NotText { arn: arn.to_owned() })?;
+    let value = rara_platform::aws::secret_text(client, arn, "Ref:ConsoleKeySecret").await.map_err(|e| match e {
+        SecretTextError::Fetch { arn, detail } => Error::Fetch { arn, detail },
+        SecretTextError::NotText { arn } => Error::NotText { arn },
+    })?;
     if value.chars().count() < MIN_KEY_CHARS {
         return Err(Error::TooShort { arn: arn.to_owned() });
     }

@@ -58,3 +58,27 @@ pub fn secrets_manager_client(config: &aws_config::SdkConfig) -> aws_sdk_secrets
     }
     aws_sdk_secretsmanager::Client::from_conf(builder.build())
 }
+
+/// Why a secret's text could not be read ([`secret_text`]). No variant holds the value.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretTextError {
+    #[error("cannot fetch {arn}: {detail}")]
+    Fetch { arn: String, detail: String },
+    #[error("{arn} has no SecretString (a binary secret?)")]
+    NotText { arn: String },
+}
+
+/// The text of the secret `arn`, fetched once with `client`; `resource` is what the secret
+/// stands for in the template (`Ref:ConsoleKeySecret`, ...), for the IAM check.
+pub async fn secret_text(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+    resource: &str,
+) -> Result<String, SecretTextError> {
+    crate::call_log::stands_for(arn, resource);
+    let output = client.get_secret_value().secret_id(arn).send().await.map_err(|e| SecretTextError::Fetch {
+        arn: arn.to_owned(),
+        detail: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
+    })?;
+    output.secret_string().map(str::to_owned).ok_or_else(|| SecretTextError::NotText { arn: arn.to_owned() })
+}

@@ -33,6 +33,8 @@ pub enum Error {
     Registry(#[from] rara_runtime::registry::Error),
     #[error(transparent)]
     Secrets(#[from] crate::secrets::StartError),
+    #[error("the remote executors' credentials: {0}")]
+    RemoteCredentials(String),
 }
 
 /// JSON logs on stderr (level from `AWS_LAMBDA_LOG_LEVEL`, else `RARA_LOG`, else `info`) and,
@@ -72,10 +74,13 @@ impl Wiring {
     /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
     /// client of the SDK environment. Every client gets the deadlines of
     /// `settings.timeouts` (through `connect_store`).
-    pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
+    pub async fn connect_to(mut settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
         crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
         let aws = settings.timeouts.aws_config().await;
         let store = connect_store(&settings, database, &aws).await?;
+        if let Some(arn) = settings.remote_credentials_secret.clone() {
+            remote_credentials(&mut settings, &arn, &aws).await?;
+        }
         // For the IAM check: this function's queues are the template's (a no-op unless recording).
         crate::call_log::stands_for(&settings.queue_url, "GetAtt:StepQueue.Arn");
         if let Some(dlq) = &settings.dlq_url {
@@ -106,6 +111,18 @@ impl Wiring {
             }
         })
     }
+}
+
+/// Puts the token and attempt key of the secret `arn` (`RARA_REMOTE_CREDENTIALS_SECRET_ARN`),
+/// fetched once, into `settings`' remote executors' security.
+async fn remote_credentials(settings: &mut Settings, arn: &str, aws: &aws_config::SdkConfig) -> Result<(), Error> {
+    let client = crate::aws::secrets_manager_client(aws);
+    let text = crate::aws::secret_text(&client, arn, "Ref:RemoteCredentialsSecretArn")
+        .await
+        .map_err(|e| Error::RemoteCredentials(e.to_string()))?;
+    let security = settings.remote_security.clone().with_credentials_json(&text);
+    settings.remote_security = security.map_err(|e| Error::RemoteCredentials(format!("{arn}: {e}")))?;
+    Ok(())
 }
 
 /// The Postgres side of a function alone, for one that sends nothing to SQS (the API):

@@ -79,6 +79,10 @@ pub struct Settings {
     /// `RARA_REMOTE_CA_FILE`, `RARA_REMOTE_CLIENT_{CERT,KEY}_FILE`, `RARA_REMOTE_TOKEN`,
     /// `RARA_REMOTE_ATTEMPT_KEY`: how rara proves itself to remote executors and checks them.
     pub remote_security: rara_remote::Security,
+    /// `RARA_REMOTE_CREDENTIALS_SECRET_ARN`: deployed, the secret whose token and attempt key
+    /// replace `remote_security`'s at start (the function fetches it once; see
+    /// [`rara_remote::Security::with_credentials_json`]).
+    pub remote_credentials_secret: Option<String>,
     /// `RARA_SECRETS_BACKEND`: where `{"$secret": name}` references are resolved: `env`
     /// (`RARA_SECRET_<NAME>` or `RARA_SECRETS_DIR/<name>`) or `secretsmanager`.
     pub secrets_backend: SecretsBackend,
@@ -168,6 +172,7 @@ impl Settings {
                 // The value may be a secret: only the reason is said.
                 Error::Invalid { var: e.var(), value: "(not shown)".into(), reason: e.to_string() }
             })?,
+            remote_credentials_secret: vars.optional(rara_remote::security::CREDENTIALS_SECRET_VAR),
             secrets_backend: SecretsBackend::from_var(vars.optional("RARA_SECRETS_BACKEND").as_deref())?,
             secrets_prefix: vars.optional("RARA_SECRETS_PREFIX").unwrap_or_default(),
             timeouts: Timeouts::from_vars(&vars)?,

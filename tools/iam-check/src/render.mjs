@@ -13,6 +13,7 @@ export const REGION = 'us-east-1'
 export const TEST_PARAMETERS = {
   DatabaseSecretArn: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:rara/database-AbCdEf`,
   SecretsPrefix: 'rara/workflows/',
+  RemoteCredentialsSecretArn: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:rara/remote-AbCdEf`,
   EnableApi: 'true',
 }
 

@@ -207,15 +207,10 @@ impl SecretsManager {
 #[async_trait::async_trait]
 impl SecretFetcher for SecretsManager {
     async fn fetch(&self, arn: &str) -> Result<String, Error> {
-        crate::call_log::stands_for(arn, "Ref:DatabaseSecretArn");
-        let output = self
-            .client
-            .get_secret_value()
-            .secret_id(arn)
-            .send()
-            .await
-            .map_err(|e| Error::Fetch { arn: arn.to_owned(), source: Box::new(e) })?;
-        output.secret_string().map(str::to_owned).ok_or_else(|| Error::NotText { arn: arn.to_owned() })
+        crate::aws::secret_text(&self.client, arn, "Ref:DatabaseSecretArn").await.map_err(|e| match e {
+            crate::aws::SecretTextError::Fetch { arn, detail } => Error::Fetch { arn, source: detail.into() },
+            crate::aws::SecretTextError::NotText { arn } => Error::NotText { arn },
+        })
     }
 }
 

@@ -10,6 +10,7 @@
 //! | `RARA_REMOTE_CLIENT_CERT_FILE`, `RARA_REMOTE_CLIENT_KEY_FILE` | PEM certificate chain and key rara presents (mTLS); both or neither |
 //! | `RARA_REMOTE_TOKEN` | the bearer token sent as `authorization: Bearer …` on every call |
 //! | `RARA_REMOTE_ATTEMPT_KEY` | the key of the per-attempt secrets (at least 32 characters), never sent |
+//! | `RARA_REMOTE_CREDENTIALS_SECRET_ARN` | deployed: a Secrets Manager secret `{"token": …, "attempt_key": …}` fetched once at start instead of the two above ([`Security::with_credentials_json`]) |
 //!
 //! An attempt's secret is `hex(HMAC-SHA256(key, "rara.v1.attempt" ‖ step id ‖ attempt))`:
 //! stable for the attempt (a re-attach from another container, an operator's cancel present
@@ -33,6 +34,10 @@ use uuid::Uuid;
 
 /// The shortest `RARA_REMOTE_ATTEMPT_KEY` accepted.
 pub const MIN_ATTEMPT_KEY_CHARS: usize = 32;
+/// The variable naming the credentials secret (deployed; fetched by the function at start).
+pub const CREDENTIALS_SECRET_VAR: &str = "RARA_REMOTE_CREDENTIALS_SECRET_ARN";
+/// The most a credentials secret may hold.
+pub const MAX_CREDENTIALS_BYTES: usize = 8 * 1024;
 
 /// What is wrong with the security settings (the values themselves are never repeated).
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +55,8 @@ pub enum Error {
     Token,
     #[error("RARA_REMOTE_ATTEMPT_KEY must be at least {MIN_ATTEMPT_KEY_CHARS} characters")]
     AttemptKey,
+    #[error("the secret of RARA_REMOTE_CREDENTIALS_SECRET_ARN {0}")]
+    Credentials(String),
 }
 
 impl Error {
@@ -60,6 +67,7 @@ impl Error {
             Error::HalfIdentity => "RARA_REMOTE_CLIENT_KEY_FILE",
             Error::Token => "RARA_REMOTE_TOKEN",
             Error::AttemptKey => "RARA_REMOTE_ATTEMPT_KEY",
+            Error::Credentials(_) => CREDENTIALS_SECRET_VAR,
         }
     }
 }
@@ -122,7 +130,47 @@ impl Security {
         if let Some(key) = var("RARA_REMOTE_ATTEMPT_KEY") {
             security = security.with_attempt_key(key)?;
         }
+        if var(CREDENTIALS_SECRET_VAR).is_some() && (security.token.is_some() || security.attempt_key.is_some()) {
+            return Err(Error::Credentials(
+                "replaces RARA_REMOTE_TOKEN and RARA_REMOTE_ATTEMPT_KEY: set the secret or the variables, not both"
+                    .into(),
+            ));
+        }
         Ok(security)
+    }
+
+    /// Takes the token and the attempt key from a credentials secret's text: a JSON object
+    /// `{"token": "...", "attempt_key": "..."}` (the token required, the first of a
+    /// comma-separated list while rotating; the key recommended; no other key), at most
+    /// [`MAX_CREDENTIALS_BYTES`]. Errors name what is wrong, never a value.
+    pub fn with_credentials_json(self, text: &str) -> Result<Self, Error> {
+        let bad = |why: &str| Error::Credentials(why.to_owned());
+        if text.len() > MAX_CREDENTIALS_BYTES {
+            return Err(bad(&format!("is over {MAX_CREDENTIALS_BYTES} bytes")));
+        }
+        let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
+            .map_err(|_| bad("is not a JSON object {\"token\": \"...\", \"attempt_key\": \"...\"}"))?;
+        if let Some(key) = object.keys().find(|k| !matches!(k.as_str(), "token" | "attempt_key")) {
+            let shown: String = key.chars().take(40).collect();
+            return Err(bad(&format!("has a key {shown:?} it does not know (token, attempt_key)")));
+        }
+        let text_of = |key: &str| match object.get(key) {
+            None => Ok(None),
+            Some(serde_json::Value::String(value)) => Ok(Some(value.clone())),
+            Some(_) => Err(bad(&format!("has a `{key}` that is not a string"))),
+        };
+        // The server's format (RARA_EXECUTOR_TOKENS) is a list, `new,old` while rotating:
+        // rara sends the first.
+        let tokens = text_of("token")?.ok_or_else(|| bad("has no `token`"))?;
+        let token = tokens.split(',').next().unwrap_or_default().trim().to_owned();
+        let security =
+            self.with_token(token).map_err(|_| bad("has a `token` that is not printable ASCII without spaces"))?;
+        match text_of("attempt_key")? {
+            None => Ok(security),
+            Some(key) => security
+                .with_attempt_key(key)
+                .map_err(|_| bad(&format!("has an `attempt_key` shorter than {MIN_ATTEMPT_KEY_CHARS} characters"))),
+        }
     }
 
     /// Trusts only the CA(s) of `pem` for `https://` endpoints.
@@ -277,54 +325,4 @@ impl Interceptor for Credential {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
-        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
-    }
-
-    #[test]
-    fn attempt_secrets_differ_per_attempt_and_key_and_are_stable() {
-        let step = Uuid::from_u128(7);
-        let a = Security::default().with_attempt_key("k".repeat(32)).unwrap();
-        let b = Security::default().with_attempt_key("j".repeat(32)).unwrap();
-        assert_eq!(a.attempt_secret(step, 1), a.clone().attempt_secret(step, 1));
-        assert_eq!(a.attempt_secret(step, 1).len(), 64);
-        assert_ne!(a.attempt_secret(step, 1), a.attempt_secret(step, 2));
-        assert_ne!(a.attempt_secret(step, 1), a.attempt_secret(Uuid::from_u128(8), 1));
-        assert_ne!(a.attempt_secret(step, 1), b.attempt_secret(step, 1));
-        assert_eq!(a.prior_attempt_secrets(step, 3), [a.attempt_secret(step, 1), a.attempt_secret(step, 2)]);
-        assert!(a.prior_attempt_secrets(step, 1).is_empty());
-    }
-
-    #[test]
-    fn the_token_rides_every_call_and_never_prints() {
-        let security = Security::from_lookup(lookup(&[("RARA_REMOTE_TOKEN", "s3cret-token")])).unwrap();
-        let request = security.credential().call(tonic::Request::new(())).unwrap();
-        assert_eq!(request.metadata().get("authorization").unwrap(), "Bearer s3cret-token");
-        assert!(!format!("{security:?} {:?}", security.credential()).contains("s3cret"));
-        let none = Security::default().credential().call(tonic::Request::new(())).unwrap();
-        assert!(none.metadata().get("authorization").is_none());
-    }
-
-    #[test]
-    fn bad_settings_say_which_without_the_value() {
-        let err = Security::from_lookup(lookup(&[("RARA_REMOTE_ATTEMPT_KEY", "short-s3cret")])).unwrap_err();
-        assert!(matches!(err, Error::AttemptKey) && !err.to_string().contains("s3cret"), "{err}");
-        let err = Security::from_lookup(lookup(&[("RARA_REMOTE_TOKEN", "has space")])).unwrap_err();
-        assert!(matches!(err, Error::Token), "{err}");
-        let err = Security::from_lookup(lookup(&[("RARA_REMOTE_CLIENT_CERT_FILE", "/x.pem")])).unwrap_err();
-        assert!(matches!(err, Error::HalfIdentity), "{err}");
-        let err = Security::from_lookup(lookup(&[("RARA_REMOTE_CA_FILE", "/no/such/ca.pem")])).unwrap_err();
-        assert_eq!(err.to_string(), "RARA_REMOTE_CA_FILE: cannot read \"/no/such/ca.pem\"");
-    }
-
-    #[test]
-    fn weaknesses_are_named() {
-        assert_eq!(Security::default().weaknesses().len(), 2);
-        let strong = Security::default().with_token("t").unwrap().with_attempt_key("k".repeat(40)).unwrap();
-        assert!(strong.weaknesses().is_empty());
-    }
-}
+mod tests;
