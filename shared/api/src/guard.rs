@@ -2,7 +2,7 @@
 //!
 //! - the `Host` check ([`Hosts`]): a page of another site whose name rebinds to 127.0.0.1 sends
 //!   its own name as `Host`, and is refused with `421 misdirected` before anything is read;
-//! - the security headers ([`headers`]): a Content-Security-Policy that allows exactly the
+//! - the security headers (`headers`): a Content-Security-Policy that allows exactly the
 //!   console's inline script and style (by their SHA-256) and no framing, `nosniff`,
 //!   `Referrer-Policy: no-referrer` and `X-Frame-Options: DENY`, on pages, API answers and
 //!   errors alike.
