@@ -15,6 +15,26 @@
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
 ),
+-- Each pair's row, one probe of steps_pkey per pair, locked (in step order: two claims of
+-- overlapping batches never wait on each other in a cycle) and judged on its newest version;
+-- then the update of those rows, a TID scan. As a plain join of the batch with `steps`,
+-- statistics taken while every step was pending made the planner walk every leased step of
+-- the table against the whole batch (batch × backlog; issue 50, quick_lock.sql). The lateral
+-- subquery with its locking clause is never flattened, so the batch drives.
+target AS (
+    SELECT r.row FROM (SELECT * FROM input ORDER BY step_id) i
+    CROSS JOIN LATERAL (
+        SELECT s.ctid AS row FROM steps s
+        WHERE s.id = i.step_id AND s.lease_token = i.lease_token
+          AND (s.attempt < s.max_attempts OR s.remote_endpoint IS NOT NULL)
+          AND CASE s.status
+                  WHEN 'leased' THEN s.next_run_at <= now()
+                  WHEN 'running' THEN s.lease_expires_at <= now()
+                  ELSE false
+              END
+        FOR UPDATE
+    ) r
+),
 claimed AS (
     UPDATE steps s
     SET status = 'running', leased_by = $3::text,
@@ -22,14 +42,7 @@ claimed AS (
         attempt = CASE WHEN s.remote_endpoint IS NULL THEN s.attempt + 1 ELSE s.attempt END,
         lease_expires_at = now() + $4::bigint * interval '1 millisecond',
         progress = CASE WHEN s.remote_endpoint IS NULL THEN NULL ELSE s.progress END, updated_at = now()
-    FROM input i
-    WHERE s.id = i.step_id AND s.lease_token = i.lease_token
-      AND (s.attempt < s.max_attempts OR s.remote_endpoint IS NOT NULL)
-      AND CASE s.status
-              WHEN 'leased' THEN s.next_run_at <= now()
-              WHEN 'running' THEN s.lease_expires_at <= now()
-              ELSE false
-          END
+    WHERE s.ctid = ANY (ARRAY(SELECT t.row FROM target t))
     RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
               s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
               s.lease_expires_at, s.lease_token, s.remote_endpoint, s.remote_sequence, now() AS attached_at,

@@ -17,13 +17,25 @@
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS t(step_id, lease_token, fence, output)
 ),
+-- Each step's row, one probe of steps_pkey per pair (never flattened: LIMIT), then the update
+-- by its ctid: linear in the batch whatever the statistics say (quick_lock.sql, issue 50).
+-- The rows are locked by this transaction since quick_lock.sql, so the ctid read here is the
+-- row the update writes.
+target AS (
+    SELECT i.*, r.row FROM input i
+    CROSS JOIN LATERAL (
+        SELECT s.ctid AS row FROM steps s
+        WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND (s.status = 'leased') IS TRUE
+        LIMIT 1
+    ) r
+),
 done AS (
     UPDATE steps s
     SET status = 'succeeded', output = i.output, error = NULL, attempt = s.attempt + 1, fence = i.fence,
         leased_by = NULL, lease_token = NULL, lease_expires_at = NULL, progress = NULL,
         finished_at = clock_timestamp(), updated_at = now()
-    FROM input i
-    WHERE s.id = i.step_id AND s.lease_token = i.lease_token AND (s.status = 'leased') IS TRUE
+    FROM target i
+    WHERE s.ctid = i.row
     RETURNING s.id, s.run_id, s.attempt, s.fence, i.lease_token, s.finished_at
 ),
 opened AS (
