@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::options::{Mode, Options, QueueKind};
+use crate::options::{Mode, Operation, Options, QueueKind};
 use crate::{backlog, minutes, scale};
 
 #[derive(Debug, Parser)]
@@ -28,9 +28,12 @@ pub enum ModeCommand {
     /// Independent noop steps, all submitted before the loops start: throughput behind a
     /// backlog, commits per step, due-to-claimed, CPU per 1000 steps, peak RSS, AWS cost.
     Flat {
-        /// How many noop steps to run.
+        /// How many steps to run.
         #[arg(long, default_value_t = 20_000)]
         steps: usize,
+        /// Their operation: `noop` (quick) or `sleep` (0 s, the ordinary path).
+        #[arg(long, value_enum, default_value_t = Operation::Noop)]
+        operation: Operation,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -156,6 +159,7 @@ impl RunArgs {
         let run = self;
         Options {
             mode,
+            operation: Operation::Noop,
             steps,
             batch: run.batch,
             batching_window: Duration::from_millis(run.batching_window_ms),
@@ -179,7 +183,9 @@ pub enum Benchmark {
 impl From<ModeCommand> for Benchmark {
     fn from(mode: ModeCommand) -> Self {
         match mode {
-            ModeCommand::Flat { steps, run } => Benchmark::Throughput(run.options(Mode::Flat, steps)),
+            ModeCommand::Flat { steps, operation, run } => {
+                Benchmark::Throughput(Options { operation, ..run.options(Mode::Flat, steps) })
+            }
             ModeCommand::Dag { steps, run } => Benchmark::Throughput(run.options(Mode::Dag, steps)),
             ModeCommand::Rate { rate, steps, run } => Benchmark::Throughput(run.options(Mode::Rate(rate), steps)),
             ModeCommand::Soak { minutes, rate, prune_after, run } => {

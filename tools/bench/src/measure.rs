@@ -221,6 +221,7 @@ fn assemble(
     let rollbacks = (after.db.xact_rollback - before.db.xact_rollback).max(0) as u64;
     Report {
         mode: options.mode.name(),
+        operation: options.operation.name(),
         queue: options.queue.name(),
         steps,
         batch: options.batch,

@@ -21,6 +21,27 @@ impl QueueKind {
     }
 }
 
+/// The operation of a flat run's steps (`--operation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Operation {
+    /// `noop`: a quick in-process step, run and recorded inside the claim's transaction
+    /// (DESIGN.md "Quick steps").
+    Noop,
+    /// `sleep` for 0 s: an in-process step that is not quick, on the ordinary path (claim,
+    /// execute, outcome), as `http.request` and remote steps are.
+    Sleep,
+}
+
+impl Operation {
+    /// The report's `operation`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Noop => "noop",
+            Operation::Sleep => "sleep 0",
+        }
+    }
+}
+
 /// What a throughput run does with its steps.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Mode {
@@ -81,6 +102,8 @@ impl Mode {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub mode: Mode,
+    /// The operation of the steps (flat runs; the others run `noop`).
+    pub operation: Operation,
     /// Steps to run (`flat`, `dag`) or submit (`rate`); unused by `soak`.
     pub steps: usize,
     pub batch: u32,

@@ -8,6 +8,8 @@ use crate::cost::AwsEstimate;
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub mode: &'static str,
+    /// The steps' operation (`noop`, `sleep 0`).
+    pub operation: &'static str,
     pub queue: &'static str,
     pub steps: u64,
     pub batch: u32,
@@ -195,8 +197,8 @@ pub fn print(r: &Report) {
 /// Throughput, commits, tuples, reads and latency.
 fn print_run(r: &Report) {
     println!(
-        "rara-bench: {} steps ({}, {} queue), batch {} ({:.1} steps per message), {} executors",
-        r.steps, r.mode, r.queue, r.batch, r.steps_per_message, r.executors
+        "rara-bench: {} steps ({} {}, {} queue), batch {} ({:.1} steps per message), {} executors",
+        r.steps, r.mode, r.operation, r.queue, r.batch, r.steps_per_message, r.executors
     );
     println!("  throughput          {:.0} steps/s ({:.2} s)", r.steps_per_s, r.elapsed_s);
     println!(

@@ -121,7 +121,7 @@ async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &Q
 /// Submits every step of a preloaded mode (`flat`, `dag`) and returns how many; 0 otherwise.
 async fn preload(options: &Options, scratch: &ScratchDb, settings: &Settings) -> anyhow::Result<u64> {
     let runs = match options.mode {
-        Mode::Flat => workload::flat(options.steps),
+        Mode::Flat => workload::flat(options.steps, options.operation),
         Mode::Dag => workload::dag(options.steps),
         Mode::Rate(_) | Mode::Soak { .. } => return Ok(0),
     };

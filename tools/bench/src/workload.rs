@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::counted::{Instants, QueueStats};
+use crate::options::Operation;
 
 /// Steps per submitted run (flat mode).
 pub const RUN_SIZE: usize = 1000;
@@ -39,9 +40,12 @@ fn step(name: String, operation: &str, input: serde_json::Value, depends_on: Vec
     }
 }
 
-/// About `steps` independent noop steps in runs of [`RUN_SIZE`].
-pub fn flat(steps: usize) -> Vec<WorkflowDefinition> {
-    independent(steps, "bench", |i| noop(format!("s{i}"), vec![]))
+/// About `steps` independent steps of `operation` in runs of [`RUN_SIZE`].
+pub fn flat(steps: usize, operation: Operation) -> Vec<WorkflowDefinition> {
+    independent(steps, "bench", |i| match operation {
+        Operation::Noop => noop(format!("s{i}"), vec![]),
+        Operation::Sleep => step(format!("s{i}"), "sleep", serde_json::json!({ "seconds": 0 }), vec![]),
+    })
 }
 
 /// `steps` independent steps of the built-in `sleep`, each for `seconds`, in runs of [`RUN_SIZE`].
@@ -145,7 +149,7 @@ impl Submitter {
     }
 
     async fn at_rate(self, rate: u32) -> anyhow::Result<()> {
-        let run = flat((rate as usize / 20).clamp(1, RUN_SIZE));
+        let run = flat((rate as usize / 20).clamp(1, RUN_SIZE), Operation::Noop);
         let mut tick = tokio::time::interval(Duration::from_millis(50));
         while !self.stop.is_cancelled() && self.submitted.load(Ordering::Relaxed) < self.target {
             tick.tick().await;
@@ -156,7 +160,7 @@ impl Submitter {
     }
 
     async fn topping_up(self) -> anyhow::Result<()> {
-        let run = flat(RUN_SIZE);
+        let run = flat(RUN_SIZE, Operation::Noop);
         while !self.stop.is_cancelled() {
             let done = self.stats.steps_deleted.load(Ordering::Relaxed);
             if self.submitted.load(Ordering::Relaxed).saturating_sub(done) < SOAK_BACKLOG {
@@ -176,7 +180,7 @@ mod tests {
 
     #[test]
     fn flat_runs_hold_exactly_the_steps_asked_for() {
-        let runs = flat(2500);
+        let runs = flat(2500, Operation::Noop);
         assert_eq!(runs.iter().map(|r| r.steps.len()).collect::<Vec<_>>(), [1000, 1000, 500]);
     }
 
