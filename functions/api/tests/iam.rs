@@ -6,8 +6,8 @@
 //! Lambda runtime API to serve.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rara_testkit::{endpoint, repo_root, secrets_client};
-use serde_json::{Value, json};
+use rara_testkit::{check_iam, endpoint, secrets_client, with_localstack};
+use serde_json::json;
 
 #[tokio::test]
 async fn at_init_the_api_reads_its_two_secrets_and_its_role_allows_both() {
@@ -32,8 +32,7 @@ async fn at_init_the_api_reads_its_two_secrets_and_its_role_allows_both() {
         .unwrap();
     let dir = std::env::temp_dir().join(format!("rara-iam-api-{}", uuid::Uuid::new_v4().simple()));
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_api"))
-        .env_clear()
+    let out = with_localstack(std::process::Command::new(env!("CARGO_BIN_EXE_api")).env_clear())
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("RARA_AWS_CALL_LOG", &dir)
         .env("RARA_DATABASE_SECRET_ARN", arn)
@@ -42,25 +41,12 @@ async fn at_init_the_api_reads_its_two_secrets_and_its_role_allows_both() {
         .env("RARA_CONSOLE_KEY_SECRET_ARN", console_key.arn().unwrap())
         // The template gives every function the queue's URL; the API sends nothing to it.
         .env("RARA_QUEUE_URL", format!("{}/000000000000/rara-test-api", endpoint()))
-        .env("AWS_ENDPOINT_URL", endpoint())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("unused-trust-auth"), "the password is in the output: {stderr}");
 
-    let check = std::process::Command::new(repo_root().join("scripts/check-iam.sh"))
-        .current_dir(repo_root())
-        .arg("--json")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&check.stdout);
-    let results: Vec<Value> = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!("no calls checked ({e}); the api said: {stderr}; check-iam: {}", String::from_utf8_lossy(&check.stderr))
-    });
+    let (results, passed) = check_iam(&dir);
     for secret in ["Ref:DatabaseSecretArn", "Ref:ConsoleKeySecret"] {
         let fetch = results
             .iter()
@@ -72,6 +58,6 @@ async fn at_init_the_api_reads_its_two_secrets_and_its_role_allows_both() {
         let sites = fetch["sites"].as_object().unwrap();
         assert!(sites.keys().all(|s| s.starts_with("functions/api/src/")), "{fetch:#?}");
     }
-    assert!(check.status.success(), "a call was denied: {results:#?}");
+    assert!(passed, "a call was denied: {results:#?}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -8,8 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rara_testkit::python::{Guard, PythonServer};
-use rara_testkit::{Queues, endpoint, repo_root, secrets_client};
-use serde_json::{Value, json};
+use rara_testkit::{Queues, check_iam, secrets_client, with_localstack};
+use serde_json::json;
 
 const NEW: &str = "rara-credential-new-0001";
 const OLD: &str = "rara-credential-old-0001";
@@ -31,8 +31,7 @@ async fn secret(text: &str) -> String {
 /// its AWS calls in `calls`; what it printed, and whether it exited successfully.
 async fn start_executor(arn: &str, server: &PythonServer, calls: &std::path::Path) -> (String, bool) {
     let queues = Queues::new(30, 5).await;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_executor"))
-        .env_clear()
+    let out = with_localstack(std::process::Command::new(env!("CARGO_BIN_EXE_executor")).env_clear())
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
         .env("RARA_QUEUE_URL", &queues.url)
@@ -40,29 +39,11 @@ async fn start_executor(arn: &str, server: &PythonServer, calls: &std::path::Pat
         .env("RARA_REMOTE_EXECUTORS", server.url())
         .env("RARA_REMOTE_CREDENTIALS_SECRET_ARN", arn)
         .env("RARA_AWS_CALL_LOG", calls)
-        .env("AWS_ENDPOINT_URL", endpoint())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
         .unwrap();
     let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!printed.contains(NEW) && !printed.contains(OLD), "a token is in the output: {printed}");
     (printed, out.status.success())
-}
-
-/// The IAM check's verdicts on the calls recorded in `dir`, and whether it passed.
-fn check_iam(dir: &std::path::Path) -> (Vec<Value>, bool) {
-    let check = std::process::Command::new(repo_root().join("scripts/check-iam.sh"))
-        .current_dir(repo_root())
-        .arg("--json")
-        .arg(dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&check.stdout);
-    let results = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("no calls checked ({e}): {}", String::from_utf8_lossy(&check.stderr)));
-    (results, check.status.success())
 }
 
 #[tokio::test]

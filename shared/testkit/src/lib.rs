@@ -46,6 +46,31 @@ pub fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://localhost:4566".into())
 }
 
+/// `command` talking to LocalStack as a deployed function talks to AWS: the endpoint, a region
+/// and LocalStack's test credentials.
+pub fn with_localstack(command: &mut std::process::Command) -> &mut std::process::Command {
+    command
+        .env("AWS_ENDPOINT_URL", endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+}
+
+/// The IAM check's verdicts (`scripts/check-iam.sh --json`) on the AWS calls recorded in
+/// `dir`, and whether every call passed; panics, with what the check said, when it checked
+/// nothing.
+pub fn check_iam(dir: &std::path::Path) -> (Vec<serde_json::Value>, bool) {
+    let check = std::process::Command::new(repo_root().join("scripts/check-iam.sh"))
+        .current_dir(repo_root())
+        .arg("--json")
+        .arg(dir)
+        .output()
+        .expect("scripts/check-iam.sh runs");
+    let results = serde_json::from_slice(&check.stdout)
+        .unwrap_or_else(|e| panic!("no calls checked ({e}): {}", String::from_utf8_lossy(&check.stderr)));
+    (results, check.status.success())
+}
+
 /// The socket address of [`endpoint`] (LocalStack's gateway), for a [`SilentPeer`] in front.
 pub fn endpoint_addr() -> std::net::SocketAddr {
     let endpoint = endpoint();
