@@ -89,6 +89,8 @@ impl Store {
                 .map(|s| s.concurrency.as_ref().and_then(|c| c.limit).map(|n| n.min(i32::MAX as u32) as i32))
                 .collect::<Vec<_>>() as &[Option<i32>],
             &column(|s| s.priority),
+            &steps.iter().map(|s| s.wait.as_ref().map(|w| w.to_json())).collect::<Vec<_>>()
+                as &[Option<serde_json::Value>],
         )
         .execute(&mut *tx)
         .await?;
