@@ -97,6 +97,58 @@ def test_the_executor_alone_reads_the_remote_credential(template):
     assert grants(unset) == [] and not [st for _, st in tc._statements(unset) if st.get("Sid") == "RemoteCredentials"]
 
 
+OWN_SECRETS = {
+    "SchedulerDatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/db-scheduler-AbCdEf",
+    "ExecutorDatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/db-executor-AbCdEf",
+    "ApiDatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/db-api-AbCdEf",
+}
+
+
+def test_each_function_reads_its_own_database_secret_and_no_other(template):
+    shared = tc.REQUIRED_PARAMS["DatabaseSecretArn"]
+
+    def database_grants(r: tc.Resolved) -> dict[str, set[str]]:
+        secrets = {shared, *OWN_SECRETS.values()}
+        out: dict[str, set[str]] = {}
+        for where, st in tc._statements(r):
+            for res in tc._as_list(st.get("Resource")):
+                if res in secrets and st.get("Action") == "secretsmanager:GetSecretValue":
+                    out.setdefault(where.split(".", 1)[0], set()).add(res)
+        return out
+
+    def env(r: tc.Resolved, fn: str) -> str:
+        return r.props(fn)["Environment"]["Variables"]["RARA_DATABASE_SECRET_ARN"]
+
+    options = {**tc.REQUIRED_PARAMS, **tc.FULL_OPTIONS}
+    own = tc.resolve(template, {**options, **OWN_SECRETS})
+    assert (env(own, tc.SCHEDULER), env(own, tc.EXECUTOR), env(own, "ApiFunction")) == tuple(OWN_SECRETS.values())
+    assert database_grants(own) == {
+        "SchedulerRole": {OWN_SECRETS["SchedulerDatabaseSecretArn"]},
+        "ExecutorRole": {OWN_SECRETS["ExecutorDatabaseSecretArn"]},
+        "ApiRole": {OWN_SECRETS["ApiDatabaseSecretArn"]},
+        "RdsProxyRole": {shared, *OWN_SECRETS.values()},
+    }
+    proxy = [a["SecretArn"] for a in own.props("RdsProxy")["Auth"]]
+    assert sorted(proxy) == sorted([shared, *OWN_SECRETS.values()]), "the proxy authenticates every login"
+    assert tc.check_iam(own) == [] and tc.check_environment(own) == []
+
+    # Without them every function falls back to the shared secret (existing deploys).
+    fallback = tc.resolve(template, options)
+    assert {env(fallback, fn) for fn in (tc.SCHEDULER, tc.EXECUTOR, "ApiFunction")} == {shared}
+    assert {role: s for role, s in database_grants(fallback).items()} == {
+        role: {shared} for role in ("SchedulerRole", "ExecutorRole", "ApiRole", "RdsProxyRole")
+    }
+
+    # The check can fail: the scheduler's role given the API's secret is named.
+    broken = copy.deepcopy(template)
+    statements = broken["Resources"]["SchedulerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    for st in statements:
+        if isinstance(st, dict) and st.get("Sid") == "DatabaseSecret":
+            st["Resource"] = {"Ref": "ApiDatabaseSecretArn"}
+    problems = tc.check_iam(tc.resolve(broken, {**options, **OWN_SECRETS}))
+    assert any(p.startswith("SchedulerRole.") and "db-api" in p for p in problems), problems
+
+
 def test_sam_translation_keeps_the_event_source_and_environment(template, monkeypatch):
     """What SAM generates (AWS::Lambda::EventSourceMapping, AWS::Lambda::Function) still
     carries the settings: the checks above look at the SAM source."""
@@ -269,7 +321,7 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
         lambda t: _statement(t, "SchedulerRole", "DatabaseSecret").update(
             Resource="arn:aws:secretsmanager:us-east-1:123456789012:secret:other-AbCdEf"
         ),
-        "not the DatabaseSecretArn",
+        "not its database secret",
     ),
     "workflow secrets beyond the prefix": (
         lambda t: _workflow_secrets(t).update(
@@ -289,7 +341,7 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
     ),
     "remote credential for the scheduler": (
         lambda t: _statement(t, "SchedulerRole", "DatabaseSecret").update(Resource={"Ref": "RemoteCredentialsSecretArn"}),
-        "not the DatabaseSecretArn",
+        "not its database secret",
     ),
     "scheduler may delete messages": (
         lambda t: _statement(t, "SchedulerRole", "EnqueueSteps").update(Action=["sqs:SendMessage", "sqs:DeleteMessage"]),
