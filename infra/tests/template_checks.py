@@ -698,10 +698,10 @@ def check_iam(r: Resolved) -> list[str]:
                 if (
                     remote
                     and res == remote
-                    and where.startswith("ExecutorRole.")
+                    and where.startswith(("ExecutorRole.", "ApiRole."))
                     and actions == ["secretsmanager:GetSecretValue"]
                 ):
-                    continue  # the executor reads the remote executors' credential, and no one else
+                    continue  # the executor and the API's cancel present the remote credential, no one else
                 problems.append(f"{where}: secretsmanager on {res!r}, not its database secret")
         role = where.split(".", 1)[0]
         for a in sensitive:

@@ -73,12 +73,12 @@ def test_values_reach_the_functions_as_the_queue_has_them(template):
     assert str(env["RARA_VISIBILITY_TIMEOUT_SECONDS"]) == str(queue["VisibilityTimeout"]) == "1800"
     assert str(env["RARA_MAX_RECEIVE_COUNT"]) == str(queue["RedrivePolicy"]["maxReceiveCount"]) == "13"
     assert str(env["RARA_FUNCTION_TIMEOUT_SECONDS"]) == str(r.props(tc.EXECUTOR)["Timeout"]) == "300"
-    # The executor alone is told where the remote executors' credential is.
+    # The executor alone of the two is told where the remote executors' credential is.
     assert env.pop("RARA_REMOTE_CREDENTIALS_SECRET_ARN") == ""
     assert env == r.props(tc.SCHEDULER)["Environment"]["Variables"]
 
 
-def test_the_executor_alone_reads_the_remote_credential(template):
+def test_the_executor_and_the_api_alone_read_the_remote_credential(template):
     arn = tc.FULL_OPTIONS["RemoteCredentialsSecretArn"]
 
     def grants(r: tc.Resolved) -> list[tuple[str, str]]:
@@ -90,8 +90,10 @@ def test_the_executor_alone_reads_the_remote_credential(template):
 
     r = tc.resolve(template, {**tc.REQUIRED_PARAMS, **tc.FULL_OPTIONS})
     assert r.props(tc.EXECUTOR)["Environment"]["Variables"]["RARA_REMOTE_CREDENTIALS_SECRET_ARN"] == arn
+    # The API's cancel tells detached attempts to stop, with the executor's credential.
+    assert r.props("ApiFunction")["Environment"]["Variables"]["RARA_REMOTE_CREDENTIALS_SECRET_ARN"] == arn
     assert "RARA_REMOTE_CREDENTIALS_SECRET_ARN" not in r.props(tc.SCHEDULER)["Environment"]["Variables"]
-    assert grants(r) == [("ExecutorRole", arn)]
+    assert sorted(grants(r)) == [("ApiRole", arn), ("ExecutorRole", arn)]
     assert tc.check_iam(r) == []
     unset = tc.resolve(template, tc.REQUIRED_PARAMS)
     assert grants(unset) == [] and not [st for _, st in tc._statements(unset) if st.get("Sid") == "RemoteCredentials"]
