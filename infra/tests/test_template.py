@@ -412,3 +412,18 @@ def test_bad_samconfig_overrides_are_reported(template):
     assert "samconfig [x]: BatchSize=1000 is above MaxValue 100" in problems
     assert "samconfig [x]: VisibilityTimeout is not a parameter of the template" in problems
     assert "samconfig [x]: DatabaseSecretArn has no default and is not given" in problems
+
+
+def test_the_functions_check_the_database_certificate_by_default(template):
+    assert template["Parameters"]["DatabaseSslMode"]["Default"] == "verify-full"
+    for params in ({}, {"DatabaseCaBundleLayerArn": "arn:aws:lambda:us-east-1:123456789012:layer:rara-rds-ca:3"}):
+        r = tc.resolve(template, {**tc.REQUIRED_PARAMS, **params})
+        for fn in (tc.SCHEDULER, tc.EXECUTOR):
+            env = r.props(fn)["Environment"]["Variables"]
+            assert env["RARA_DATABASE_SSL_MODE"] == "verify-full"
+            assert env["RARA_DATABASE_SSL_ROOT_CERT"] == "/opt/rds/global-bundle.pem"
+        layers = template["Globals"]["Function"]["Layers"]
+        assert layers["Fn::If"][0] == "HasCaBundleLayer", layers
+    assert tc.resolve(template, {**tc.REQUIRED_PARAMS, "DatabaseSslMode": "require"}).props(tc.EXECUTOR)[
+        "Environment"
+    ]["Variables"]["RARA_DATABASE_SSL_MODE"] == "require"

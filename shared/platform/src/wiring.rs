@@ -27,6 +27,8 @@ pub enum Error {
     Config(#[from] rara_domain::config::Error),
     #[error(transparent)]
     Database(#[from] crate::database::Error),
+    #[error(transparent)]
+    Connect(#[from] crate::database::ConnectError),
     #[error("cannot connect to Postgres: {0}")]
     Store(#[from] rara_store::Error),
     #[error(transparent)]
@@ -152,7 +154,9 @@ async fn connect_store(
     aws: &aws_config::SdkConfig,
 ) -> Result<Store, Error> {
     let timeouts = settings.timeouts;
-    let options = database.connect_options_from_env(aws).await?.into_inner().options([
+    let options = database.connect_options_from_env(aws).await?;
+    let failed = |e| options.connect_error(e);
+    let connect = options.get().clone().options([
         ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
         ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
     ]);
@@ -174,8 +178,8 @@ async fn connect_store(
                 }
             })
         })
-        .connect_with(options)
+        .connect_with(connect)
         .await
-        .map_err(rara_store::Error::from)?;
+        .map_err(failed)?;
     Ok(Store::new(pool))
 }
