@@ -1,7 +1,7 @@
 //! The API's cancel of a detached attempt against the real Python executor with auth on: the
 //! API presents the remote token and the attempt's secret as the executor does
-//! (`Api::with_remote_security`), and the attempt stops; an API without them is refused
-//! `UNAUTHENTICATED` and the attempt runs on.
+//! (`Api::with_remote_security`), and the attempt stops (one run, or a bulk cancel); an API
+//! without them is refused `UNAUTHENTICATED` and the attempt runs on.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -88,6 +88,13 @@ async fn the_apis_cancel_presents_the_token_and_the_attempt_secret(pool: PgPool)
     assert!(server.wait_for_log(&told, Duration::from_secs(10)), "the attempt was not stopped:\n{}", server.log());
     assert!(!server.log().contains("unauthenticated call refused"), "{}", server.log());
     assert!(!server.log().contains(REMOTE_TOKEN), "the log holds no token");
+
+    // The bulk cancel tells its detached attempts the same way.
+    let (_, bulk_step, _bulk_stream) = detached_sleep(&pool, &server).await;
+    let (status, body) = client.post("/api/bulk/cancel", json!({"name": "detached", "reason": "maintenance"})).await;
+    assert_eq!((status, body["changed"].as_u64()), (StatusCode::OK, Some(1)), "{body}");
+    let told = format!("cancel step={bulk_step} attempt=1 found=True");
+    assert!(server.wait_for_log(&told, Duration::from_secs(10)), "the bulk cancel did not stop it:\n{}", server.log());
 }
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
