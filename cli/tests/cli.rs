@@ -172,3 +172,20 @@ fn submit_refuses_an_in_process_step_that_cannot_fit_one_invocation_and_accepts_
     let out = db.rara(&["submit", &remote]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn migrate_roles_lists_the_roles_and_how_each_function_gets_a_login() {
+    let db = ScratchDb::new();
+    let out = db.rara(&["migrate", "--roles"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for role in ["rara_owner", "rara_runtime", "rara_console"] {
+        assert!(text.contains(role), "{role}: {text}");
+    }
+    assert!(text.contains("CREATE ROLE rara_api LOGIN PASSWORD"), "{text}");
+    let json = db.rara(&["migrate", "--roles", "--json"]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("--json prints JSON");
+    assert_eq!(value["roles"][1]["role"], "rara_runtime");
+    assert_eq!(value["roles"][1]["exists"], true);
+    assert_eq!(value["logins"].as_array().map(Vec::len), Some(3));
+}

@@ -558,7 +558,6 @@ def check_environment(r: Resolved) -> list[str]:
         "RARA_MAX_ATTEMPTS_LIMIT": r.params.get("MaxAttemptsLimit"),
         "RARA_QUEUE_URL": Sym("Ref", QUEUE),
         "RARA_DLQ_URL": Sym("Ref", DLQ),
-        "RARA_DATABASE_SECRET_ARN": r.params.get("DatabaseSecretArn"),
     }
     envs = {}
     for fn in (SCHEDULER, EXECUTOR):
@@ -567,10 +566,12 @@ def check_environment(r: Resolved) -> list[str]:
         for var in REQUIRED_ENV:
             if var not in env:
                 problems.append(f"{fn}: {var} is not set")
-        for var, want in expected.items():
+        # Each function's own database secret, else the shared one.
+        own = {**expected, "RARA_DATABASE_SECRET_ARN": database_secret(r, FUNCTION_ROLES[fn])}
+        for var, want in own.items():
             if var in env and _norm(env[var]) != _norm(want):
                 problems.append(f"{fn}: {var}={env[var]!r} but the stack has {want!r}")
-    for var in sorted(set(envs[SCHEDULER]) & set(envs[EXECUTOR])):
+    for var in sorted(set(envs[SCHEDULER]) & set(envs[EXECUTOR]) - {"RARA_DATABASE_SECRET_ARN"}):
         if var.startswith("RARA_") and var != "RARA_WORKER_ID" and _norm(envs[SCHEDULER][var]) != _norm(envs[EXECUTOR][var]):
             problems.append(f"{var} differs between the scheduler and the executor")
     return problems
@@ -627,6 +628,29 @@ def _is_wildcard(resource: Any) -> bool:
     return isinstance(resource, str) and ("*" in resource or "?" in resource)
 
 
+# Each function's role, and the parameter of the database secret that function alone reads.
+FUNCTION_ROLES = {SCHEDULER: "SchedulerRole", EXECUTOR: "ExecutorRole", "ApiFunction": "ApiRole"}
+OWN_DATABASE_SECRETS = {
+    "SchedulerRole": "SchedulerDatabaseSecretArn",
+    "ExecutorRole": "ExecutorDatabaseSecretArn",
+    "ApiRole": "ApiDatabaseSecretArn",
+}
+
+
+def database_secret(r: Resolved, role: str) -> Any:
+    """The database secret `role`'s function reads: its own if given, else DatabaseSecretArn."""
+    return r.params.get(OWN_DATABASE_SECRETS[role]) or r.params.get("DatabaseSecretArn")
+
+
+def database_secrets(r: Resolved, role: str) -> set:
+    """The database secrets `role` may read: a function's role its own alone; the RDS Proxy's
+    role every one the proxy authenticates."""
+    if role in OWN_DATABASE_SECRETS:
+        return {database_secret(r, role)}
+    own = {r.params.get(p) for p in OWN_DATABASE_SECRETS.values()} - {None, ""}
+    return {r.params.get("DatabaseSecretArn")} | own
+
+
 def check_iam(r: Resolved) -> list[str]:
     """No wildcard resource (or action) for SQS and Secrets Manager; each role gets
     exactly its queue permissions; the secret is the one given."""
@@ -665,13 +689,20 @@ def check_iam(r: Resolved) -> list[str]:
         for res in resources:
             if _is_wildcard(res):
                 problems.append(f"{where}: {', '.join(sensitive)} on wildcard resource {res!r}")
-            elif any(a.lower().startswith("secretsmanager:") for a in sensitive) and res != secret:
+            elif any(a.lower().startswith("secretsmanager:") for a in sensitive) and res not in database_secrets(
+                r, where.split(".", 1)[0]
+            ):
                 if res == CONSOLE_KEY_SECRET and where.startswith("ApiRole.") and actions == ["secretsmanager:GetSecretValue"]:
                     continue  # the API reads its console key (test_api_template.py pins the grant)
                 remote = r.params.get("RemoteCredentialsSecretArn")
-                if remote and res == remote and where.startswith("ExecutorRole.") and actions == ["secretsmanager:GetSecretValue"]:
-                    continue  # the executor reads the remote executors' credential, and no one else
-                problems.append(f"{where}: secretsmanager on {res!r}, not the DatabaseSecretArn")
+                if (
+                    remote
+                    and res == remote
+                    and where.startswith(("ExecutorRole.", "ApiRole."))
+                    and actions == ["secretsmanager:GetSecretValue"]
+                ):
+                    continue  # the executor and the API's cancel present the remote credential, no one else
+                problems.append(f"{where}: secretsmanager on {res!r}, not its database secret")
         role = where.split(".", 1)[0]
         for a in sensitive:
             if a.lower().startswith("sqs:"):

@@ -73,12 +73,12 @@ def test_values_reach_the_functions_as_the_queue_has_them(template):
     assert str(env["RARA_VISIBILITY_TIMEOUT_SECONDS"]) == str(queue["VisibilityTimeout"]) == "1800"
     assert str(env["RARA_MAX_RECEIVE_COUNT"]) == str(queue["RedrivePolicy"]["maxReceiveCount"]) == "13"
     assert str(env["RARA_FUNCTION_TIMEOUT_SECONDS"]) == str(r.props(tc.EXECUTOR)["Timeout"]) == "300"
-    # The executor alone is told where the remote executors' credential is.
+    # The executor alone of the two is told where the remote executors' credential is.
     assert env.pop("RARA_REMOTE_CREDENTIALS_SECRET_ARN") == ""
     assert env == r.props(tc.SCHEDULER)["Environment"]["Variables"]
 
 
-def test_the_executor_alone_reads_the_remote_credential(template):
+def test_the_executor_and_the_api_alone_read_the_remote_credential(template):
     arn = tc.FULL_OPTIONS["RemoteCredentialsSecretArn"]
 
     def grants(r: tc.Resolved) -> list[tuple[str, str]]:
@@ -90,11 +90,65 @@ def test_the_executor_alone_reads_the_remote_credential(template):
 
     r = tc.resolve(template, {**tc.REQUIRED_PARAMS, **tc.FULL_OPTIONS})
     assert r.props(tc.EXECUTOR)["Environment"]["Variables"]["RARA_REMOTE_CREDENTIALS_SECRET_ARN"] == arn
+    # The API's cancel tells detached attempts to stop, with the executor's credential.
+    assert r.props("ApiFunction")["Environment"]["Variables"]["RARA_REMOTE_CREDENTIALS_SECRET_ARN"] == arn
     assert "RARA_REMOTE_CREDENTIALS_SECRET_ARN" not in r.props(tc.SCHEDULER)["Environment"]["Variables"]
-    assert grants(r) == [("ExecutorRole", arn)]
+    assert sorted(grants(r)) == [("ApiRole", arn), ("ExecutorRole", arn)]
     assert tc.check_iam(r) == []
     unset = tc.resolve(template, tc.REQUIRED_PARAMS)
     assert grants(unset) == [] and not [st for _, st in tc._statements(unset) if st.get("Sid") == "RemoteCredentials"]
+
+
+OWN_SECRETS = {
+    "SchedulerDatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/db-scheduler-AbCdEf",
+    "ExecutorDatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/db-executor-AbCdEf",
+    "ApiDatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rara/db-api-AbCdEf",
+}
+
+
+def test_each_function_reads_its_own_database_secret_and_no_other(template):
+    shared = tc.REQUIRED_PARAMS["DatabaseSecretArn"]
+
+    def database_grants(r: tc.Resolved) -> dict[str, set[str]]:
+        secrets = {shared, *OWN_SECRETS.values()}
+        out: dict[str, set[str]] = {}
+        for where, st in tc._statements(r):
+            for res in tc._as_list(st.get("Resource")):
+                if res in secrets and st.get("Action") == "secretsmanager:GetSecretValue":
+                    out.setdefault(where.split(".", 1)[0], set()).add(res)
+        return out
+
+    def env(r: tc.Resolved, fn: str) -> str:
+        return r.props(fn)["Environment"]["Variables"]["RARA_DATABASE_SECRET_ARN"]
+
+    options = {**tc.REQUIRED_PARAMS, **tc.FULL_OPTIONS}
+    own = tc.resolve(template, {**options, **OWN_SECRETS})
+    assert (env(own, tc.SCHEDULER), env(own, tc.EXECUTOR), env(own, "ApiFunction")) == tuple(OWN_SECRETS.values())
+    assert database_grants(own) == {
+        "SchedulerRole": {OWN_SECRETS["SchedulerDatabaseSecretArn"]},
+        "ExecutorRole": {OWN_SECRETS["ExecutorDatabaseSecretArn"]},
+        "ApiRole": {OWN_SECRETS["ApiDatabaseSecretArn"]},
+        "RdsProxyRole": {shared, *OWN_SECRETS.values()},
+    }
+    proxy = [a["SecretArn"] for a in own.props("RdsProxy")["Auth"]]
+    assert sorted(proxy) == sorted([shared, *OWN_SECRETS.values()]), "the proxy authenticates every login"
+    assert tc.check_iam(own) == [] and tc.check_environment(own) == []
+
+    # Without them every function falls back to the shared secret (existing deploys).
+    fallback = tc.resolve(template, options)
+    assert {env(fallback, fn) for fn in (tc.SCHEDULER, tc.EXECUTOR, "ApiFunction")} == {shared}
+    assert {role: s for role, s in database_grants(fallback).items()} == {
+        role: {shared} for role in ("SchedulerRole", "ExecutorRole", "ApiRole", "RdsProxyRole")
+    }
+
+    # The check can fail: the scheduler's role given the API's secret is named.
+    broken = copy.deepcopy(template)
+    statements = broken["Resources"]["SchedulerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    for st in statements:
+        if isinstance(st, dict) and st.get("Sid") == "DatabaseSecret":
+            st["Resource"] = {"Ref": "ApiDatabaseSecretArn"}
+    problems = tc.check_iam(tc.resolve(broken, {**options, **OWN_SECRETS}))
+    assert any(p.startswith("SchedulerRole.") and "db-api" in p for p in problems), problems
 
 
 def test_sam_translation_keeps_the_event_source_and_environment(template, monkeypatch):
@@ -269,7 +323,7 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
         lambda t: _statement(t, "SchedulerRole", "DatabaseSecret").update(
             Resource="arn:aws:secretsmanager:us-east-1:123456789012:secret:other-AbCdEf"
         ),
-        "not the DatabaseSecretArn",
+        "not its database secret",
     ),
     "workflow secrets beyond the prefix": (
         lambda t: _workflow_secrets(t).update(
@@ -289,7 +343,7 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
     ),
     "remote credential for the scheduler": (
         lambda t: _statement(t, "SchedulerRole", "DatabaseSecret").update(Resource={"Ref": "RemoteCredentialsSecretArn"}),
-        "not the DatabaseSecretArn",
+        "not its database secret",
     ),
     "scheduler may delete messages": (
         lambda t: _statement(t, "SchedulerRole", "EnqueueSteps").update(Action=["sqs:SendMessage", "sqs:DeleteMessage"]),
@@ -358,3 +412,18 @@ def test_bad_samconfig_overrides_are_reported(template):
     assert "samconfig [x]: BatchSize=1000 is above MaxValue 100" in problems
     assert "samconfig [x]: VisibilityTimeout is not a parameter of the template" in problems
     assert "samconfig [x]: DatabaseSecretArn has no default and is not given" in problems
+
+
+def test_the_functions_check_the_database_certificate_by_default(template):
+    assert template["Parameters"]["DatabaseSslMode"]["Default"] == "verify-full"
+    for params in ({}, {"DatabaseCaBundleLayerArn": "arn:aws:lambda:us-east-1:123456789012:layer:rara-rds-ca:3"}):
+        r = tc.resolve(template, {**tc.REQUIRED_PARAMS, **params})
+        for fn in (tc.SCHEDULER, tc.EXECUTOR):
+            env = r.props(fn)["Environment"]["Variables"]
+            assert env["RARA_DATABASE_SSL_MODE"] == "verify-full"
+            assert env["RARA_DATABASE_SSL_ROOT_CERT"] == "/opt/rds/global-bundle.pem"
+        layers = template["Globals"]["Function"]["Layers"]
+        assert layers["Fn::If"][0] == "HasCaBundleLayer", layers
+    assert tc.resolve(template, {**tc.REQUIRED_PARAMS, "DatabaseSslMode": "require"}).props(tc.EXECUTOR)[
+        "Environment"
+    ]["Variables"]["RARA_DATABASE_SSL_MODE"] == "require"

@@ -67,7 +67,10 @@ pub async fn run(args: Ui, json: bool) -> Result<(), Failure> {
     let listener =
         tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
     let addr = listener.local_addr().context("the listening address")?;
-    let api = Api::new(store, config, auth)?.with_hosts(Hosts::bound(addr, &args.allow_host));
+    // Detached attempts are told as the functions call executors (RARA_REMOTE_*).
+    let security = rara_remote::Security::from_lookup(|var| std::env::var(var).ok())?;
+    let api =
+        Api::new(store, config, auth)?.with_hosts(Hosts::bound(addr, &args.allow_host)).with_remote_security(security);
     let url = format!("http://{addr}");
     let login = format!("{url}{}", rara_api::login::path(&code));
     if json {

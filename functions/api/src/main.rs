@@ -25,7 +25,9 @@ async fn main() -> Result<(), lambda_http::Error> {
             ConsoleKey::random()
         }
     };
-    let api = rara_api::Api::new(store, settings.core.clone(), policy.auth(&key))?.with_hosts(policy.hosts());
+    let api = rara_api::Api::new(store, settings.core.clone(), policy.auth(&key))?
+        .with_hosts(policy.hosts())
+        .with_remote_security(settings.remote_security.clone());
     lambda_http::run(api::router(api)).await
 }
 

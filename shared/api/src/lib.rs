@@ -39,6 +39,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use rara_domain::config::Config;
 use rara_domain::registry::Registry;
+use rara_remote::Security;
 use rara_store::Store;
 
 pub use auth::{Auth, Caller, ConsoleKey, Reader};
@@ -68,6 +69,8 @@ pub struct Api {
     inner: Arc<Inner>,
     updates: Updates,
     hosts: Arc<Hosts>,
+    /// How a cancel tells remote executors to stop detached attempts: TLS, token, attempt key.
+    remote: Arc<Security>,
 }
 
 struct Inner {
@@ -94,7 +97,19 @@ impl Api {
         let builtins = rara_builtins::registry()?;
         let live = live::Live::new(store.clone());
         let inner = Arc::new(Inner { store, config, builtins, auth, live });
-        Ok(Api { inner, updates: Updates::Live, hosts: Arc::default() })
+        Ok(Api { inner, updates: Updates::Live, hosts: Arc::default(), remote: Arc::default() })
+    }
+
+    /// The same API telling remote executors with `security` (TLS, the token and the attempt
+    /// key, as the executor talks to them) when a cancel reaches a detached attempt; without it,
+    /// an executor that asks for a token refuses the cancel (`UNAUTHENTICATED`).
+    pub fn with_remote_security(mut self, security: Security) -> Self {
+        self.remote = Arc::new(security);
+        self
+    }
+
+    pub fn remote_security(&self) -> &Security {
+        &self.remote
     }
 
     /// The same API with pages that learn of changes as `updates` says.

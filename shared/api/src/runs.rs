@@ -241,7 +241,7 @@ pub(crate) async fn cancel(api: &Api, id: Uuid, step: bool, reason: Option<Strin
         api.store().run_status(id).await?;
     }
     let reason = reason.unwrap_or_else(|| DEFAULT_REASON.to_owned());
-    let done = rara_operator::cancel::cancel(api.store(), id, &reason).await?;
+    let done = rara_operator::cancel::cancel_with(api.remote_security(), api.store(), id, &reason).await?;
     Ok(CancelResponse { id, kind: done.kind.to_owned(), cancelled_steps: done.steps })
 }
 
@@ -339,7 +339,10 @@ pub(crate) async fn bulk(
     reason: Option<&str>,
 ) -> Result<BulkResponse, Error> {
     let done = match action {
-        Bulk::Cancel => bulk::cancel(api.store(), filter, reason.unwrap_or(DEFAULT_REASON), dry_run).await,
+        Bulk::Cancel => {
+            let reason = reason.unwrap_or(DEFAULT_REASON);
+            bulk::cancel_with(api.remote_security(), api.store(), filter, reason, dry_run).await
+        }
         Bulk::Retry => bulk::retry(api.store(), filter, dry_run).await,
     };
     let done = done.map_err(|e| match e {

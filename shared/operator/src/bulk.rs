@@ -11,7 +11,9 @@
 use rara_store::Store;
 use rara_store::browse::RunFilter;
 
-use crate::cancel::{Told, tell};
+use rara_remote::Security;
+
+use crate::cancel::{Told, tell_with};
 
 /// Steps one retry statement takes: each statement locks the rows it changes until it commits.
 pub const RETRY_BATCH: usize = 1_000;
@@ -60,8 +62,20 @@ pub async fn retry(store: &Store, filter: &RunFilter, dry_run: bool) -> Result<D
 
 /// Cancels every unfinished run `filter` matches with `reason` (counts them only when
 /// `dry_run`), [`CANCEL_BATCH`] runs per statement; the detached attempts of each batch are
-/// told after it, concurrently ([`tell`]).
+/// told after it, concurrently, without a token (see [`cancel_with`]).
 pub async fn cancel(store: &Store, filter: &RunFilter, reason: &str, dry_run: bool) -> Result<Done, Error> {
+    cancel_with(&Security::default(), store, filter, reason, dry_run).await
+}
+
+/// [`cancel`], telling detached attempts with the TLS settings, token and attempt secrets of
+/// `security` ([`tell_with`]).
+pub async fn cancel_with(
+    security: &Security,
+    store: &Store,
+    filter: &RunFilter,
+    reason: &str,
+    dry_run: bool,
+) -> Result<Done, Error> {
     let runs = store.running_runs(filter).await?;
     let mut done = Done { matched: runs.len() as u64, ..Done::default() };
     if dry_run {
@@ -73,7 +87,7 @@ pub async fn cancel(store: &Store, filter: &RunFilter, reason: &str, dry_run: bo
         // Read before the cancel: once cancelled, a step no longer says where it runs.
         let detached = store.detached_attempts_of_runs(batch).await?;
         done.changed += store.cancel_runs(batch, reason).await?;
-        done.told.extend(tell(detached, &why).await);
+        done.told.extend(tell_with(security, detached, &why).await);
     }
     Ok(done)
 }

@@ -27,6 +27,8 @@ pub enum Error {
     Config(#[from] rara_domain::config::Error),
     #[error(transparent)]
     Database(#[from] crate::database::Error),
+    #[error(transparent)]
+    Connect(#[from] crate::database::ConnectError),
     #[error("cannot connect to Postgres: {0}")]
     Store(#[from] rara_store::Error),
     #[error(transparent)]
@@ -127,14 +129,18 @@ async fn remote_credentials(settings: &mut Settings, arn: &str, aws: &aws_config
 
 /// The Postgres side of a function alone, for one that sends nothing to SQS (the API):
 /// settings read once and the store connected as [`Wiring::from_env`] connects it, without
-/// an SQS client. `role` names the worker.
+/// an SQS client; the remote executors' credentials fetched as the executor fetches them (the
+/// API's cancel tells detached attempts to stop). `role` names the worker.
 pub async fn store_from_env(role: &str) -> Result<(Arc<Settings>, Store), Error> {
     let env = |k: &str| std::env::var(k).ok();
-    let settings = Settings::from_lookup(role, env)?;
+    let mut settings = Settings::from_lookup(role, env)?;
     let database = DatabaseSource::from_lookup(&settings.core, env)?;
     crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
     let aws = settings.timeouts.aws_config().await;
     let store = connect_store(&settings, &database, &aws).await?;
+    if let Some(arn) = settings.remote_credentials_secret.clone() {
+        remote_credentials(&mut settings, &arn, &aws).await?;
+    }
     tracing::info!(worker = %settings.core.worker_id, "wired");
     Ok((Arc::new(settings), store))
 }
@@ -148,7 +154,9 @@ async fn connect_store(
     aws: &aws_config::SdkConfig,
 ) -> Result<Store, Error> {
     let timeouts = settings.timeouts;
-    let options = database.connect_options_from_env(aws).await?.into_inner().options([
+    let options = database.connect_options_from_env(aws).await?;
+    let failed = |e| options.connect_error(e);
+    let connect = options.get().clone().options([
         ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
         ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
     ]);
@@ -170,8 +178,8 @@ async fn connect_store(
                 }
             })
         })
-        .connect_with(options)
+        .connect_with(connect)
         .await
-        .map_err(rara_store::Error::from)?;
+        .map_err(failed)?;
     Ok(Store::new(pool))
 }

@@ -39,6 +39,8 @@
 //!   skipping what another transaction holds; what a prune would delete.
 //! - [`trace`]: a run's trace context, and the attempts a lease round leased in their runs'
 //!   traces (DESIGN.md "Tracing").
+//! - [`roles`]: the database roles of migration `…000021` (owner, runtime, console), acting
+//!   as one at connect, and who is a member of each.
 //! - [`statistics`]: planner statistics of the hot tables, refreshed while they grow.
 //! - [`error`]: the store's [`Error`], with the typed [`Error::LeaseLost`].
 //! - `testing` (feature `testing`): finished history written in bulk, for tests and benchmarks.
@@ -80,6 +82,7 @@ pub mod quick;
 pub mod read;
 pub mod references;
 pub mod retention;
+pub mod roles;
 pub mod running;
 pub mod sql;
 pub mod statistics;

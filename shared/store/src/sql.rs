@@ -152,14 +152,19 @@ pub const HISTORY_RUNS: &str = sql_file!("history_runs");
 pub const HISTORY_STEPS: &str = sql_file!("history_steps");
 pub const HISTORY_ATTEMPTS: &str = sql_file!("history_attempts");
 
+// Who is a member of rara's roles (roles.rs).
+pub const ROLE_MEMBERS: &str = sql_file!("role_members");
+
 // Planner statistics (statistics.rs).
 pub const GROWN_TABLES: &str = sql_file!("grown_tables");
 /// The hot tables whose statistics decide the plans of the claim and outcome statements
 /// (`statistics.rs` keeps them fresh, as `statistics::TABLES`).
 pub const HOT_TABLES: [&str; 3] = ["steps", "step_attempts", "workflow_runs"];
-/// `ANALYZE (SKIP_LOCKED) <table>` for each of [`HOT_TABLES`], in that order.
+/// `ANALYZE (SKIP_LOCKED) <table>` for each of [`HOT_TABLES`], in that order, through
+/// `rara_analyze` (migration `…000021_roles.sql`): a SECURITY DEFINER function of the schema's
+/// owner, since only a table's owner may analyze it and the scheduler does not own the schema.
 pub static ANALYZE: LazyLock<Vec<String>> =
-    LazyLock::new(|| HOT_TABLES.iter().map(|t| format!("ANALYZE (SKIP_LOCKED) {t}")).collect());
+    LazyLock::new(|| HOT_TABLES.iter().map(|t| format!("SELECT rara_analyze('{t}')")).collect());
 
 /// `WITH RECURSIVE targets AS (<targets>), <finish_tail.sql>`, the error of the dependents it
 /// skips bound as `$skip_error`.
@@ -340,6 +345,7 @@ fn maintenance() -> Vec<Statement> {
         s("history_steps", HISTORY_STEPS, &["int8", "int8", "int8"]),
         s("history_attempts", HISTORY_ATTEMPTS, &["int8", "int8"]),
         s("prune_flow_keys", PRUNE_FLOW_KEYS, &["int8"]),
+        s("role_members", ROLE_MEMBERS, &["text[]"]),
     ];
     all.extend(ANALYZE.iter().map(|sql| s("analyze", sql.as_str(), &[])));
     all

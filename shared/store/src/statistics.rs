@@ -27,20 +27,18 @@ pub const MIN_GROWTH: i64 = 1000;
 
 impl Store {
     /// Analyzes the hot tables that grew past their statistics (see the module docs) and
-    /// returns their names. `ANALYZE (SKIP_LOCKED)`: a table autovacuum is busy with is left
-    /// to it.
+    /// returns their names. `ANALYZE (SKIP_LOCKED)` (through `rara_analyze`): a table
+    /// autovacuum is busy with is left to it.
     pub async fn refresh_grown_statistics(&self) -> Result<Vec<String>, Error> {
         let grown: Vec<String> = sqlx::query_file_scalar!("sql/grown_tables.sql", MIN_GROWTH, &TABLES[..] as &[&str])
             .fetch_all(&self.pool)
             .await?;
         let mut analyzed = Vec::new();
         for (table, analyze) in TABLES.iter().zip(sql::ANALYZE.iter()).filter(|(t, _)| grown.iter().any(|g| g == *t)) {
-            // A table skipped because autovacuum holds it is no news: Postgres says so with a
-            // WARNING, which the client would log as one at every check while autovacuum runs.
-            let mut tx = self.pool.begin().await?;
-            sqlx::query("SET LOCAL client_min_messages = error").execute(&mut *tx).await?;
-            sqlx::query(analyze).persistent(false).execute(&mut *tx).await?;
-            tx.commit().await?;
+            // `rara_analyze` runs as the schema's owner (the scheduler's role may not analyze)
+            // and keeps its WARNING about a table autovacuum holds to itself: that is no news,
+            // and the client would log one at every check while autovacuum runs.
+            sqlx::query(analyze).persistent(false).execute(&self.pool).await?;
             analyzed.push((*table).to_owned());
         }
         Ok(analyzed)

@@ -4,6 +4,12 @@
 //! with `RARA_DATABASE_HOST` (e.g. the RDS Proxy endpoint) and `RARA_DATABASE_NAME`
 //! replacing the secret's host and dbname when set.
 //!
+//! TLS through a secret is `require` unless `RARA_DATABASE_SSL_MODE` says otherwise;
+//! `verify-ca` and `verify-full` check the server's certificate against the CA bundle of
+//! `RARA_DATABASE_SSL_ROOT_CERT` (for RDS: the global bundle,
+//! <https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem>; docs: operating/deploy.md
+//! "Database TLS"), and refuse to start without one.
+//!
 //! The secret goes straight into [`PgConnectOptions`]: no URL holding the password is ever
 //! built, no error carries the secret or the password (serde's messages, which can quote a
 //! value, are not kept), and every `Debug` here redacts the password.
@@ -15,6 +21,7 @@
 //! - `secret.rs`: the RDS JSON secret read into connect options ([`options_from_secret`]).
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use rara_domain::config::{self, Config, Vars};
@@ -27,6 +34,10 @@ pub const SECRET_ARN_VAR: &str = "RARA_DATABASE_SECRET_ARN";
 pub const HOST_VAR: &str = "RARA_DATABASE_HOST";
 pub const NAME_VAR: &str = "RARA_DATABASE_NAME";
 pub const SSL_MODE_VAR: &str = "RARA_DATABASE_SSL_MODE";
+/// A PEM file of the CA(s) that sign the database's certificate (`verify-ca`, `verify-full`).
+pub const SSL_ROOT_CERT_VAR: &str = "RARA_DATABASE_SSL_ROOT_CERT";
+/// libpq's (and sqlx's) own name for the same file, honoured as a fallback.
+pub const PG_SSL_ROOT_CERT_VAR: &str = "PGSSLROOTCERT";
 /// The port when the secret names none.
 pub const DEFAULT_PORT: u16 = 5432;
 /// TLS is required when connecting through a secret (RDS, RDS Proxy) unless
@@ -50,6 +61,8 @@ pub enum Error {
     InvalidField { arn: String, field: &'static str, expected: &'static str },
     #[error("DATABASE_URL is not valid: {0}")]
     Url(#[source] sqlx::Error),
+    #[error("cannot read the database's CA bundle {path} ({SSL_ROOT_CERT_VAR})")]
+    RootCert { path: PathBuf, source: std::io::Error },
 }
 
 impl Error {
@@ -62,6 +75,17 @@ impl Error {
 /// An error with its sources, as the AWS SDK's `Display` alone says only "service error".
 fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     aws_sdk_secretsmanager::error::DisplayErrorContext(error).to_string()
+}
+
+/// A connection that failed, naming where it went: a TLS failure alone (an unknown issuer, say)
+/// does not say which server it was.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot connect to Postgres at {address} (sslmode {ssl_mode})")]
+pub struct ConnectError {
+    pub address: String,
+    pub ssl_mode: &'static str,
+    #[source]
+    pub source: sqlx::Error,
 }
 
 /// Where the credentials come from.
@@ -78,6 +102,9 @@ pub enum DatabaseSource {
         name_override: Option<String>,
         /// `RARA_DATABASE_SSL_MODE`, default [`DEFAULT_SECRET_SSL_MODE`].
         ssl_mode: PgSslMode,
+        /// `RARA_DATABASE_SSL_ROOT_CERT`: the CA bundle the server's certificate is checked
+        /// against (required by `verify-ca` and `verify-full` unless `PGSSLROOTCERT` names one).
+        root_cert: Option<PathBuf>,
     },
 }
 
@@ -85,12 +112,13 @@ impl fmt::Debug for DatabaseSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DatabaseSource::Url(_) => f.debug_tuple("Url").field(&"<redacted>").finish(),
-            DatabaseSource::Secret { arn, host_override, name_override, ssl_mode } => f
+            DatabaseSource::Secret { arn, host_override, name_override, ssl_mode, root_cert } => f
                 .debug_struct("Secret")
                 .field("arn", arn)
                 .field("host_override", host_override)
                 .field("name_override", name_override)
                 .field("ssl_mode", ssl_mode)
+                .field("root_cert", root_cert)
                 .finish(),
         }
     }
@@ -113,16 +141,39 @@ impl DatabaseSource {
                 reason: "expected disable, allow, prefer, require, verify-ca or verify-full".into(),
             })?,
         };
-        Ok(DatabaseSource::Secret { arn, host_override: var(HOST_VAR), name_override: var(NAME_VAR), ssl_mode })
+        let root_cert = var(SSL_ROOT_CERT_VAR).map(PathBuf::from);
+        let verifies = matches!(ssl_mode, PgSslMode::VerifyCa | PgSslMode::VerifyFull);
+        if verifies && root_cert.is_none() && var(PG_SSL_ROOT_CERT_VAR).is_none() {
+            return Err(config::Error::Invalid {
+                var: SSL_MODE_VAR,
+                value: var(SSL_MODE_VAR).unwrap_or_default(),
+                reason: format!(
+                    "checking the database's certificate needs its CA bundle: set {SSL_ROOT_CERT_VAR} to the PEM \
+                     file (for RDS the global bundle, https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem)"
+                ),
+            });
+        }
+        Ok(DatabaseSource::Secret {
+            arn,
+            host_override: var(HOST_VAR),
+            name_override: var(NAME_VAR),
+            ssl_mode,
+            root_cert,
+        })
     }
 
     /// The connect options: the URL parsed, or the secret fetched through `fetcher` and parsed.
     pub async fn connect_options(&self, fetcher: &dyn SecretFetcher) -> Result<ConnectOptions, Error> {
         match self {
             DatabaseSource::Url(url) => options_from_url(url),
-            DatabaseSource::Secret { arn, host_override, name_override, ssl_mode } => {
+            DatabaseSource::Secret { arn, host_override, name_override, ssl_mode, root_cert } => {
                 let secret = fetcher.fetch(arn).await?;
-                options_from_secret(arn, &secret, host_override.as_deref(), name_override.as_deref(), *ssl_mode)
+                let options =
+                    options_from_secret(arn, &secret, host_override.as_deref(), name_override.as_deref(), *ssl_mode)?;
+                match root_cert {
+                    None => Ok(options),
+                    Some(path) => options.with_root_cert(path),
+                }
             }
         }
     }
@@ -159,6 +210,26 @@ fn options_from_url(url: &str) -> Result<ConnectOptions, Error> {
 pub struct ConnectOptions(pub(crate) PgConnectOptions);
 
 impl ConnectOptions {
+    /// These options checking the server's certificate against the PEM bundle at `path`, read
+    /// here so that a missing file fails at start, naming it.
+    pub fn with_root_cert(self, path: &std::path::Path) -> Result<Self, Error> {
+        let pem = std::fs::read(path).map_err(|source| Error::RootCert { path: path.to_owned(), source })?;
+        Ok(ConnectOptions(self.0.ssl_root_cert_from_pem(pem)))
+    }
+
+    /// `source`, a failure to connect with these options, naming the host, port and TLS mode.
+    pub fn connect_error(&self, source: sqlx::Error) -> ConnectError {
+        let ssl_mode = match self.0.get_ssl_mode() {
+            PgSslMode::Disable => "disable",
+            PgSslMode::Allow => "allow",
+            PgSslMode::Prefer => "prefer",
+            PgSslMode::Require => "require",
+            PgSslMode::VerifyCa => "verify-ca",
+            PgSslMode::VerifyFull => "verify-full",
+        };
+        ConnectError { address: format!("{}:{}", self.0.get_host(), self.0.get_port()), ssl_mode, source }
+    }
+
     pub fn into_inner(self) -> PgConnectOptions {
         self.0
     }

@@ -109,7 +109,7 @@ fn the_secret_is_used_only_when_its_arn_is_set() {
     assert!(matches!(source(&[]).unwrap(), DatabaseSource::Url(url) if url == config::DEFAULT_DATABASE_URL));
     assert!(matches!(source(&[(SECRET_ARN_VAR, " ")]).unwrap(), DatabaseSource::Url(_)));
     let secret = source(&[(SECRET_ARN_VAR, ARN), (HOST_VAR, ""), (NAME_VAR, "rara"), (SSL_MODE_VAR, "")]);
-    let DatabaseSource::Secret { arn, host_override, name_override, ssl_mode } = secret.unwrap() else {
+    let DatabaseSource::Secret { arn, host_override, name_override, ssl_mode, .. } = secret.unwrap() else {
         panic!("expected the secret");
     };
     assert_eq!((arn.as_str(), host_override, name_override.as_deref()), (ARN, None, Some("rara")));
@@ -119,9 +119,23 @@ fn the_secret_is_used_only_when_its_arn_is_set() {
 #[test]
 fn ssl_mode_is_validated() {
     for (raw, expected) in [("disable", "Disable"), ("Prefer", "Prefer"), ("verify-full", "VerifyFull")] {
-        let found = source(&[(SECRET_ARN_VAR, ARN), (SSL_MODE_VAR, raw)]).unwrap();
+        let found = source(&[(SECRET_ARN_VAR, ARN), (SSL_MODE_VAR, raw), (SSL_ROOT_CERT_VAR, "/ca.pem")]).unwrap();
         assert!(format!("{found:?}").contains(&format!("ssl_mode: {expected}")), "{found:?}");
     }
     let err = source(&[(SECRET_ARN_VAR, ARN), (SSL_MODE_VAR, "on")]).unwrap_err().to_string();
     assert!(err.starts_with("RARA_DATABASE_SSL_MODE=\"on\" is not valid"), "{err}");
+}
+
+#[test]
+fn checking_the_certificate_needs_a_ca_bundle() {
+    for mode in ["verify-full", "verify-ca"] {
+        let err = source(&[(SECRET_ARN_VAR, ARN), (SSL_MODE_VAR, mode)]).unwrap_err().to_string();
+        assert!(err.contains(SSL_ROOT_CERT_VAR) && err.contains("global-bundle.pem"), "{err}");
+        let found = source(&[(SECRET_ARN_VAR, ARN), (SSL_MODE_VAR, mode), (SSL_ROOT_CERT_VAR, "/opt/rds/ca.pem")]);
+        assert!(format!("{:?}", found.unwrap()).contains("/opt/rds/ca.pem"));
+        assert!(source(&[(SECRET_ARN_VAR, ARN), (SSL_MODE_VAR, mode), (PG_SSL_ROOT_CERT_VAR, "/ca.pem")]).is_ok());
+    }
+    let missing = parse(&rds_secret()).unwrap().with_root_cert(std::path::Path::new("/nonexistent/ca.pem"));
+    let err = missing.expect_err("a missing bundle is an error").to_string();
+    assert!(err.contains("/nonexistent/ca.pem") && err.contains(SSL_ROOT_CERT_VAR), "{err}");
 }
