@@ -101,3 +101,20 @@ CREATE FUNCTION rara_event_completion(event_id text, payload jsonb) RETURNS json
 LANGUAGE sql IMMUTABLE AS $$
     SELECT jsonb_build_object('by', 'event ' || event_id, 'output', payload)
 $$;
+
+-- The roles (migration 000021, docs/src/internals/schema.md "Roles"): the owner owns what this
+-- adds. The scheduler (runtime) starts, decides, applies and forgets waits, takes kept signals,
+-- prunes events, and may receive them too; the API and console (console) deliver signals,
+-- events and completion tokens: they decide a wait and apply it in the same transaction.
+ALTER TABLE waits OWNER TO rara_owner;
+ALTER TABLE signals OWNER TO rara_owner;
+ALTER TABLE events OWNER TO rara_owner;
+ALTER FUNCTION rara_signal_completion(text, jsonb, text) OWNER TO rara_owner;
+ALTER FUNCTION rara_event_completion(text, jsonb) OWNER TO rara_owner;
+GRANT EXECUTE ON FUNCTION rara_signal_completion(text, jsonb, text), rara_event_completion(text, jsonb)
+    TO rara_runtime, rara_console;
+GRANT SELECT, INSERT, UPDATE, DELETE ON waits, events TO rara_runtime;
+GRANT SELECT, INSERT, UPDATE ON signals TO rara_runtime;
+GRANT SELECT, UPDATE ON waits TO rara_console;
+GRANT SELECT, INSERT, UPDATE ON signals TO rara_console;
+GRANT SELECT, INSERT ON events TO rara_console;

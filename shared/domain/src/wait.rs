@@ -115,9 +115,36 @@ impl Wait {
         }
     }
 
-    /// The planned form as stored (`steps.wait`).
+    /// The planned form as stored (`steps.wait`), as `serde` writes it (`kind` tags it).
     pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).expect("a wait serializes")
+        let mut object = serde_json::Map::new();
+        object.insert("kind".into(), Value::from(&self.operation()["wait.".len()..]));
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                object.insert(key.into(), value);
+            }
+        };
+        let on = |o: &OnTimeout| Value::from(if *o == OnTimeout::Fail { "fail" } else { "continue" });
+        match self {
+            Wait::Timer { seconds, until } => {
+                put("seconds", seconds.map(Value::from));
+                put("until", until.map(|u| Value::from(u.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))));
+            }
+            Wait::Signal { name, timeout_seconds, on_timeout, schema, accept_early } => {
+                put("name", Some(Value::from(name.as_str())));
+                put("timeout_seconds", timeout_seconds.map(Value::from));
+                put("on_timeout", Some(on(on_timeout)));
+                put("schema", schema.clone());
+                put("accept_early", Some(Value::from(*accept_early)));
+            }
+            Wait::Event { name, key, timeout_seconds, on_timeout } => {
+                put("name", Some(Value::from(name.as_str())));
+                put("key", Some(Value::from(key.as_str())));
+                put("timeout_seconds", timeout_seconds.map(Value::from));
+                put("on_timeout", Some(on(on_timeout)));
+            }
+        }
+        Value::Object(object)
     }
 }
 
@@ -155,7 +182,9 @@ impl WaitSpec {
             if !valid_wait_name(name) {
                 problem(
                     at(&format!("wait.{field}")),
-                    format!("{name:?} must be 1 to {MAX_WAIT_NAME_LEN} characters of ASCII letters, digits and . _ : -"),
+                    format!(
+                        "{name:?} must be 1 to {MAX_WAIT_NAME_LEN} characters of ASCII letters, digits and . _ : -"
+                    ),
                 );
             }
         }
@@ -185,7 +214,8 @@ impl WaitSpec {
             problem(at("wait.key"), "an event wait needs a key (a string or { $input: /pointer })".into());
             return None;
         };
-        let key = resolve(key, inputs, &at("wait.key"), problem).and_then(|v| key_text(&v, &at("wait.key"), problem))?;
+        let key =
+            resolve(key, inputs, &at("wait.key"), problem).and_then(|v| key_text(&v, &at("wait.key"), problem))?;
         Some(Wait::Event { name, key, timeout_seconds, on_timeout })
     }
 

@@ -269,8 +269,7 @@ fn operators() -> Vec<Statement> {
             SUBMIT_STEPS,
             &[
                 "uuid[]", "uuid", "int4[]", "text[]", "text[]", "text[]", "jsonb[]", "int4[]", "int4[]", "int4[]",
-                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]", "int4[]", "text[]", "int4[]", "int4[]",
-                "jsonb[]",
+                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]", "int4[]", "text[]", "int4[]", "int4[]", "jsonb[]",
             ],
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),

@@ -118,13 +118,7 @@ impl Store {
             .fetch_all(&mut *tx)
             .await?
             .into_iter()
-            .map(|r| SignalStep {
-                id: r.id,
-                name: r.name,
-                status: r.status,
-                wait: r.wait,
-                decided_by: r.decided_by,
-            })
+            .map(|r| SignalStep { id: r.id, name: r.name, status: r.status, wait: r.wait, decided_by: r.decided_by })
             .collect();
         if signal.reject.is_none() {
             let problems: Vec<(String, String)> = steps

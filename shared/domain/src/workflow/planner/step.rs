@@ -8,12 +8,12 @@ use crate::config::Config;
 use crate::flow::{self, Concurrency};
 use crate::retry::RetryPolicy;
 use crate::secret_material;
+use crate::wait::WaitSpec;
 use crate::workflow::definition::{RetrySpec, StepDefinition};
 use crate::workflow::inputs::RunInputs;
 use crate::workflow::limits::{
     MAX_OPERATION_LEN, MAX_RETRY_DELAY_SECONDS, MAX_RETRY_MULTIPLIER, MAX_TIMEOUT_SECONDS, valid_operation,
 };
-use crate::wait::WaitSpec;
 use crate::workflow::plan::{MapSpec, PlannedStep};
 
 use super::check_name;
@@ -126,7 +126,10 @@ impl StepRules<'_> {
             ("priority", step.priority.is_some()),
         ];
         for (field, _) in runs_an_operation.iter().filter(|(_, set)| *set) {
-            problem(at(field), "a step that waits has no operation and none of its settings (use wait.timeout_seconds)".into());
+            problem(
+                at(field),
+                "a step that waits has no operation and none of its settings (use wait.timeout_seconds)".into(),
+            );
         }
         let wait = wait.plan(self.inputs, at, problem);
         let mut retry = self.config.default_retry.clone();
