@@ -114,12 +114,7 @@ impl Store {
     /// checked against the schema of every step that waits for the signal; a rejection is not.
     pub async fn signal(&self, run_id: Uuid, name: &str, signal: &Signal) -> Result<Delivery, Error> {
         let mut tx = self.pool.begin().await?;
-        let steps: Vec<SignalStep> = sqlx::query_file!("sql/signal_steps.sql", run_id, name)
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .map(|r| SignalStep { id: r.id, name: r.name, status: r.status, wait: r.wait, decided_by: r.decided_by })
-            .collect();
+        let steps = signal_steps(&mut tx, run_id, name).await?;
         if signal.reject.is_none() {
             let problems: Vec<(String, String)> = steps
                 .iter()
@@ -154,7 +149,8 @@ impl Store {
                 tx.commit().await?;
                 return Ok(Delivery::Kept { steps: early });
             }
-            return Ok(Delivery::NotWaiting(not_waiting(name, &steps)));
+            // Read again: what decided a wait while this transaction waited for it is committed.
+            return Ok(Delivery::NotWaiting(not_waiting(name, &signal_steps(&mut tx, run_id, name).await?)));
         }
         let applied = apply(&mut tx, Some(&row.decided), row.decided.len() as i64).await?;
         tx.commit().await?;
@@ -197,24 +193,7 @@ impl Store {
 
     /// The waits under way of `run_id` (`None`: of every run, the oldest first), at most `limit`.
     pub async fn waits(&self, run_id: Option<Uuid>, limit: u32) -> Result<Vec<WaitView>, Error> {
-        let rows = sqlx::query_file!("sql/waits_of_run.sql", run_id, i64::from(limit)).fetch_all(&self.pool).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| WaitView {
-                step_id: r.step_id,
-                run_id: r.run_id,
-                run_name: r.run_name,
-                step: r.name,
-                kind: r.kind,
-                name: r.wait_name,
-                key: r.key,
-                due_at: r.due_at,
-                started_at: r.started_at,
-                token: Some(r.token),
-                decided_by: r.decided_by,
-                schema: schema_of(&r.wait),
-            })
-            .collect())
+        views(&mut *self.pool.acquire().await?, run_id, limit).await
     }
 
     /// Deletes up to `limit` events received more than `retention_seconds` ago.
@@ -227,6 +206,56 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         Ok(rows as u64)
+    }
+}
+
+/// The waits under way of `run_id` (`None`: of every run), at most `limit`, on `conn`.
+pub(crate) async fn views(
+    conn: &mut sqlx::PgConnection,
+    run_id: Option<Uuid>,
+    limit: u32,
+) -> Result<Vec<WaitView>, Error> {
+    let rows = sqlx::query_file!("sql/waits_of_run.sql", run_id, i64::from(limit)).fetch_all(conn).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| WaitView {
+            step_id: r.step_id,
+            run_id: r.run_id,
+            run_name: r.run_name,
+            step: r.name,
+            kind: r.kind,
+            name: r.wait_name,
+            key: r.key,
+            due_at: r.due_at,
+            started_at: r.started_at,
+            token: Some(r.token),
+            decided_by: r.decided_by,
+            schema: schema_of(&r.wait),
+        })
+        .collect())
+}
+
+impl WaitView {
+    /// What it waits for, as `rara status` shows it: `signal approve, 1 h 12 min left`,
+    /// `timer, 10 s left`, `event dataset.uploaded (key A), no timeout`, or what decided it
+    /// while its run is paused.
+    pub fn describe(&self, now: chrono::DateTime<chrono::Utc>) -> String {
+        let what = match (self.kind.as_str(), &self.name, &self.key) {
+            ("event", Some(name), Some(key)) => format!("event {name} (key {key})"),
+            (kind, Some(name), _) => format!("{kind} {name}"),
+            (kind, _, _) => kind.to_owned(),
+        };
+        if let Some(by) = &self.decided_by {
+            return format!("{what}, completed by {by}; applied when the run is resumed");
+        }
+        match self.due_at {
+            Some(due) => {
+                let left = (due - now).to_std().unwrap_or_default();
+                let left = std::time::Duration::from_secs(left.as_secs());
+                format!("{what}, {} left", rara_domain::human::duration(left))
+            }
+            None => format!("{what}, no timeout"),
+        }
     }
 }
 
@@ -258,6 +287,15 @@ struct SignalStep {
     status: StepStatus,
     wait: Value,
     decided_by: Option<String>,
+}
+
+async fn signal_steps(conn: &mut sqlx::PgConnection, run_id: Uuid, name: &str) -> Result<Vec<SignalStep>, Error> {
+    Ok(sqlx::query_file!("sql/signal_steps.sql", run_id, name)
+        .fetch_all(conn)
+        .await?
+        .into_iter()
+        .map(|r| SignalStep { id: r.id, name: r.name, status: r.status, wait: r.wait, decided_by: r.decided_by })
+        .collect())
 }
 
 fn planned(wait: &Value) -> Option<Wait> {

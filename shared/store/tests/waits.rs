@@ -52,6 +52,8 @@ async fn a_waiting_step_is_never_leased_and_a_signal_completes_it_once(pool: PgP
     let run_id = waiting(&store, &pool, APPROVAL, Some("evaluate")).await;
     let approve = step_id(&pool, run_id, "approve").await;
     assert_eq!(status(&pool, approve).await, "waiting");
+    let shown = store.run(run_id).await.unwrap().steps.into_iter().find(|s| s.name == "approve").unwrap();
+    assert_eq!(shown.status_text(), "waiting (signal approve, no timeout)");
     // The lease takes nothing: the wait is not a due step.
     let leased = store.lease_due("s", 100, Duration::from_secs(30)).await.unwrap();
     assert!(leased.iter().all(|l| l.step_id != approve), "{leased:?}");
@@ -201,6 +203,8 @@ async fn a_signal_racing_the_timeout_records_one_completion(pool: PgPool) {
         runs.push(store.submit(&plan(yaml)).await.unwrap().run_id);
     }
     store.wait_round(100).await.unwrap();
+    let shown = store.run(runs[0]).await.unwrap().steps.remove(0).status_text();
+    assert!(shown.starts_with("waiting (signal go, ") && shown.ends_with(" s left)"), "{shown}");
     tokio::time::sleep(Duration::from_millis(1990)).await;
     let rounds = {
         let store = store.clone();
