@@ -20,9 +20,10 @@ def fmt(value, digits=3):
 def name(report):
     if "batch" in report:
         packed = report.get("steps_per_message", 1.0)
+        operation = "" if report.get("operation", "noop") == "noop" else f" {report['operation']}"
         if packed > 1.05:
-            return f"rara batch {report['batch']} × {packed:.0f} steps/message"
-        return f"rara batch {report['batch']}"
+            return f"rara{operation} batch {report['batch']} × {packed:.0f} steps/message"
+        return f"rara{operation} batch {report['batch']}"
     if report.get("system") == "graphile-worker":
         return f"Graphile Worker {report['version']}"
     return "pgbench"
@@ -77,6 +78,35 @@ def main():
         )
         for s in r.get("top_statements", []):
             print(f"    {s['exec_ms_per_step']:.4f} ms/step, {s['calls_per_step']:.3f} calls/step: {s['query']}")
+    grid(rara, graphile)
+
+
+def packing(report):
+    """The steps per message a rara run was set to (bench.sh records it), else as measured."""
+    return report.get("requested_steps_per_message", round(report.get("steps_per_message", 1.0)))
+
+
+def grid(rara, graphile):
+    """Issue 50's grid: a row per operation and batch, a cell per steps per message (as the
+    report measured it), Graphile's figure of the same run beside it; each cell's share of
+    its row's best (no cell may fall below a fifth)."""
+    rows = {}
+    for r in rara:
+        rows.setdefault((r.get("operation", "noop"), r["batch"]), []).append(r)
+    if not rows:
+        return
+    packings = sorted({packing(r) for r in rara})
+    peer = f"{graphile['steps_per_s']:,.0f}" if graphile else "n/a"
+    print()
+    print("| operation | batch | " + " | ".join(f"× {p} steps/message" for p in packings) + " | Graphile (same run) | worst ÷ best |")
+    print("| --- | --- | " + " | ".join("---" for _ in packings) + " | --- | --- |")
+    for (operation, batch), cells in sorted(rows.items()):
+        by = {packing(r): r["steps_per_s"] for r in cells}
+        best = max(by.values())
+        worst = min(by.values())
+        shown = " | ".join(f"{by[p]:,.0f}" if p in by else "" for p in packings)
+        flag = "" if worst >= best / 5 else " **below a fifth**"
+        print(f"| {operation} | {batch} | {shown} | {peer} | {worst / best:.2f}{flag} |")
 
 
 if __name__ == "__main__":

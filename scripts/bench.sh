@@ -2,18 +2,21 @@
 # `make bench`: build rara-bench in release, then, back to back in one run on the same Postgres:
 # the pgbench baseline (a naive lease-one-row-then-complete-it queue, 16 clients), Graphile
 # Worker 0.18 with its batching on (scripts/graphile-bench.sh) and `rara-bench flat` on the
-# Postgres path at each executor batch size of BENCH_BATCHES; then a table of their
-# throughputs, the ratios, and the Postgres work per step of each (CPU, WAL bytes, commits,
-# tuples written), with the load average. See BENCHMARKS.md.
+# Postgres path over the grid (issue 50): each operation of BENCH_OPERATIONS (noop: the quick
+# path; sleep: `sleep 0`, the ordinary path) at each executor batch size of BENCH_BATCHES and
+# each RARA_STEPS_PER_MESSAGE of BENCH_PACKING; then a table of their throughputs, the ratios,
+# and the Postgres work per step of each (CPU, WAL bytes, commits, tuples written), with the
+# load average, and the grid (rows: operation and batch; cells: steps per message; Graphile's
+# figure of the same run beside each row). See BENCHMARKS.md.
 #
 # Environment:
 #   BENCH_PG          machine (default: the server of DATABASE_URL, the machine's on 5432),
 #                     own (a throw-away cluster of scripts/bench-postgres.sh on 55432, with
 #                     autovacuum on; started and removed here unless it was running) or both
 #   DATABASE_URL      the machine's server (scratch databases are created and dropped)
-#   BENCH_STEPS (20000; also Graphile's jobs), BENCH_BATCHES ("10 100": the event source's
-#   BatchSize; above 10 gathered within a 20 ms batching window), BENCH_PACKING ("1 10": the
-#   scheduler's RARA_STEPS_PER_MESSAGE, each at batch 10 only), BENCH_EXECUTORS (2),
+#   BENCH_STEPS (20000; also Graphile's jobs), BENCH_BATCHES ("1 10 100": the event source's
+#   BatchSize; above 10 gathered within a 20 ms batching window), BENCH_PACKING ("1 10 100":
+#   the scheduler's RARA_STEPS_PER_MESSAGE), BENCH_OPERATIONS ("noop sleep"), BENCH_EXECUTORS (2),
 #   BENCH_RUNS (2), BENCH_GRAPHILE (1; 0 skips it), and the PGBENCH_* variables of
 #   scripts/pgbench-lease-complete.sh and GRAPHILE_* of scripts/graphile-bench.sh.
 set -euo pipefail
@@ -21,8 +24,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 steps=${BENCH_STEPS:-20000}
-batches=${BENCH_BATCHES:-10 100}
-packings=${BENCH_PACKING:-1 10}
+batches=${BENCH_BATCHES:-1 10 100}
+packings=${BENCH_PACKING:-1 10 100}
+operations=${BENCH_OPERATIONS:-noop sleep}
 executors=${BENCH_EXECUTORS:-2}
 runs=${BENCH_RUNS:-2}
 graphile=${BENCH_GRAPHILE:-1}
@@ -62,14 +66,17 @@ for server in "${servers[@]}"; do
             echo "graphile: $(cat "$work/graphile.json")"
             reports+=("$work/graphile.json")
         fi
-        for batch in $batches; do
-            for packing in $packings; do
-                # Several steps per message only at the event source's default batch.
-                if [[ $packing != 1 && $batch != 10 ]]; then continue; fi
-                out="$work/rara-$batch-$packing.json"
-                RARA_STEPS_PER_MESSAGE=$packing "$bench" flat --steps "$steps" --batch "$batch" --executors "$executors" --json > "$out"
-                echo "rara (batch $batch, $packing steps per message): $(cat "$out")"
-                reports+=("$out")
+        for operation in $operations; do
+            for batch in $batches; do
+                for packing in $packings; do
+                    out="$work/rara-$operation-$batch-$packing.json"
+                    RARA_STEPS_PER_MESSAGE=$packing "$bench" flat --steps "$steps" --batch "$batch" \
+                        --executors "$executors" --operation "$operation" --json > "$out"
+                    # The grid's column: the setting (the report measures what was sent).
+                    python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["requested_steps_per_message"] = int(sys.argv[2]); json.dump(r, open(sys.argv[1], "w"))' "$out" "$packing"
+                    echo "rara ($operation, batch $batch, $packing steps per message): $(cat "$out")"
+                    reports+=("$out")
+                done
             done
         done
         python3 scripts/bench-table.py "${reports[@]}"

@@ -3,8 +3,14 @@
 -- the steps written.
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::jsonb[]) AS t(step_id, worker, fence, resolved)
+),
+-- The holders' steps first, each by its own primary-key probe (fence.rs), then their attempts:
+-- joined in one step with the attempts, the planner read `steps` whole in key order for a
+-- merge with `step_attempts` whenever the statistics said no step was running (issue 50).
+held AS MATERIALIZED (
+    SELECT s.id, s.attempt, i.resolved FROM input i JOIN steps s ON {holders}
 )
-UPDATE step_attempts a SET input = i.resolved
-FROM input i JOIN steps s ON {holders}
-WHERE a.step_id = s.id AND a.attempt = s.attempt
+UPDATE step_attempts a SET input = h.resolved
+FROM held h
+WHERE a.step_id = h.id AND a.attempt = h.attempt
 RETURNING a.step_id

@@ -9,7 +9,7 @@ finished AS (
         lease_expires_at = NULL, finished_at = now(), updated_at = now()
     FROM targets t
     WHERE s.id = t.id
-    RETURNING s.id, s.run_id, s.attempt, s.status, s.parent_id
+    RETURNING s.id, s.run_id, s.attempt, s.status, s.parent_id, t.error, t.attempt_outcome
 ),
 -- The failures of map children their map tolerates (`map_tolerated_failures`): its children
 -- that failed earlier (all tolerated, or the map would not be pending) and these, in order,
@@ -25,8 +25,8 @@ tolerated AS (
 ),
 closed AS (
     UPDATE step_attempts a
-    SET outcome = t.attempt_outcome, error = t.error, finished_at = now()
-    FROM finished f JOIN targets t ON t.id = f.id
+    SET outcome = f.attempt_outcome, error = f.error, finished_at = now()
+    FROM finished f
     WHERE a.step_id = f.id AND a.attempt = f.attempt AND a.outcome = 'running'
 ),
 downstream(id) AS (
@@ -37,7 +37,9 @@ downstream(id) AS (
 ),
 -- The pending dependents are skipped; an expanded map step among them (it waits on its
 -- children) fails instead, and the pending children of a map step that finishes here are
--- skipped with it.
+-- skipped with it. Each is one probe of steps_pkey (`= ANY (ARRAY[..])`, as fence.rs's batch
+-- predicate): as an equality the planner may hash them against all of `steps`, read whole
+-- because statistics taken while every step was pending say every step is pending (issue 50).
 skipped AS (
     UPDATE steps s
     SET status = CASE WHEN s.map_size IS NULL THEN 'skipped' ELSE 'failed' END::rara_step_status,
@@ -50,7 +52,7 @@ skipped AS (
           SELECT c.id FROM steps c
           WHERE c.parent_id IN (SELECT id FROM downstream UNION ALL SELECT id FROM finished)
             AND c.status = 'pending') x
-    WHERE s.id = x.id AND s.status = 'pending' AND s.id NOT IN (SELECT id FROM targets)
+    WHERE s.id = ANY (ARRAY[x.id]) AND s.status = 'pending' AND s.id NOT IN (SELECT id FROM targets)
     RETURNING s.id, s.run_id, s.status
 ),
 -- What waits on a tolerated failure goes on as if it had succeeded: its map step, and the

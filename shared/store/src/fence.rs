@@ -15,7 +15,18 @@
 //!   input named `i` (an `unnest` of `$1::uuid[]`, `$2::text[]`, `$3::bigint[]`), the step
 //!   row named `s` (`batch`). Its status condition is spelled
 //!   `(s.status = 'running') IS TRUE`, so batches find their rows by primary key (see the
-//!   crate docs).
+//!   crate docs), and its key condition `s.id = ANY (ARRAY[i.step_id])`, so the batch drives:
+//!   one probe of `steps_pkey` per holder, whatever the statistics say. As an equality
+//!   (`s.id = i.step_id`), statistics taken while every step was pending (autovacuum off or
+//!   not yet run: no step held by anyone, to the planner) made it read `steps` whole in key
+//!   order and compare every running step with the whole batch, 20 M comparisons and 5–7 s
+//!   for 1,000 holders behind 20,000 running steps (issue 50, `tests/outcome_plan.rs`). An
+//!   array membership can be neither merged nor hashed, so the only plan left with
+//!   sequential scans off (`SESSION_SETTINGS`) is a nested loop over the input. The write
+//!   still finds its row by key, not by `ctid`: when the holder's own heartbeat updated the
+//!   row while the write waited for it, Postgres re-checks the row's newest version against
+//!   this predicate and writes it (by `ctid`, the newest version is invisible to the
+//!   statement's snapshot and the TID re-check rejects it: a false `LeaseLost`).
 
 use uuid::Uuid;
 
@@ -41,9 +52,10 @@ impl Holder {
 /// The predicate for one holder (`$1`, `$2`, `$3`).
 const ONE: &str = "s.id = $1::uuid AND s.leased_by = $2::text AND s.fence = $3::bigint AND s.status = 'running'";
 
-/// The predicate for a batch of holders (`i.step_id`, `i.worker`, `i.fence`).
+/// The predicate for a batch of holders (`i.step_id`, `i.worker`, `i.fence`); the key as an
+/// array membership so that the input drives (module docs).
 const BATCH: &str =
-    "s.id = i.step_id AND s.leased_by = i.worker AND s.fence = i.fence AND (s.status = 'running') IS TRUE";
+    "s.id = ANY (ARRAY[i.step_id]) AND s.leased_by = i.worker AND s.fence = i.fence AND (s.status = 'running') IS TRUE";
 
 /// A single-holder statement: `template` with `{holder}` replaced by the predicate.
 pub(crate) fn one(template: &str) -> String {

@@ -62,6 +62,14 @@
 //! plan that scans that whole index, live and dead entries, for every batch: hundreds of index
 //! reads per step where autovacuum is off (journal: `docs/benchmarks/journal/2026-12-02-soak.md`).
 //! The proof is `tests/explain.rs`.
+//!
+//! And the batch must drive: one probe per step, never `steps` read whole against the batch.
+//! Statistics taken while every step was pending say no step is held, and a plain join of
+//! the batch with `steps` then walks every held step of the table for each statement (issue
+//! 50: batch × backlog). The claim and the quick path probe each pair in a lateral subquery
+//! with a locking clause; the fenced writes match the key as `s.id = ANY (ARRAY[i.step_id])`,
+//! which the planner can neither merge nor hash ([`fence`]). The proofs are
+//! `tests/quick_plan.rs` and `tests/outcome_plan.rs`.
 
 pub mod browse;
 pub mod bulk;

@@ -142,7 +142,7 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
 }
 
 /// The batch statements that address steps (and their attempts) by id.
-const BATCHES: [&str; 9] = [
+const BATCHES: [&str; 13] = [
     "claim",
     "claim_verdicts",
     "quick_lock",
@@ -152,6 +152,10 @@ const BATCHES: [&str; 9] = [
     "retry",
     "fail",
     "release",
+    "release_running",
+    "park",
+    "attempt_input",
+    "expand",
 ];
 
 /// The generic plan (what a prepared statement runs after five executions) of each catalogued
