@@ -64,10 +64,12 @@ async fn main() {
     let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
     let store = Store::connect(&url, 2).await.unwrap();
     store.migrate().await.unwrap();
-    sqlx::query("TRUNCATE workflow_runs, steps, step_names, step_dependencies, step_attempts, waits, signals, events CASCADE")
-        .execute(store.pool())
-        .await
-        .unwrap();
+    sqlx::query(
+        "TRUNCATE workflow_runs, steps, step_names, step_dependencies, step_attempts, waits, signals, events CASCADE",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
 
     let (mean, median) = rounds(&store, due).await;
     println!("no waiting step:       mean {:.3} ms, median {:.3} ms per lease round of 100", ms(mean), ms(median));
@@ -79,11 +81,22 @@ async fn main() {
             break;
         }
     }
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = 'waiting'").fetch_one(store.pool()).await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = 'waiting'")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
     println!("{n} steps waiting (submitted and started in {:.1} s)", started.elapsed().as_secs_f64());
     let (with_mean, with_median) = rounds(&store, due).await;
-    println!("{n} waiting steps: mean {:.3} ms, median {:.3} ms per lease round of 100", ms(with_mean), ms(with_median));
-    println!("ratio (with / without): mean {:.3}, median {:.3}", ms(with_mean) / ms(mean), ms(with_median) / ms(median));
+    println!(
+        "{n} waiting steps: mean {:.3} ms, median {:.3} ms per lease round of 100",
+        ms(with_mean),
+        ms(with_median)
+    );
+    println!(
+        "ratio (with / without): mean {:.3}, median {:.3}",
+        ms(with_mean) / ms(mean),
+        ms(with_median) / ms(median)
+    );
 }
 
 fn ms(d: Duration) -> f64 {
