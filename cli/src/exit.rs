@@ -48,6 +48,9 @@ exit_codes! {
     DatabaseUnreachable = 7,
     /// The idempotency key names a run submitted with different inputs.
     IdempotencyConflict = 8,
+    /// `rara signal`: no step of the run waits for the signal now (it finished, or another
+    /// completion came first, or nothing waits for that name).
+    NotWaiting = 9,
 }
 
 impl ExitCode {

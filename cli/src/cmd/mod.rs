@@ -17,6 +17,7 @@ pub mod queue;
 pub mod retry;
 pub mod scheduler;
 pub mod secrets;
+pub mod signal;
 pub mod status;
 pub mod submit;
 pub mod trace;

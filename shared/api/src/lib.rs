@@ -31,6 +31,7 @@ pub mod login;
 pub mod openapi;
 pub mod redact;
 pub mod runs;
+pub mod waits;
 
 use std::sync::Arc;
 
@@ -145,6 +146,7 @@ impl Api {
     pub fn router(&self) -> Router {
         Router::new()
             .merge(runs::routes())
+            .merge(waits::routes())
             .merge(console::routes())
             .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))

@@ -28,6 +28,10 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/steps/{id}/cancel",
         "/api/steps/{id}/retry",
         "/api/bulk/cancel",
+        "/api/runs/{id}/signals/{name}",
+        "/api/events",
+        "/api/waits",
+        "/api/waits/{token}",
         "/api/bulk/retry",
         "/api/login",
     ] {

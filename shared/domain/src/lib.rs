@@ -28,6 +28,7 @@ pub mod retry;
 pub mod secret_material;
 pub mod state;
 pub mod step_error;
+pub mod wait;
 pub mod workflow;
 
 pub use step_error::StepError;

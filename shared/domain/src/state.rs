@@ -6,7 +6,10 @@
 //!    │                 └──── retry ───────┘
 //!    └── reaper (expired lease) ──────────┘
 //! ```
-//! A step whose dependency failed or was cancelled never runs: it ends `skipped`.
+//! A step whose dependency failed or was cancelled never runs: it ends `skipped`. A step that
+//! waits (a timer, a signal, an event: [`crate::wait`]) is never leased: the scheduler starts
+//! it (`pending ──start──▶ waiting`) and whatever completes it first ends it (`waiting ──▶
+//! succeeded | failed`), or an operator cancels it.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +20,8 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "sqlx", sqlx(type_name = "rara_step_status", rename_all = "snake_case"))]
 pub enum StepStatus {
     Pending,
+    /// A wait under way (timer, signal, event): no lease, no message, nothing running.
+    Waiting,
     Leased,
     Running,
     Succeeded,
@@ -48,11 +53,16 @@ pub enum Transition {
     Skip,
     /// The reaper returns a step whose lease expired.
     Reap,
+    /// The scheduler starts a due wait.
+    StartWait,
+    /// What the wait waited for came (or its timer or timeout): the step succeeds or fails.
+    CompleteWait,
 }
 
 impl StepStatus {
-    pub const ALL: [StepStatus; 7] = [
+    pub const ALL: [StepStatus; 8] = [
         StepStatus::Pending,
+        StepStatus::Waiting,
         StepStatus::Leased,
         StepStatus::Running,
         StepStatus::Succeeded,
@@ -83,7 +93,10 @@ impl StepStatus {
             (S::Running, T::RetryViaMessage) => Some(S::Leased),
             (S::Running, T::RetryViaPostgres) => Some(S::Pending),
             (S::Running, T::Fail) => Some(S::Failed),
-            (S::Pending | S::Leased | S::Running, T::Cancel) => Some(S::Cancelled),
+            (S::Pending | S::Waiting | S::Leased | S::Running, T::Cancel) => Some(S::Cancelled),
+            (S::Pending, T::StartWait) => Some(S::Waiting),
+            // Which of the two the completion decided is the wait's own (a rejection, a timeout).
+            (S::Waiting, T::CompleteWait) => Some(S::Succeeded),
             (S::Pending, T::Skip) => Some(S::Skipped),
             (S::Leased | S::Running, T::Reap) => Some(S::Pending),
             _ => None,
@@ -93,6 +106,7 @@ impl StepStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             StepStatus::Pending => "pending",
+            StepStatus::Waiting => "waiting",
             StepStatus::Leased => "leased",
             StepStatus::Running => "running",
             StepStatus::Succeeded => "succeeded",
@@ -187,6 +201,8 @@ mod tests {
             Transition::Cancel,
             Transition::Skip,
             Transition::Reap,
+            Transition::StartWait,
+            Transition::CompleteWait,
         ];
         for status in StepStatus::ALL.into_iter().filter(|s| s.is_terminal()) {
             for t in all {

@@ -54,6 +54,9 @@ impl EmfLine for Counters {
             ("Packed", self.packed),
             ("Unsettled", self.unsettled),
             ("Moved", self.moved),
+            ("WaitsStarted", self.waits_started),
+            ("WaitsDecided", self.waits_decided),
+            ("WaitsApplied", self.waits_applied),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

@@ -68,6 +68,14 @@ pub struct Counters {
     /// Executor: received steps not acknowledged (each message of `returned` has at least
     /// one; equal to `returned` when every message names one step).
     pub unsettled: u64,
+    /// Scheduler: steps that began to wait (durable waits: a timer, a signal, an event).
+    pub waits_started: u64,
+    /// Scheduler: waits it decided: by their timer or timeout, or by a signal or an event that
+    /// was there when they began.
+    pub waits_decided: u64,
+    /// Scheduler: decided completions it applied to their steps (those of a resumed run, and
+    /// its own decisions; a signal, event or token applies its own at once).
+    pub waits_applied: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -102,6 +110,9 @@ impl std::ops::AddAssign for Counters {
         self.pruned += c.pruned;
         self.expanded += c.expanded;
         self.quick += c.quick;
+        self.waits_started += c.waits_started;
+        self.waits_decided += c.waits_decided;
+        self.waits_applied += c.waits_applied;
     }
 }
 

@@ -9,7 +9,7 @@ WITH held AS (
 ),
 queued AS (
     SELECT concurrency_key AS key, count(*) AS n FROM steps
-    WHERE status = 'pending' AND pending_deps = 0 AND concurrency_key IS NOT NULL
+    WHERE status = 'pending' AND pending_deps = 0 AND wait IS NULL AND concurrency_key IS NOT NULL
     GROUP BY concurrency_key
 ),
 names AS (

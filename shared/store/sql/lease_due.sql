@@ -41,24 +41,24 @@ pauses AS (
 -- of steps_due_key), then from the first key up to $6 if the window is not full.
 after(key, n) AS (
     (SELECT s.concurrency_key, 1::bigint FROM steps s
-     WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+     WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key IS NOT NULL
        AND s.concurrency_key > coalesce($6::text, '')
      ORDER BY s.concurrency_key LIMIT 1)
     UNION ALL
     SELECT (SELECT s.concurrency_key FROM steps s
-            WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+            WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key IS NOT NULL
               AND s.concurrency_key > a.key
             ORDER BY s.concurrency_key LIMIT 1), a.n + 1
     FROM after a WHERE a.key IS NOT NULL AND a.n < $5::bigint
 ),
 wrapped(key, n) AS (
     (SELECT s.concurrency_key, (SELECT count(a.key) FROM after a) + 1 FROM steps s
-     WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+     WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key IS NOT NULL
        AND s.concurrency_key <= $6::text AND (SELECT count(a.key) FROM after a) < $5::bigint
      ORDER BY s.concurrency_key LIMIT 1)
     UNION ALL
     SELECT (SELECT s.concurrency_key FROM steps s
-            WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NOT NULL
+            WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key IS NOT NULL
               AND s.concurrency_key > w.key AND s.concurrency_key <= $6::text
             ORDER BY s.concurrency_key LIMIT 1), w.n + 1
     FROM wrapped w WHERE w.key IS NOT NULL AND w.n < $5::bigint
@@ -96,7 +96,7 @@ share AS (
     SELECT ($1::bigint + l.keys - 1) / l.keys AS n
     FROM (SELECT count(*) + (SELECT count(*) FROM (
               SELECT 1 FROM steps s
-              WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NULL
+              WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key IS NULL
               ORDER BY s.priority DESC, s.next_run_at LIMIT 1) p)
               AS keys
           FROM live) l
@@ -138,7 +138,7 @@ keyed AS (
     CROSS JOIN LATERAL (
         SELECT s.id, s.concurrency_key AS key, s.priority, s.next_run_at, s.concurrency_limit
         FROM steps s
-        WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key = lv.key
+        WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key = lv.key
           AND s.next_run_at <= c.now
           AND s.run_id <> ALL (pa.runs) AND s.operation <> ALL (pa.operations)
         ORDER BY s.priority DESC, s.next_run_at
@@ -152,7 +152,7 @@ keyed AS (
 plain AS (
     SELECT s.id, s.priority, s.next_run_at
     FROM steps s, clock c, pauses pa
-    WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key IS NULL
+    WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key IS NULL
       AND s.next_run_at <= c.now
       AND s.run_id <> ALL (pa.runs) AND s.operation <> ALL (pa.operations)
     ORDER BY s.priority DESC, s.next_run_at

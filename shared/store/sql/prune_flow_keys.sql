@@ -9,7 +9,7 @@ WITH idle AS (
     SELECT f.name FROM flow_keys f
     WHERE NOT EXISTS (SELECT 1 FROM flow_limits l WHERE l.target = f.name)
       AND NOT EXISTS (SELECT 1 FROM steps s
-                      WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.concurrency_key = f.name)
+                      WHERE s.status = 'pending' AND s.pending_deps = 0 AND s.wait IS NULL AND s.concurrency_key = f.name)
       AND NOT EXISTS (SELECT 1 FROM steps s
                       WHERE s.status IN ('leased', 'running') AND s.concurrency_key = f.name)
     ORDER BY f.refilled_at

@@ -32,6 +32,8 @@
 //!   live channel ([`browse::CONSOLE_CHANNEL`]).
 //! - [`bulk`]: an operator's set-based actions: retry many steps, cancel many runs (and the
 //!   detached attempts they hold), one statement per batch.
+//! - [`waits`]: durable waits: the scheduler's round (start, decide by timer, timeout, a
+//!   signal or event already there, apply), signals, events, completion tokens, what waits.
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
 //!   skipping what another transaction holds; what a prune would delete.
@@ -96,6 +98,7 @@ pub mod submit;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod trace;
+pub mod waits;
 
 use std::sync::Arc;
 use std::time::Duration;

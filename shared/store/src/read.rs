@@ -74,6 +74,10 @@ pub struct StepView {
     pub depends_on: Vec<String>,
     pub attempts: Vec<AttemptView>,
     pub artifacts: Vec<ArtifactView>,
+    /// A waiting step: what it waits for and how long it may still wait
+    /// (`signal approve, 1 h 12 min left`; [`crate::waits::WaitView::describe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
 }
 
 impl StepView {
@@ -93,7 +97,11 @@ impl StepView {
 
     /// The status as people read it: a detached attempt is `running (detached)`.
     pub fn status_text(&self) -> String {
-        if self.is_detached() { "running (detached)".to_owned() } else { self.status.to_string() }
+        match &self.waiting_for {
+            _ if self.is_detached() => "running (detached)".to_owned(),
+            Some(what) if self.status == StepStatus::Waiting => format!("waiting ({what})"),
+            _ => self.status.to_string(),
+        }
     }
 }
 
@@ -177,6 +185,14 @@ impl Store {
                 steps[i].artifacts.push(a);
             }
         }
+        if steps.iter().any(|s| s.status == StepStatus::Waiting) {
+            let now = chrono::Utc::now();
+            for wait in crate::waits::views(&mut tx, Some(run_id), u32::MAX / 2).await? {
+                if let Some(&i) = index.get(&wait.step_id) {
+                    steps[i].waiting_for = Some(wait.describe(now));
+                }
+            }
+        }
         tx.commit().await?;
         // `workflow_runs.outputs` holds the output as defined; `{}` (the column's default) is none.
         let declared = !run.outputs.is_null() && run.outputs != serde_json::json!({});
@@ -247,6 +263,7 @@ async fn read_steps(tx: &mut Tx, run_id: Uuid) -> Result<Vec<StepView>, Error> {
             depends_on: Vec::new(),
             attempts: Vec::new(),
             artifacts: Vec::new(),
+            waiting_for: None,
         })
         .collect())
 }

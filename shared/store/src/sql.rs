@@ -126,6 +126,22 @@ pub const FLOW_RESUME: &str = sql_file!("flow_resume");
 pub const FLOW_PAUSES: &str = sql_file!("flow_pauses");
 pub const FLOW_OVERRUNS: &str = sql_file!("flow_overruns");
 
+// Durable waits (waits.rs).
+pub const WAIT_START: &str = sql_file!("wait_start");
+pub const WAIT_MATCH: &str = sql_file!("wait_match");
+pub const WAIT_DUE: &str = sql_file!("wait_due");
+pub static WAIT_SUCCEED: LazyLock<String> =
+    LazyLock::new(|| succeed(sql_file!("wait_succeed"), Dependents::Release(3)));
+pub static WAIT_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("wait_fail_targets"), 3));
+pub const WAIT_FORGET: &str = sql_file!("wait_forget");
+pub const SIGNAL_STEPS: &str = sql_file!("signal_steps");
+pub const SIGNAL: &str = sql_file!("signal");
+pub const EVENT: &str = sql_file!("event");
+pub const WAIT_TOKEN: &str = sql_file!("wait_token");
+pub const WAIT_TOKEN_DECIDE: &str = sql_file!("wait_token_decide");
+pub const WAITS_OF_RUN: &str = sql_file!("waits_of_run");
+pub const PRUNE_EVENTS: &str = sql_file!("prune_events");
+
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
 pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
@@ -185,7 +201,7 @@ const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
 
 /// Every statement of the store, composed statements in their composed form.
 pub fn catalogue() -> Vec<Statement> {
-    [hot_path(), operators(), maintenance()].concat()
+    [hot_path(), operators(), waits(), maintenance()].concat()
 }
 
 fn s(name: &'static str, sql: &'static str, params: &'static [&'static str]) -> Statement {
@@ -253,7 +269,7 @@ fn operators() -> Vec<Statement> {
             SUBMIT_STEPS,
             &[
                 "uuid[]", "uuid", "int4[]", "text[]", "text[]", "text[]", "jsonb[]", "int4[]", "int4[]", "int4[]",
-                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]", "int4[]", "text[]", "int4[]", "int4[]",
+                "int8[]", "int8[]", "float8[]", "jsonb[]", "int4[]", "int4[]", "text[]", "int4[]", "int4[]", "jsonb[]",
             ],
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),
@@ -295,6 +311,25 @@ fn operators() -> Vec<Statement> {
         s("revoke_secret", REVOKE_SECRET, &["text", "text", "text"]),
         s("secret_grants", SECRET_GRANTS, &[]),
         s("run_name", RUN_NAME, &["uuid"]),
+    ]
+}
+
+/// Durable waits: the scheduler's round, signals, events, completion tokens, what waits.
+fn waits() -> Vec<Statement> {
+    vec![
+        s("wait_start", WAIT_START, &["int8"]),
+        s("wait_match", WAIT_MATCH, &[]),
+        s("wait_due", WAIT_DUE, &["int8"]),
+        s("wait_succeed", WAIT_SUCCEED.as_str(), &["int8", "uuid[]", "text"]),
+        s("wait_fail", WAIT_FAIL.as_str(), &["int8", "uuid[]", "jsonb"]),
+        s("wait_forget", WAIT_FORGET, &["int8"]),
+        s("signal_steps", SIGNAL_STEPS, &["uuid", "text"]),
+        s("signal", SIGNAL, &["uuid", "text", "text", "jsonb", "text", "bool"]),
+        s("event", EVENT, &["text", "text", "text", "jsonb"]),
+        s("wait_token", WAIT_TOKEN, &["text"]),
+        s("wait_token_decide", WAIT_TOKEN_DECIDE, &["text", "jsonb"]),
+        s("waits_of_run", WAITS_OF_RUN, &["uuid", "int8"]),
+        s("prune_events", PRUNE_EVENTS, &["int8", "int8"]),
     ]
 }
 

@@ -89,6 +89,7 @@ impl Store {
                 .map(|s| s.concurrency.as_ref().and_then(|c| c.limit).map(|n| n.min(i32::MAX as u32) as i32))
                 .collect::<Vec<_>>() as &[Option<i32>],
             &column(|s| s.priority),
+            &waits_column(steps) as &[Option<serde_json::Value>],
         )
         .execute(&mut *tx)
         .await?;
@@ -104,6 +105,11 @@ impl Store {
         tx.commit().await?;
         Ok(Submitted { run_id, created: true })
     }
+}
+
+/// The column of the waits (`NULL` for a step that runs an operation).
+fn waits_column(steps: &[PlannedStep]) -> Vec<Option<serde_json::Value>> {
+    steps.iter().map(|s| s.wait.as_ref().map(|w| w.to_json())).collect()
 }
 
 /// A column of the map steps' counts (`NULL` for a step that is not a map, or leaves it out).

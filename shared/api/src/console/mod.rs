@@ -81,6 +81,7 @@ pub fn status_colour(status: &str) -> &'static str {
         "running" => "#2563eb",
         "leased" => "#60a5fa",
         "skipped" => "#a8a29e",
+        "waiting" => "#7c3aed",
         _ => "#94a3b8",
     }
 }

@@ -29,8 +29,8 @@ form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
 "#;
 
 /// The statuses and outcomes with a colour of their own (others are grey).
-const COLOURED: [&str; 8] =
-    ["succeeded", "failed", "lease_expired", "cancelled", "retrying", "running", "leased", "skipped"];
+const COLOURED: [&str; 9] =
+    ["succeeded", "failed", "lease_expired", "cancelled", "retrying", "running", "leased", "skipped", "waiting"];
 
 /// The page's one stylesheet: the base and a badge colour per status.
 static STYLE: LazyLock<String> = LazyLock::new(|| {
@@ -246,7 +246,11 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
         tr id={ "step-" (step.name) } data-step=(step.name) data-status=(step.status.as_str()) {
             td { (step.name) }
             td { code { (step.operation) } @if let Some(v) = &step.version { " " span.muted { (v) } } }
-            td { (badge(step.status.as_str())) @if step.is_detached() { " " span.muted { "(detached)" } } }
+            td {
+                (badge(step.status.as_str()))
+                @if step.is_detached() { " " span.muted { "(detached)" } }
+                @if let Some(what) = &step.waiting_for { " " span.muted { "(" (what) ")" } }
+            }
             td { (step.attempt) "/" (step.max_attempts) }
             td {
                 svg.progress width="80" height="6" {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::flow::ConcurrencySpec;
+use crate::wait::WaitSpec;
 use crate::workflow::problem::Error;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,9 +29,14 @@ pub struct WorkflowDefinition {
 #[serde(deny_unknown_fields)]
 pub struct StepDefinition {
     pub name: String,
+    /// The executor the step runs with; empty for a step that waits instead.
+    #[serde(default)]
     pub operation: String,
     #[serde(default)]
     pub version: Option<String>,
+    /// A durable wait instead of an operation (a timer, a signal, an event: [`crate::wait`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<WaitSpec>,
     #[serde(default = "empty_object")]
     pub input: serde_json::Value,
     #[serde(default)]

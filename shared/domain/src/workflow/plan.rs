@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::flow::Concurrency;
 use crate::retry::RetryPolicy;
+use crate::wait::Wait;
 
 /// A step ready to be stored: defaults applied, dependencies as indices into the step list.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +22,8 @@ pub struct PlannedStep {
     /// The concurrency key (template filled from the run's inputs) and limit.
     pub concurrency: Option<Concurrency>,
     pub priority: i32,
+    /// Set for a step that waits (its `operation` is then the wait's, `wait.timer`, ...).
+    pub wait: Option<Wait>,
 }
 
 /// What makes a step a map: the list it runs over and how many children may run at once.

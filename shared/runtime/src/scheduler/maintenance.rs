@@ -1,7 +1,8 @@
 //! The scheduler's maintenance, on timers of its own beside the lease rounds: reap expired
 //! leases every `RARA_REAP_INTERVAL_MS`, refresh the statistics of hot tables that grew past
 //! them, delete a slice of the finished runs past the retention, delete a slice of the
-//! `flow_keys` rows no lease needs, turn the console's triggers off once no console listens.
+//! `flow_keys` rows no lease needs (and events past their retention), turn the console's
+//! triggers off once no console listens, and a round of durable waits every [`WAIT_INTERVAL`].
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -36,6 +37,17 @@ pub const CONSOLE_INTERVAL: Duration = Duration::from_secs(30);
 /// statement of at most [`FLOW_KEYS_SLICE`] rows; at most `RARA_REAP_INTERVAL_MS`): authors
 /// choose concurrency keys, and every key leased once has a row.
 pub const FLOW_KEYS_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How often a running scheduler does a round of durable waits (at most `RARA_REAP_INTERVAL_MS`):
+/// start the due waits, decide those whose timer or timeout came, apply what was decided. A
+/// timer completes within this of its time, plus one lease round for what follows it.
+pub const WAIT_INTERVAL: Duration = Duration::from_millis(250);
+
+/// The most rows each part of a round of waits takes (more wait for the next round).
+pub const WAIT_BATCH: u32 = 1000;
+
+/// How long events are kept for the waits that begin after them (docs/src/guide/waits.md).
+pub const EVENT_RETENTION_SECONDS: u64 = 7 * 24 * 3600;
 
 /// The most `flow_keys` rows one pass deletes.
 pub const FLOW_KEYS_SLICE: u32 = 1000;
@@ -80,6 +92,9 @@ impl Scheduler {
         if due(&self.last_flow_keys, FLOW_KEYS_INTERVAL.min(reap_interval)) {
             self.prune_flow_keys().await;
         }
+        if due(&self.last_waits, WAIT_INTERVAL.min(reap_interval)) {
+            self.waits(&mut counters).await?;
+        }
         Ok(counters)
     }
 
@@ -88,7 +103,11 @@ impl Scheduler {
     pub(super) async fn maintain_until(&self, done: CancellationToken) -> Counters {
         let mut total = Counters::default();
         let mut database = Burst::new("scheduler maintenance", crate::burst::postgres_peer(self.store.pool()));
-        let tick = STATISTICS_INTERVAL.min(PRUNE_INTERVAL).min(self.settings.reap_interval).max(MAINTENANCE_TICK);
+        let tick = STATISTICS_INTERVAL
+            .min(PRUNE_INTERVAL)
+            .min(WAIT_INTERVAL)
+            .min(self.settings.reap_interval)
+            .max(MAINTENANCE_TICK);
         while !done.is_cancelled() {
             match self.maintain().await {
                 Ok(counters) => {
@@ -149,6 +168,24 @@ impl Scheduler {
         }
     }
 
+    /// One round of durable waits ([`rara_store::waits`]), and beside the flow keys' slice, a
+    /// slice of the events past their retention. A failing round is returned (like the reaper's)
+    /// and tried again at the next look.
+    async fn waits(&self, counters: &mut Counters) -> Result<(), Error> {
+        let round = self.db(self.store.wait_round(WAIT_BATCH)).await.inspect_err(|_| {
+            if let Ok(mut last) = self.last_waits.lock() {
+                *last = None;
+            }
+        })?;
+        counters.waits_started += round.started;
+        counters.waits_decided += round.decided;
+        counters.waits_applied += round.applied;
+        if round != rara_store::waits::WaitRound::default() {
+            tracing::info!(started = round.started, decided = round.decided, applied = round.applied, "waits");
+        }
+        Ok(())
+    }
+
     /// One slice of `flow_keys`' idle rows. They only cost space: a failure here is logged,
     /// and the next pass tries again.
     async fn prune_flow_keys(&self) {
@@ -156,6 +193,11 @@ impl Scheduler {
             Ok(0) => {}
             Ok(rows) => tracing::info!(rows, "deleted flow_keys rows of keys with nothing due or held"),
             Err(e) => tracing::warn!(error = %e, "could not delete idle flow_keys rows"),
+        }
+        match self.db(self.store.prune_events(EVENT_RETENTION_SECONDS, FLOW_KEYS_SLICE)).await {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, "deleted events past their retention"),
+            Err(e) => tracing::warn!(error = %e, "could not delete events past their retention"),
         }
     }
 

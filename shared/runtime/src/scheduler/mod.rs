@@ -42,7 +42,7 @@ mod maintenance;
 mod send;
 mod trace;
 
-pub use maintenance::{CONSOLE_INTERVAL, PRUNE_INTERVAL, STATISTICS_INTERVAL};
+pub use maintenance::{CONSOLE_INTERVAL, EVENT_RETENTION_SECONDS, PRUNE_INTERVAL, STATISTICS_INTERVAL, WAIT_INTERVAL};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -77,6 +77,8 @@ pub struct Scheduler {
     last_console: Arc<Mutex<Option<Instant>>>,
     /// When the maintenance last pruned `flow_keys`.
     last_flow_keys: Arc<Mutex<Option<Instant>>>,
+    /// When the last round of durable waits ran.
+    last_waits: Arc<Mutex<Option<Instant>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
 }
@@ -99,6 +101,7 @@ impl Scheduler {
             last_prune: Arc::default(),
             last_console: Arc::default(),
             last_flow_keys: Arc::default(),
+            last_waits: Arc::default(),
             sends,
         }
     }

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::flow::{self, Concurrency};
 use crate::retry::RetryPolicy;
 use crate::secret_material;
+use crate::wait::WaitSpec;
 use crate::workflow::definition::{RetrySpec, StepDefinition};
 use crate::workflow::inputs::RunInputs;
 use crate::workflow::limits::{
@@ -30,6 +31,10 @@ impl StepRules<'_> {
     /// The step at `i`, each of its problems reported through `problem`.
     pub fn plan(&self, i: usize, step: &StepDefinition, problem: &mut impl FnMut(String, String)) -> PlannedStep {
         let at = |field: &str| format!("steps[{i}].{field}");
+        if let Some(wait) = &step.wait {
+            let depends_on = self.dependencies(i, step, problem);
+            return self.plan_wait(step, wait, depends_on, &at, problem);
+        }
         self.check_fields(step, &at, problem);
         let depends_on = self.dependencies(i, step, problem);
         let max_attempts = self.max_attempts(step, &at, problem);
@@ -48,6 +53,7 @@ impl StepRules<'_> {
             map,
             concurrency,
             priority: step.priority.unwrap_or(0),
+            wait: None,
         }
     }
 
@@ -93,6 +99,53 @@ impl StepRules<'_> {
                     self.config.max_input_bytes
                 ),
             );
+        }
+    }
+
+    /// A step that waits: its name, the wait ([`WaitSpec::plan`]), and none of what only a step
+    /// that runs an operation has (an operation, an input, attempts, a timeout, a retry policy,
+    /// `for_each`, a concurrency key, a priority). One attempt: `rara retry` waits again.
+    fn plan_wait(
+        &self,
+        step: &StepDefinition,
+        wait: &WaitSpec,
+        depends_on: Vec<usize>,
+        at: &impl Fn(&str) -> String,
+        problem: &mut impl FnMut(String, String),
+    ) -> PlannedStep {
+        check_name(&at("name"), &step.name, problem);
+        let runs_an_operation = [
+            ("operation", !step.operation.is_empty()),
+            ("version", step.version.is_some()),
+            ("input", step.input.as_object().is_none_or(|o| !o.is_empty())),
+            ("max_attempts", step.max_attempts.is_some()),
+            ("timeout_seconds", step.timeout_seconds.is_some()),
+            ("retry", step.retry.is_some()),
+            ("for_each", step.for_each.is_some()),
+            ("concurrency", step.concurrency.is_some()),
+            ("priority", step.priority.is_some()),
+        ];
+        for (field, _) in runs_an_operation.iter().filter(|(_, set)| *set) {
+            problem(
+                at(field),
+                "a step that waits has no operation and none of its settings (use wait.timeout_seconds)".into(),
+            );
+        }
+        let wait = wait.plan(self.inputs, at, problem);
+        let mut retry = self.config.default_retry.clone();
+        retry.max_attempts = 1;
+        PlannedStep {
+            name: step.name.clone(),
+            operation: wait.as_ref().map_or("wait", |w| w.operation()).to_owned(),
+            version: None,
+            input: serde_json::Value::Object(Default::default()),
+            depends_on,
+            retry,
+            timeout: self.config.default_step_timeout,
+            map: None,
+            concurrency: None,
+            priority: 0,
+            wait,
         }
     }
 

@@ -1,0 +1,75 @@
+//! `rara signal` and `rara event send` against Postgres and a scheduler pass (`rara scheduler
+//! --once` starts the waits): what `rara status` shows while a step waits, a delivery, the same
+//! id again, a signal nothing waits for (exit code 9), a payload that fails the schema, an event.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use rara_testkit::{Queues, endpoint};
+
+fn env(queues: &Queues) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ENDPOINT_URL", endpoint()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("RARA_QUEUE_URL", queues.url.clone()),
+    ]
+}
+
+fn run(db: &ScratchDb, env: &[(&'static str, String)], args: &[&str]) -> std::process::Output {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    db.rara_with(args, &env)
+}
+
+fn submit(db: &ScratchDb, yaml: &str) -> String {
+    let dir = tempdir();
+    let out = db.rara(&["submit", &write(&dir, "wf.yaml", yaml)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out).trim().to_owned()
+}
+
+const APPROVAL: &str = "name: release
+steps:
+  - name: approve
+    wait: {signal: approve, timeout_seconds: 3600, schema: {type: object, required: [approved_by]}}
+  - {name: dataset, wait: {event: dataset.uploaded, key: A}}
+";
+
+#[tokio::test]
+async fn signals_and_events_complete_waits_from_the_command_line() {
+    let queues = Queues::new(30, 10).await;
+    let db = ScratchDb::new();
+    let env = env(&queues);
+    assert!(db.rara(&["migrate"]).status.success());
+    let run_id = submit(&db, APPROVAL);
+    let pass = run(&db, &env, &["scheduler", "--once"]);
+    assert!(pass.status.success(), "{}", stderr(&pass));
+    let status = db.rara(&["status", &run_id]);
+    assert!(stdout(&status).contains("waiting (signal approve, 59 min"), "{}", stdout(&status));
+
+    let invalid = db.rara(&["signal", &run_id, "approve", "--data", "{}"]);
+    assert_eq!(invalid.status.code(), Some(2), "{}", stderr(&invalid));
+    assert!(stderr(&invalid).contains("approved_by"), "{}", stderr(&invalid));
+
+    let args = ["signal", &run_id, "approve", "--data", r#"{"approved_by":"ana"}"#, "--id", "s1", "--json"];
+    let delivered = db.rara(&args);
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    let answer: serde_json::Value = serde_json::from_slice(&delivered.stdout).unwrap();
+    assert_eq!(answer["delivery"], "delivered");
+    assert_eq!(answer["steps"], serde_json::json!(["approve"]));
+    let again = db.rara(&args);
+    assert!(stdout(&again).contains("\"duplicate\""), "{}", stdout(&again));
+    let late = db.rara(&["signal", &run_id, "approve", "--reject", "too late"]);
+    assert_eq!(late.status.code(), Some(9), "{}", stderr(&late));
+    assert!(stderr(&late).contains("approve is succeeded"), "{}", stderr(&late));
+
+    let sent = db.rara(&["event", "send", "dataset.uploaded", "--key", "A", "--data", r#"{"uri":"s3://a"}"#]);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert!(stdout(&sent).contains("completed 1 waiting step"), "{}", stdout(&sent));
+    let done = db.rara(&["status", &run_id, "--json"]);
+    let run: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["steps"][1]["output"], serde_json::json!({"uri": "s3://a"}));
+}

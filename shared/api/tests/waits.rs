@@ -1,0 +1,103 @@
+//! Durable waits over HTTP: a signal with the token (refused without it, with a bad payload,
+//! twice, or when nothing waits), an event completing only its key's waits, a completion token
+//! used without the API token (once; a wrong one is 404), and the inbox that shows the token
+//! only to an authenticated reader.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::{Client, TOKEN};
+use rara_store::Store;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+const APPROVAL: &str = "name: release
+steps:
+  - name: approve
+    wait: {signal: approve, schema: {type: object, required: [approved_by]}}
+  - {name: dataset, wait: {event: dataset.uploaded, key: A}}
+";
+
+async fn waiting(client: &Client, pool: &PgPool) -> String {
+    let (status, body) = client.post("/api/runs", json!({"definition": APPROVAL})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    Store::new(pool.clone()).wait_round(100).await.unwrap();
+    body["id"].as_str().unwrap().to_owned()
+}
+
+async fn step(client: &Client, run: &str, name: &str) -> Value {
+    let (_, run) = client.get(&format!("/api/runs/{run}")).await;
+    run["steps"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_signal_completes_its_wait_once_and_says_why_it_refuses(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let run = waiting(&client, &pool).await;
+    let uri = format!("/api/runs/{run}/signals/approve");
+    let body = serde_json::to_vec(&json!({"data": {"approved_by": "ana"}, "id": "s1"})).unwrap();
+    let (status, _) = client.send(Method::POST, &uri, None, Some(("application/json", body))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let (status, refused) = client.post(&uri, json!({"data": {}})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["code"], "invalid_payload");
+    assert!(refused["message"].as_str().unwrap().contains("approved_by"), "{refused}");
+    assert_eq!(step(&client, &run, "approve").await["status"], "waiting");
+
+    let (status, delivered) = client.post(&uri, json!({"data": {"approved_by": "ana"}, "id": "s1"})).await;
+    assert_eq!(status, StatusCode::OK, "{delivered}");
+    assert_eq!(delivered, json!({"delivery": "delivered", "id": "s1", "steps": ["approve"], "paused": false}));
+    assert_eq!(step(&client, &run, "approve").await["output"], json!({"approved_by": "ana"}));
+    let (_, again) = client.post(&uri, json!({"data": {"approved_by": "bob"}, "id": "s1"})).await;
+    assert_eq!(again["delivery"], "duplicate");
+    let (status, late) = client.post(&uri, json!({"data": {"approved_by": "bob"}, "id": "s2"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{late}");
+    assert_eq!(late["code"], "not_waiting");
+    assert_eq!(late["exit_code"], 9);
+    let (status, bad) = client.post(&format!("/api/runs/{run}/signals/no%20pe"), Value::Null).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_event_and_a_completion_token_complete_their_waits(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let run = waiting(&client, &pool).await;
+    let (status, receipt) =
+        client.post("/api/events", json!({"name": "dataset.uploaded", "key": "B", "id": "e1"})).await;
+    assert_eq!(status, StatusCode::OK, "{receipt}");
+    assert_eq!(receipt["completed"], 0);
+    let (_, receipt) =
+        client.post("/api/events", json!({"name": "dataset.uploaded", "key": "A", "payload": {"uri": "s3://a"}})).await;
+    assert_eq!(receipt["completed"], 1, "{receipt}");
+    assert_eq!(step(&client, &run, "dataset").await["output"], json!({"uri": "s3://a"}));
+
+    // The inbox: the token only for an authenticated reader.
+    let (status, anonymous) = client.get(&format!("/api/waits?run={run}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(anonymous.as_array().unwrap().len(), 1, "{anonymous}");
+    assert!(anonymous[0]["token"].is_null(), "{anonymous}");
+    let (_, text) = client.send(Method::GET, &format!("/api/waits?run={run}"), Some(TOKEN), None).await;
+    let inbox: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(inbox[0]["name"], "approve");
+    let token = inbox[0]["token"].as_str().unwrap().to_owned();
+
+    // Without the API token: the completion token is the credential, once.
+    let send = |path: String, body: Value| {
+        let client = &client;
+        async move {
+            let bytes = serde_json::to_vec(&body).unwrap();
+            client.send(Method::POST, &path, None, Some(("application/json", bytes))).await
+        }
+    };
+    let (status, _) = send("/api/waits/0123abcd".into(), json!({"approved_by": "x"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, text) = send(format!("/api/waits/{token}"), json!({"approved_by": "partner"})).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let (status, _) = send(format!("/api/waits/{token}"), json!({"approved_by": "partner"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(step(&client, &run, "approve").await["output"], json!({"approved_by": "partner"}));
+    let (_, done) = client.get(&format!("/api/runs/{run}")).await;
+    assert_eq!(done["status"], "succeeded");
+}
