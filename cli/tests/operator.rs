@@ -5,26 +5,8 @@
 mod common;
 
 use common::*;
-use rara_testkit::{Queues, endpoint};
+use rara_testkit::Queues;
 use uuid::Uuid;
-
-/// The environment of a live local stack for `rara`.
-fn stack_env(queues: &Queues) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ENDPOINT_URL", endpoint()),
-        ("AWS_ACCESS_KEY_ID", "test".into()),
-        ("AWS_SECRET_ACCESS_KEY", "test".into()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("RARA_QUEUE_URL", queues.url.clone()),
-        ("RARA_DLQ_URL", queues.dlq_url.clone()),
-        ("RARA_SCHEDULER_POLL_MS", "100".into()),
-    ]
-}
-
-fn run(db: &ScratchDb, env: &[(&'static str, String)], args: &[&str]) -> std::process::Output {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    db.rara_with(args, &env)
-}
 
 fn json(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
@@ -34,9 +16,9 @@ fn json(o: &std::process::Output) -> serde_json::Value {
 /// round per level of the workflow's dependency graph.
 fn work(db: &ScratchDb, env: &[(&'static str, String)], rounds: usize) {
     for _ in 0..rounds {
-        let s = run(db, env, &["scheduler", "--once"]);
+        let s = db.rara_in(env, &["scheduler", "--once"]);
         assert!(s.status.success(), "{}", stderr(&s));
-        let e = run(db, env, &["executor", "--until-idle", "--idle-seconds", "2"]);
+        let e = db.rara_in(env, &["executor", "--until-idle", "--idle-seconds", "2"]);
         assert!(e.status.success(), "{}", stderr(&e));
     }
 }
@@ -55,7 +37,7 @@ async fn queue_create_makes_aligned_queues() {
     let db = ScratchDb::new();
     let name = format!("rara-cli-{}", Uuid::new_v4().simple());
     let env = stack_env(&queues);
-    let out = run(&db, &env, &["queue", "create", "--name", &name, "--json"]);
+    let out = db.rara_in(&env, &["queue", "create", "--name", &name, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let pair = json(&out);
     let url = pair["queue_url"].as_str().unwrap();
@@ -76,7 +58,7 @@ async fn queue_create_makes_aligned_queues() {
         attributes[&A::RedrivePolicy].contains("\"maxReceiveCount\":\"10\"")
             || attributes[&A::RedrivePolicy].contains("\"maxReceiveCount\":10")
     );
-    let text = run(&db, &env, &["queue", "create", "--name", &name]);
+    let text = db.rara_in(&env, &["queue", "create", "--name", &name]);
     assert!(stdout(&text).contains("export RARA_QUEUE_URL="), "idempotent, and prints export lines");
 }
 
@@ -96,7 +78,7 @@ async fn list_cancel_and_watch() {
     assert_eq!(listed.as_array().unwrap().len(), 2);
     assert_eq!(listed[0]["id"], second.to_string(), "newest first");
 
-    let cancelled = run(&db, &env, &["cancel", &second.to_string(), "--json"]);
+    let cancelled = db.rara_in(&env, &["cancel", &second.to_string(), "--json"]);
     assert!(cancelled.status.success(), "{}", stderr(&cancelled));
     assert_eq!(json(&cancelled)["cancelled_steps"], 2);
     let only = json(&db.rara(&["list", "--status", "cancelled", "--json"]));
@@ -160,19 +142,19 @@ async fn dlq_list_shows_reasons_and_redrive_moves_messages_back() {
     let env = stack_env(&queues);
     assert!(db.rara(&["migrate"]).status.success());
     queues.send_raw("definitely not a step message").await;
-    let e = run(&db, &env, &["executor", "--until-idle", "--idle-seconds", "2"]);
+    let e = db.rara_in(&env, &["executor", "--until-idle", "--idle-seconds", "2"]);
     assert!(e.status.success(), "{}", stderr(&e));
 
-    let listed = run(&db, &env, &["dlq", "list", "--json"]);
+    let listed = db.rara_in(&env, &["dlq", "list", "--json"]);
     assert!(listed.status.success(), "{}", stderr(&listed));
     let listed = json(&listed);
     assert_eq!(listed.as_array().unwrap().len(), 1);
     assert_eq!(listed[0]["reason_code"], "MALFORMED_MESSAGE");
     assert_eq!(listed[0]["body"], "definitely not a step message");
     // Listing leaves the messages where they are.
-    assert_eq!(json(&run(&db, &env, &["dlq", "list", "--json"])).as_array().unwrap().len(), 1);
+    assert_eq!(json(&db.rara_in(&env, &["dlq", "list", "--json"])).as_array().unwrap().len(), 1);
 
-    let redriven = run(&db, &env, &["dlq", "redrive", "--json"]);
+    let redriven = db.rara_in(&env, &["dlq", "redrive", "--json"]);
     assert!(redriven.status.success(), "{}", stderr(&redriven));
     assert_eq!(json(&redriven)["redriven"], 1);
     assert!(queues.dead_letters().await.is_empty());
@@ -254,7 +236,7 @@ async fn dlq_entries_moved_by_sqs_redrive_are_classified_purged_when_stale_and_r
     let stranger = body(Uuid::new_v4(), Uuid::new_v4());
     queues.client.send_message().queue_url(&queues.dlq_url).message_body(&stranger).send().await.unwrap();
 
-    let listed = run(&db, &env, &["--json", "dlq", "list"]);
+    let listed = db.rara_in(&env, &["--json", "dlq", "list"]);
     assert!(listed.status.success(), "{}", stderr(&listed));
     let listed = json(&listed);
     let entry = |body: &str| -> (String, String) {
@@ -280,26 +262,26 @@ async fn dlq_entries_moved_by_sqs_redrive_are_classified_purged_when_stale_and_r
     );
     assert_eq!(entry("oops"), ("rejected".into(), "MALFORMED_MESSAGE: not JSON".into()));
     assert_eq!(entry(&stranger), ("unknown".into(), "unknown step".into()));
-    let table = run(&db, &env, &["dlq", "list"]);
+    let table = db.rara_in(&env, &["dlq", "list"]);
     assert!(stdout(&table).contains("STATE") && stdout(&table).contains("stale: step cancelled at"));
 
-    let refused = run(&db, &env, &["dlq", "purge"]);
+    let refused = db.rara_in(&env, &["dlq", "purge"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("purge needs --stale"), "{}", stderr(&refused));
-    let purged = run(&db, &env, &["dlq", "purge", "--stale"]);
+    let purged = db.rara_in(&env, &["dlq", "purge", "--stale"]);
     assert!(purged.status.success(), "{}", stderr(&purged));
     assert!(stdout(&purged).contains("removed 3 stale message(s)"), "{}", stdout(&purged));
-    let left = json(&run(&db, &env, &["--json", "dlq", "list"]));
+    let left = json(&db.rara_in(&env, &["--json", "dlq", "list"]));
     let mut states: Vec<&str> = left.as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
     states.sort_unstable();
     assert_eq!(states, ["live", "rejected", "unknown"]);
 
-    let redriven = run(&db, &env, &["--json", "dlq", "redrive"]);
+    let redriven = db.rara_in(&env, &["--json", "dlq", "redrive"]);
     assert!(redriven.status.success(), "{}", stderr(&redriven));
     let redriven = json(&redriven);
     assert_eq!(redriven["redriven"], 2, "the live one and rara's own dead-letter: {redriven}");
     assert_eq!(redriven["skipped"]["unknown"], 1);
-    let left = json(&run(&db, &env, &["--json", "dlq", "list"]));
+    let left = json(&db.rara_in(&env, &["--json", "dlq", "list"]));
     assert_eq!(left.as_array().unwrap().len(), 1);
     assert_eq!(left[0]["body"], stranger.as_str());
     let mut back_on_queue: Vec<String> = queues.drain(&queues.url).await.into_iter().filter_map(|m| m.body).collect();

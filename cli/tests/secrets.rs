@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use rara_testkit::{Queues, endpoint};
+use rara_testkit::Queues;
 
 const VALUE: &str = "env-s3cret-93d1";
 
@@ -17,15 +17,9 @@ fn workflow(name: &str) -> String {
 }
 
 fn env(queues: &Queues) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ENDPOINT_URL", endpoint()),
-        ("AWS_ACCESS_KEY_ID", "test".into()),
-        ("AWS_SECRET_ACCESS_KEY", "test".into()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("RARA_QUEUE_URL", queues.url.clone()),
-        ("RARA_DLQ_URL", queues.dlq_url.clone()),
-        ("RARA_SECRET_API", VALUE.into()),
-    ]
+    let mut env = stack_env(queues);
+    env.push(("RARA_SECRET_API", VALUE.into()));
+    env
 }
 
 fn ok(out: std::process::Output) -> String {
@@ -64,9 +58,8 @@ async fn secrets_are_refused_until_granted_and_a_revoked_grant_fails_its_step_at
     assert_eq!(again.status.code(), Some(3), "{}", stderr(&again));
 
     let env = env(&queues);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    ok(db.rara_with(&["scheduler", "--once"], &env));
-    ok(db.rara_with(&["executor", "--until-idle", "--idle-seconds", "2"], &env));
+    ok(db.rara_in(&env, &["scheduler", "--once"]));
+    ok(db.rara_in(&env, &["executor", "--until-idle", "--idle-seconds", "2"]));
     let status =
         |id: &str| -> serde_json::Value { serde_json::from_str(&ok(db.rara(&["status", id, "--json"]))).unwrap() };
     assert_eq!(status(&granted)["status"], "succeeded");

@@ -6,22 +6,7 @@
 mod common;
 
 use common::*;
-use rara_testkit::{Queues, endpoint};
-
-fn env(queues: &Queues) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ENDPOINT_URL", endpoint()),
-        ("AWS_ACCESS_KEY_ID", "test".into()),
-        ("AWS_SECRET_ACCESS_KEY", "test".into()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("RARA_QUEUE_URL", queues.url.clone()),
-    ]
-}
-
-fn run(db: &ScratchDb, env: &[(&'static str, String)], args: &[&str]) -> std::process::Output {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    db.rara_with(args, &env)
-}
+use rara_testkit::Queues;
 
 fn submit(db: &ScratchDb, yaml: &str) -> String {
     let dir = tempdir();
@@ -41,10 +26,10 @@ steps:
 async fn signals_and_events_complete_waits_from_the_command_line() {
     let queues = Queues::new(30, 10).await;
     let db = ScratchDb::new();
-    let env = env(&queues);
+    let env = stack_env(&queues);
     assert!(db.rara(&["migrate"]).status.success());
     let run_id = submit(&db, APPROVAL);
-    let pass = run(&db, &env, &["scheduler", "--once"]);
+    let pass = db.rara_in(&env, &["scheduler", "--once"]);
     assert!(pass.status.success(), "{}", stderr(&pass));
     let status = db.rara(&["status", &run_id]);
     assert!(stdout(&status).contains("waiting (signal approve, 59 min"), "{}", stdout(&status));

@@ -68,13 +68,13 @@ impl Payload {
         serde_json::from_str(&text).map_err(|e| Failure::new(ExitCode::Usage, format!("the payload is not JSON: {e}")))
     }
 
-    fn id(&self) -> Result<String, Failure> {
+    /// The id (given or new) and the payload, bounded with the reason like the API bounds them.
+    fn checked(&self, reject: Option<&str>) -> Result<(String, serde_json::Value), Failure> {
         let id = self.id.clone().unwrap_or_else(|| Uuid::new_v4().to_string());
-        let max = rara_api::waits::MAX_ID_LEN;
-        if id.is_empty() || id.chars().count() > max {
-            return Err(Failure::new(ExitCode::Usage, format!("--id must be 1 to {max} characters")));
-        }
-        Ok(id)
+        let payload = self.value()?;
+        rara_domain::wait::check_delivery(&id, reject, &payload)
+            .map_err(|(field, why)| Failure::new(ExitCode::Usage, format!("--{field}: {why}")))?;
+        Ok((id, payload))
     }
 }
 
@@ -87,7 +87,8 @@ fn check_name(name: &str, what: &str) -> Result<(), Failure> {
 
 pub async fn signal(args: SignalArgs, json: bool) -> Result<(), Failure> {
     check_name(&args.name, "the signal")?;
-    let signal = Signal { id: args.payload.id()?, payload: args.payload.value()?, reject: args.reject };
+    let (id, payload) = args.payload.checked(args.reject.as_deref())?;
+    let signal = Signal { id, payload, reject: args.reject };
     let store = super::connect(&super::config()?).await?;
     store.run_status(args.run_id).await?;
     let (delivery, steps, paused) = match store.signal(args.run_id, &args.name, &signal).await? {
@@ -123,7 +124,7 @@ pub async fn signal(args: SignalArgs, json: bool) -> Result<(), Failure> {
 pub async fn event(args: Event, json: bool) -> Result<(), Failure> {
     let EventCommand::Send { name, key, payload } = args.command;
     check_name(&name, "the event")?;
-    let (id, value) = (payload.id()?, payload.value()?);
+    let (id, value) = payload.checked(None)?;
     if key.is_empty() || key.chars().count() > rara_domain::wait::MAX_KEY_LEN {
         return Err(Failure::new(ExitCode::Usage, "--key must be 1 to 256 characters"));
     }

@@ -24,6 +24,12 @@ impl ScratchDb {
         self.rara_with(args, &[])
     }
 
+    /// Runs `rara` in the environment of a live local stack ([`stack_env`]).
+    pub fn rara_in(&self, env: &[(&'static str, String)], args: &[&str]) -> Output {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.rara_with(args, &env)
+    }
+
     /// Runs `rara` with extra environment variables.
     pub fn rara_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut command = Command::new(env!("CARGO_BIN_EXE_rara"));
@@ -39,6 +45,20 @@ impl Drop for ScratchDb {
     fn drop(&mut self) {
         self.db.drop_blocking();
     }
+}
+
+/// The environment of a live local stack for `rara`: LocalStack's endpoint and credentials,
+/// the queue and its DLQ, a fast scheduler poll.
+pub fn stack_env(queues: &rara_testkit::Queues) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ENDPOINT_URL", rara_testkit::endpoint()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("RARA_QUEUE_URL", queues.url.clone()),
+        ("RARA_DLQ_URL", queues.dlq_url.clone()),
+        ("RARA_SCHEDULER_POLL_MS", "100".into()),
+    ]
 }
 
 pub fn stdout(o: &Output) -> String {

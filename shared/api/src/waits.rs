@@ -8,7 +8,7 @@ use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, Que
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use rara_domain::wait::{MAX_KEY_LEN, key_text, valid_wait_name};
+use rara_domain::wait::{MAX_KEY_LEN, check_delivery, key_text, valid_wait_name};
 use rara_store::waits::{Delivery, Signal, TokenCompletion, WaitView};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -17,9 +17,6 @@ use uuid::Uuid;
 use crate::error::{json, optional_json};
 use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
-/// The longest signal or event id, and the longest rejection reason.
-pub const MAX_ID_LEN: usize = 128;
-pub const MAX_REASON_LEN: usize = 2000;
 /// The exit code of a completion nothing waits for (`rara signal`, as `rara exit-codes` lists it).
 pub const NOT_WAITING_EXIT: u8 = 9;
 
@@ -101,11 +98,18 @@ pub struct WaitsQuery {
     pub limit: Option<u32>,
 }
 
-fn check_id(id: Option<String>, field: &str) -> Result<String, Error> {
+/// The id given (or a new one), bounded with the reason and the payload (`payload_field`: where
+/// the request carries it).
+fn checked(
+    id: Option<String>,
+    reject: Option<&str>,
+    payload: &serde_json::Value,
+    payload_field: &str,
+) -> Result<String, Error> {
     let id = id.unwrap_or_else(|| Uuid::new_v4().to_string());
-    if id.is_empty() || id.chars().count() > MAX_ID_LEN || id.chars().any(char::is_control) {
-        return Err(Error::bad_request(format!("must be 1 to {MAX_ID_LEN} printable characters")).with_field(field));
-    }
+    check_delivery(&id, reject, payload).map_err(|(field, why)| {
+        Error::bad_request(why).with_field(if field == "data" { payload_field } else { field })
+    })?;
     Ok(id)
 }
 
@@ -115,7 +119,7 @@ fn invalid_payload(problems: Vec<(String, String)>, field: &str) -> Error {
     Error::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_payload", message, 2).with_field(format!("{field}{path}"))
 }
 
-/// Delivers a signal to a run (the same function `rara signal` calls).
+/// Delivers a signal to a run.
 pub(crate) async fn deliver(
     api: &Api,
     run_id: Uuid,
@@ -127,16 +131,10 @@ pub(crate) async fn deliver(
             Error::bad_request("a signal name is 1 to 128 ASCII letters, digits and . _ : -").with_field("name")
         );
     }
-    if request.reject.as_ref().is_some_and(|r| r.is_empty() || r.chars().count() > MAX_REASON_LEN) {
-        return Err(Error::bad_request(format!("a reason is 1 to {MAX_REASON_LEN} characters")).with_field("reject"));
-    }
     api.store().run_status(run_id).await?;
-    let id = check_id(request.id, "id")?;
-    let signal = Signal {
-        id: id.clone(),
-        payload: request.data.unwrap_or_else(|| serde_json::json!({})),
-        reject: request.reject,
-    };
+    let payload = request.data.unwrap_or_else(|| serde_json::json!({}));
+    let id = checked(request.id, request.reject.as_deref(), &payload, "data")?;
+    let signal = Signal { id: id.clone(), payload, reject: request.reject };
     let (delivery, steps, paused) = match api.store().signal(run_id, name, &signal).await? {
         Delivery::Delivered { steps, paused } => ("delivered", steps, paused),
         Delivery::Kept { steps } => ("kept", steps, false),
@@ -169,7 +167,7 @@ pub async fn signal(
     Ok(Json(deliver(&api, run_id, &name, request).await?))
 }
 
-/// Receives an event (the same function `rara event send` calls).
+/// Receives an event.
 pub(crate) async fn receive(api: &Api, request: EventRequest) -> Result<EventResponse, Error> {
     if !valid_wait_name(&request.name) {
         return Err(
@@ -180,8 +178,8 @@ pub(crate) async fn receive(api: &Api, request: EventRequest) -> Result<EventRes
     let key = key_text(&request.key, "key", &mut |_, why| problem = Some(why)).ok_or_else(|| {
         Error::bad_request(problem.unwrap_or_else(|| format!("1 to {MAX_KEY_LEN} characters"))).with_field("key")
     })?;
-    let id = check_id(request.id, "id")?;
     let payload = request.payload.unwrap_or_else(|| serde_json::json!({}));
+    let id = checked(request.id, None, &payload, "payload")?;
     let receipt = api.store().send_event(&request.name, &key, &id, &payload).await?;
     Ok(EventResponse { id, fresh: receipt.fresh, completed: receipt.completed })
 }
@@ -219,6 +217,7 @@ pub async fn complete(
     let body = body?;
     let payload: serde_json::Value =
         if body.is_empty() { serde_json::json!({}) } else { optional_json::<serde_json::Value>(&body)? };
+    rara_domain::wait::check_payload(&payload).map_err(Error::bad_request)?;
     match api.store().complete_by_token(&token, &payload).await? {
         None => Err(gone()),
         Some(TokenCompletion::Invalid(problems)) => Err(invalid_payload(problems, "")),

@@ -34,6 +34,13 @@ pub const MAX_SCHEMA_BYTES: usize = 16 * 1024;
 pub const MAX_KEY_LEN: usize = 256;
 /// The longest signal or event name.
 pub const MAX_WAIT_NAME_LEN: usize = 128;
+/// The longest signal or event id.
+pub const MAX_ID_LEN: usize = 128;
+/// The longest reason a signal is rejected with.
+pub const MAX_REASON_LEN: usize = 2000;
+/// The largest payload (serialised) a signal, an event or a completion token carries: it becomes
+/// a step's output, held to the default bound on an executor's (`RARA_MAX_OUTPUT_BYTES`).
+pub const MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
 
 /// The wait as written in a step (`wait:`), parsed strictly.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -275,6 +282,29 @@ pub fn key_text(value: &Value, path: &str, problem: &mut impl FnMut(String, Stri
         return None;
     }
     Some(text)
+}
+
+/// A completion as it arrives (a signal, an event, a token's body), bounded before it is stored:
+/// the id (1 to [`MAX_ID_LEN`] printable characters), the reason of a rejection (1 to
+/// [`MAX_REASON_LEN`] characters) and the payload (at most [`MAX_PAYLOAD_BYTES`] serialised).
+/// The error names the field at fault (`id`, `reject`, `data`) and why.
+pub fn check_delivery(id: &str, reject: Option<&str>, payload: &Value) -> Result<(), (&'static str, String)> {
+    if id.is_empty() || id.chars().count() > MAX_ID_LEN || id.chars().any(char::is_control) {
+        return Err(("id", format!("must be 1 to {MAX_ID_LEN} printable characters")));
+    }
+    if reject.is_some_and(|r| r.is_empty() || r.chars().count() > MAX_REASON_LEN) {
+        return Err(("reject", format!("a reason is 1 to {MAX_REASON_LEN} characters")));
+    }
+    check_payload(payload).map_err(|why| ("data", why))
+}
+
+/// A payload within [`MAX_PAYLOAD_BYTES`] (serialised), or why not.
+pub fn check_payload(payload: &Value) -> Result<(), String> {
+    let bytes = payload.to_string().len();
+    if bytes > MAX_PAYLOAD_BYTES {
+        return Err(format!("{bytes} bytes; at most {MAX_PAYLOAD_BYTES} are allowed"));
+    }
+    Ok(())
 }
 
 fn bounded(seconds: u64, path: &str, problem: &mut impl FnMut(String, String)) {

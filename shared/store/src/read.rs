@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use rara_domain::StepError;
 use rara_domain::references::{self, Sources};
 use rara_domain::state::{AttemptOutcome, RunStatus, StepStatus};
+use rara_domain::workflow::MAX_RUN_STEPS;
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -187,7 +188,7 @@ impl Store {
         }
         if steps.iter().any(|s| s.status == StepStatus::Waiting) {
             let now = chrono::Utc::now();
-            for wait in crate::waits::views(&mut tx, Some(run_id), u32::MAX / 2).await? {
+            for wait in crate::waits::views(&mut tx, Some(run_id), MAX_RUN_STEPS as u32).await? {
                 if let Some(&i) = index.get(&wait.step_id) {
                     steps[i].waiting_for = Some(wait.describe(now));
                 }

@@ -92,3 +92,15 @@ fn the_stored_form_reads_back_as_the_same_wait() {
         assert_eq!(stored, serde_json::to_value(&wait).unwrap());
     }
 }
+
+#[test]
+fn a_delivery_is_bounded_with_the_field_at_fault() {
+    let ok = serde_json::json!({"approved_by": "ana"});
+    assert_eq!(check_delivery("s1", None, &ok), Ok(()));
+    assert_eq!(check_delivery("", None, &ok).unwrap_err().0, "id");
+    assert_eq!(check_delivery(&"x".repeat(MAX_ID_LEN + 1), None, &ok).unwrap_err().0, "id");
+    assert_eq!(check_delivery("s1", Some(""), &ok).unwrap_err().0, "reject");
+    assert_eq!(check_delivery("s1", Some(&"r".repeat(MAX_REASON_LEN + 1)), &ok).unwrap_err().0, "reject");
+    let big = serde_json::json!({"blob": "x".repeat(MAX_PAYLOAD_BYTES)});
+    assert_eq!(check_delivery("s1", None, &big).unwrap_err().0, "data");
+}
