@@ -57,6 +57,8 @@ impl EmfLine for Counters {
             ("WaitsStarted", self.waits_started),
             ("WaitsDecided", self.waits_decided),
             ("WaitsApplied", self.waits_applied),
+            ("WaitsTimedOut", self.waits_timed_out),
+            ("WaitsEnded", self.waits_ended),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

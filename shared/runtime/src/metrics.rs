@@ -76,6 +76,10 @@ pub struct Counters {
     /// Scheduler: decided completions it applied to their steps (those of a resumed run, and
     /// its own decisions; a signal, event or token applies its own at once).
     pub waits_applied: u64,
+    /// Scheduler: signal and event waits whose timeout came (of `waits_decided`).
+    pub waits_timed_out: u64,
+    /// Scheduler: waits that ended (whoever decided them), each traced as a span.
+    pub waits_ended: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -113,6 +117,8 @@ impl std::ops::AddAssign for Counters {
         self.waits_started += c.waits_started;
         self.waits_decided += c.waits_decided;
         self.waits_applied += c.waits_applied;
+        self.waits_timed_out += c.waits_timed_out;
+        self.waits_ended += c.waits_ended;
     }
 }
 

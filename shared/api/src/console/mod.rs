@@ -10,9 +10,11 @@
 //!
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
-//! - [`dag`], [`timeline`]: the run page's two drawings.
+//! - [`dag`], [`timeline`]: the run page's two drawings;
+//! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form.
 
 pub mod dag;
+pub mod inbox;
 pub mod pages;
 pub mod timeline;
 
@@ -52,6 +54,7 @@ pub(crate) fn routes() -> axum::Router<Api> {
         .route("/steps/{id}/cancel", post(cancel_step_form))
         .route("/steps/{id}/retry", post(retry_step_form))
         .route("/bulk", post(bulk_form))
+        .merge(inbox::routes())
 }
 
 /// HTML-escapes text for the hand-written SVG (maud escapes everything else).

@@ -45,14 +45,20 @@ pub fn inline_style() -> &'static str {
 }
 
 /// The text of every inline `<script>` a page may carry.
-pub fn inline_scripts() -> [&'static str; 3] {
-    [CONFIRM, RUNS_LIVE, RUN_LIVE]
+pub fn inline_scripts() -> [&'static str; 4] {
+    [CONFIRM, RUNS_LIVE, RUN_LIVE, WAITS_LIVE]
 }
 
 /// Keeps the runs list live.
 const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
 es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
 if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
+
+/// Keeps the inbox live, except while the reader is filling one of its forms.
+pub(super) const WAITS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
+es.addEventListener('changed',async()=>{const t=document.getElementById('waits');if(busy||t.contains(document.activeElement)||
+[...t.querySelectorAll('textarea,input[name=reason]')].some(f=>f.value))return;busy=true;try{const r=await fetch('/fragments/waits');
+if(r.ok)t.innerHTML=await r.text();}finally{busy=false;}});})();"#;
 
 /// Keeps a run page live (its stream is the page's path + `/events`).
 const RUN_LIVE: &str = r#"(()=>{if(!window.EventSource)return;const es=new EventSource(location.pathname+'/events');
@@ -71,7 +77,7 @@ pub struct Viewer<'a> {
 }
 
 impl Viewer<'_> {
-    fn live(&self) -> bool {
+    pub(super) fn live(&self) -> bool {
         self.updates == Updates::Live && self.authenticated
     }
 }
@@ -80,22 +86,22 @@ impl Viewer<'_> {
 const CONFIRM: &str = r#"document.addEventListener('submit',e=>{const m=e.target.dataset.confirm;if(m&&!confirm(m))e.preventDefault();});"#;
 
 /// Said on a page that does not update itself ([`Updates::Static`]).
-const RELOAD: &str = "This page does not update itself here: reload it to see changes.";
+pub(super) const RELOAD: &str = "This page does not update itself here: reload it to see changes.";
 
 /// The page's live script, when the page is live.
-fn live_script(viewer: Viewer<'_>, script: &'static str) -> Option<&'static str> {
+pub(super) fn live_script(viewer: Viewer<'_>, script: &'static str) -> Option<&'static str> {
     viewer.live().then_some(script)
 }
 
 /// What a page without forms says: how to get them.
-fn read_only(updates: Updates) -> &'static str {
+pub(super) fn read_only(updates: Updates) -> &'static str {
     match updates {
         Updates::Live => "Read-only: open the login URL `rara ui` printed to act on runs and see them live.",
         Updates::Static => "Read-only: only the API's operators act on runs.",
     }
 }
 
-fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup {
+pub(super) fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -106,7 +112,7 @@ fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup {
                 style { (PreEscaped(inline_style())) }
             }
             body {
-                header { a href="/" { "rara" } " " span.muted { "console" } }
+                header { a href="/" { "rara" } " " span.muted { "console" } " · " a href="/waits" { "waiting steps" } }
                 main { (body) }
                 script { (PreEscaped(CONFIRM)) }
                 @if let Some(script) = script { script { (PreEscaped(script)) } }
@@ -119,7 +125,7 @@ fn badge(status: &str) -> Markup {
     html! { span.badge data-status=(status) { (status) } }
 }
 
-fn time(t: DateTime<Utc>) -> String {
+pub(super) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
@@ -249,7 +255,7 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
             td {
                 (badge(step.status.as_str()))
                 @if step.is_detached() { " " span.muted { "(detached)" } }
-                @if let Some(what) = &step.waiting_for { " " span.muted { "(" (what) ")" } }
+                @if let Some(what) = &step.waiting_for { " " span.muted { "(" (what) ") " a href="/waits" { "inbox" } } }
             }
             td { (step.attempt) "/" (step.max_attempts) }
             td {
