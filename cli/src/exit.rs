@@ -53,7 +53,7 @@ exit_codes! {
     NotWaiting = 9,
     /// `rara rerun`: the rerun cannot be made as asked (no such step; a step that would be
     /// carried over did not succeed; a carried-over step read a run input that changes).
-    RerunRefused = 11,
+    RerunRefused = 10,
 }
 
 impl ExitCode {

@@ -84,7 +84,7 @@ async fn a_rerun_carries_what_came_before_and_runs_the_step_again() {
     assert!(stdout(&db.rara(&["status", &run_id])).contains(&format!("run {run_id}  gates  failed")));
 
     let refused = db.rara(&["rerun", &run_id, "--from", "zz"]);
-    assert_eq!(refused.status.code(), Some(11), "{}", stderr(&refused));
+    assert_eq!(refused.status.code(), Some(10), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("no step \"zz\" (its steps: a, b)"), "{}", stderr(&refused));
     let usage = db.rara(&["rerun", &run_id, "--from", "b", "--input", "m=2"]);
     assert_eq!(usage.status.code(), Some(2), "{}", stderr(&usage));

@@ -18,7 +18,7 @@ use crate::runs::BulkRequest;
 use crate::{Api, Error, ErrorBody, auth::Credentials};
 
 /// The exit code of a refused rerun (`rara rerun`, as `rara exit-codes` lists it).
-pub const RERUN_REFUSED_EXIT: u8 = 11;
+pub const RERUN_REFUSED_EXIT: u8 = 10;
 
 pub(crate) fn routes() -> axum::Router<Api> {
     axum::Router::new().route("/api/runs/{id}/rerun", post(rerun)).route("/api/bulk/replay", post(replay))

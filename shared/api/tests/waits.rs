@@ -124,7 +124,7 @@ async fn a_rerun_is_made_over_http_and_linked_both_ways(pool: PgPool) {
     let (status, refused) = client.post(&uri, json!({"from": "zz"})).await;
     assert_eq!(
         (status, refused["code"].as_str(), refused["exit_code"].as_u64()),
-        (StatusCode::CONFLICT, Some("rerun_refused"), Some(11))
+        (StatusCode::CONFLICT, Some("rerun_refused"), Some(10))
     );
     let (status, refused) = client.post(&uri, json!({"from": "b", "inputs": {"m": 2}})).await;
     assert_eq!((status, refused["field"].as_str()), (StatusCode::BAD_REQUEST, Some("inputs.m")), "{refused}");
