@@ -23,7 +23,7 @@ rm -rf "$CALLS"
 scripts/check-iam.sh install
 
 echo "== Rust tests"
-RARA_AWS_CALL_LOG="$CALLS" cargo test --workspace --all-targets
+RARA_AWS_CALL_LOG="$CALLS" cargo test --workspace --all-targets --no-fail-fast
 echo "== IAM check"
 scripts/check-iam.sh test >/dev/null
 # The ECS agent's calls for the executor service stack (its own template) are checked too.
