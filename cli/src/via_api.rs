@@ -57,11 +57,20 @@ impl Remote {
             std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
         // The inputs typed by the definition's declarations, as a local submit types them;
         // the API checks them again against the same declarations.
-        let definition = WorkflowDefinition::parse(&text, Format::from_path(&args.file))
+        let mut definition = WorkflowDefinition::parse(&text, Format::from_path(&args.file))
             .with_context(|| format!("{} is not a valid workflow definition", args.file.display()))?;
         let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
-        let submitted =
-            self.send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs}))).await?;
+        // `--timeout` replaces the definition's deadline: the definition goes as JSON then.
+        let definition = match args.timeout {
+            Some(timeout) => {
+                definition.timeout_seconds = Some(timeout.as_secs());
+                serde_json::to_value(&definition).context("cannot encode the definition")?
+            }
+            None => Value::String(text),
+        };
+        let submitted = self
+            .send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": definition, "inputs": inputs})))
+            .await?;
         let id = submitted["id"].as_str().unwrap_or_default().to_owned();
         if json {
             println!("{submitted}");

@@ -77,7 +77,7 @@ fn report(args: &Prune, pruned: Pruned) -> Result<String, Failure> {
 }
 
 /// A duration as an operator writes one: a whole number and a unit (`s`, `m`, `h`, `d`).
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("{text:?} is not a duration: expected a whole number and a unit s, m, h or d (`90m`, `7d`)");
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;

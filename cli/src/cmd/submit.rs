@@ -26,6 +26,10 @@ pub struct Submit {
     /// Watch the run until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
     pub(crate) watch: bool,
+    /// The run's deadline from now (`90s`, `30m`, `12h`, `2d`): a run still running then is
+    /// cancelled with RUN_TIMED_OUT. Replaces the definition's `timeout_seconds`.
+    #[arg(long, value_name = "DURATION", value_parser = super::prune::parse_duration)]
+    pub(crate) timeout: Option<Duration>,
     #[command(flatten)]
     pub(crate) input: InputArgs,
 }
@@ -119,8 +123,11 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     let config = super::config()?;
     let file = &args.file;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let definition = WorkflowDefinition::parse(&text, Format::from_path(file))
+    let mut definition = WorkflowDefinition::parse(&text, Format::from_path(file))
         .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
+    if let Some(timeout) = args.timeout {
+        definition.timeout_seconds = Some(timeout.as_secs());
+    }
     let given = given_inputs(&args, &definition.inputs)?;
     // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
     let builtins = rara_builtins::registry()?;

@@ -62,6 +62,9 @@ pub mod codes {
     /// progress message) exceeds its bound: the attempt fails permanently; the error names the
     /// field and the bound.
     pub const OUTPUT_TOO_LARGE: &str = "OUTPUT_TOO_LARGE";
+    /// The run passed its deadline (`timeout_seconds` at the definition's top level, or
+    /// `rara submit --timeout`): every unfinished step was cancelled with this code.
+    pub const RUN_TIMED_OUT: &str = "RUN_TIMED_OUT";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".

@@ -117,6 +117,7 @@ fn definition() -> impl Strategy<Value = WorkflowDefinition> {
             idempotency_key: None,
             inputs: Default::default(),
             output: None,
+            timeout_seconds: None,
             steps,
         }
     })

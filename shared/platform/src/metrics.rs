@@ -59,6 +59,7 @@ impl EmfLine for Counters {
             ("WaitsApplied", self.waits_applied),
             ("WaitsTimedOut", self.waits_timed_out),
             ("WaitsEnded", self.waits_ended),
+            ("RunsTimedOut", self.runs_timed_out),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

@@ -80,6 +80,8 @@ pub struct Counters {
     pub waits_timed_out: u64,
     /// Scheduler: waits that ended (whoever decided them), each traced as a span.
     pub waits_ended: u64,
+    /// Scheduler: runs past their deadline it timed out (`RUN_TIMED_OUT`).
+    pub runs_timed_out: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -119,6 +121,7 @@ impl std::ops::AddAssign for Counters {
         self.waits_applied += c.waits_applied;
         self.waits_timed_out += c.waits_timed_out;
         self.waits_ended += c.waits_ended;
+        self.runs_timed_out += c.runs_timed_out;
     }
 }
 

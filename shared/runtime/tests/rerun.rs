@@ -113,3 +113,39 @@ async fn a_rerun_from_the_failed_step_runs_it_and_what_follows_only(pool: PgPool
     assert_eq!(s1_again.carried_from, Some(s1.id), "carried from the step that ran");
     assert_eq!(view.inputs["n"], json!(3));
 }
+
+/// A run deadline: `timeout_seconds: 3` on a run whose step sleeps 60 s; the scheduler cancels
+/// it within about a second of the deadline (its round of waits and deadlines runs every
+/// 250 ms): every unfinished step with `RUN_TIMED_OUT`, the running one (its holder hears the
+/// cancel and stops it) and the pending one after it.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_run_past_its_deadline_is_cancelled_with_run_timed_out(pool: PgPool) {
+    let (store, _queues, stack) = Stack::fresh(pool.clone(), &[]).await;
+    let yaml = "name: late\ntimeout_seconds: 3\nsteps:\n  - {name: nap, operation: sleep, input: {seconds: 60}}\n  \
+                - {name: after, operation: noop, depends_on: [nap]}\n";
+    let run_id = submit(&store, &stack.settings, yaml).await;
+    let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "cancelled");
+    let view = store.run(run_id).await.unwrap();
+    let nap = view.steps.iter().find(|s| s.name == "nap").unwrap();
+    assert_eq!(nap.error.as_ref().unwrap().code, "RUN_TIMED_OUT", "{nap:?}");
+    let after = view.steps.iter().find(|s| s.name == "after").unwrap();
+    assert_eq!((after.status.as_str(), after.error.as_ref().unwrap().code.as_str()), ("cancelled", "RUN_TIMED_OUT"));
+    let after_deadline: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM (s.finished_at - r.deadline_at))::float8 FROM steps s \
+         JOIN workflow_runs r ON r.id = s.run_id WHERE s.id = $1",
+    )
+    .bind(nap.id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!((0.0..2.0).contains(&after_deadline), "cancelled {after_deadline} s after the deadline");
+    let deadline: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM (deadline_at - created_at))::float8 FROM workflow_runs WHERE id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!((3.0..3.1).contains(&deadline), "the deadline is 3 s after submission: {deadline}");
+}

@@ -55,4 +55,35 @@ impl Store {
             .await?;
         Ok(rows.into_iter().map(DetachedAttempt::from).collect())
     }
+
+    /// Times out up to `limit` runs past their deadline (`workflow_runs.deadline_at`), the
+    /// earliest first, in one transaction that locks them (another scheduler takes others):
+    /// every unfinished step is cancelled with `RUN_TIMED_OUT`, as a cancel of the run
+    /// cancels it. Returns the runs and their attempts that ran detached (read before the
+    /// cancel, for their executors to be told).
+    pub async fn time_out_runs(&self, limit: u32) -> Result<(Vec<Uuid>, Vec<DetachedAttempt>), Error> {
+        let mut tx = self.pool.begin().await?;
+        let runs: Vec<Uuid> =
+            sqlx::query_file_scalar!("sql/overdue_runs.sql", i64::from(limit)).fetch_all(&mut *tx).await?;
+        if runs.is_empty() {
+            return Ok((runs, Vec::new()));
+        }
+        let detached = sqlx::query_file_as!(DetachedRow, "sql/detached_attempts_of_runs.sql", &runs)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .map(DetachedAttempt::from)
+            .collect();
+        let error = StepError::permanent(codes::RUN_TIMED_OUT, "the run passed its deadline (its timeout_seconds)")
+            .with_details(serde_json::json!({"cancelled": "run"}))
+            .to_json();
+        sqlx::query_scalar::<_, Uuid>(sql::CANCEL_RUNS.as_str())
+            .bind(&runs)
+            .bind(&error)
+            .bind(dependency_failed())
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((runs, detached))
+    }
 }

@@ -112,6 +112,7 @@ pub const RERUN_STEPS_OF: &str = sql_file!("rerun_steps_of");
 pub const RERUN_RUN: &str = sql_file!("rerun_run");
 pub const RERUN_STEPS: &str = sql_file!("rerun_steps");
 pub const REPLAY_CANDIDATES: &str = sql_file!("replay_candidates");
+pub const OVERDUE_RUNS: &str = sql_file!("overdue_runs");
 
 // Set-based operator actions, one statement per batch (bulk.rs).
 pub const RETRY_STEPS: &str = sql_file!("retry_steps");
@@ -268,7 +269,7 @@ fn operators() -> Vec<Statement> {
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text"]),
+        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text", "int8"]),
         s("run_by_key", RUN_BY_KEY, &["text", "jsonb"]),
         s(
             "submit_steps",
@@ -282,6 +283,7 @@ fn operators() -> Vec<Statement> {
         s("rerun_steps_of", RERUN_STEPS_OF, &["uuid"]),
         s("rerun_run", RERUN_RUN, &["uuid", "uuid", "int4", "int4", "jsonb", "text"]),
         s("rerun_steps", RERUN_STEPS, &["uuid", "uuid[]", "uuid[]", "bool[]", "int4[]"]),
+        s("overdue_runs", OVERDUE_RUNS, &["int8"]),
         s("replay_candidates", REPLAY_CANDIDATES, &["rara_run_status", "text", "timestamptz", "timestamptz", "int8"]),
         s("read_run", READ_RUN, &["uuid"]),
         s("run_trace", RUN_TRACE, &["uuid"]),

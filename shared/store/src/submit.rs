@@ -32,17 +32,17 @@ impl Store {
             crate::grants::check_plan(&crate::grants::read_grants(&mut *tx).await?, plan)?;
         }
         let run_id = Uuid::now_v7();
-        let total = plan.steps.len() as i32;
         let no_output = serde_json::json!({});
         let inserted: Option<Uuid> = sqlx::query_file_scalar!(
             "sql/submit_run.sql",
             run_id,
             &plan.name,
             plan.idempotency_key.as_deref(),
-            total,
+            plan.steps.len() as i32,
             &plan.inputs,
             plan.output.as_ref().unwrap_or(&no_output),
-            trace_context
+            trace_context,
+            plan.timeout_seconds.map(|t| t.min(i64::MAX as u64) as i64)
         )
         .fetch_optional(&mut *tx)
         .await?;

@@ -133,6 +133,7 @@ async fn probe(pool: &PgPool, store: &Store, history: u64) -> anyhow::Result<Pro
         idempotency_key: None,
         inputs: Default::default(),
         output: None,
+        timeout_seconds: None,
         steps,
     };
     store.submit(&workflow.plan(&settings)?).await?;

@@ -68,6 +68,7 @@ fn independent(steps: usize, name: &str, make: impl Fn(usize) -> StepDefinition)
             idempotency_key: None,
             inputs: Default::default(),
             output: None,
+            timeout_seconds: None,
             steps: defs,
         });
     }
@@ -96,6 +97,7 @@ pub fn dag(steps: usize) -> Vec<WorkflowDefinition> {
             idempotency_key: None,
             inputs: Default::default(),
             output: None,
+            timeout_seconds: None,
             steps: defs,
         });
     }

@@ -22,6 +22,10 @@ pub struct WorkflowDefinition {
     /// resolved when the succeeded run is read.
     #[serde(default, alias = "outputs", skip_serializing_if = "Option::is_none")]
     pub output: Option<serde_json::Value>,
+    /// The run's deadline, from its submission: a run still running then is cancelled with
+    /// `RUN_TIMED_OUT` (1 s to [`MAX_RUN_TIMEOUT_SECONDS`](crate::workflow::MAX_RUN_TIMEOUT_SECONDS)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
     pub steps: Vec<StepDefinition>,
 }
 

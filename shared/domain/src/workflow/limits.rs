@@ -6,6 +6,8 @@ pub const MAX_STEPS: usize = 10_000;
 pub const MAX_NAME_LEN: usize = 200;
 /// The longest step timeout accepted (a day); heartbeats keep long steps leased.
 pub const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
+/// The longest deadline a run may have (`timeout_seconds` at the top level): a year.
+pub const MAX_RUN_TIMEOUT_SECONDS: u64 = 366 * 24 * 60 * 60;
 /// The most elements a map step runs over (its children).
 pub const MAX_MAP_ITEMS: usize = 10_000;
 /// The longest retry delay accepted (`retry.initial_delay_seconds`, `retry.max_delay_seconds`):

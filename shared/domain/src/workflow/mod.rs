@@ -65,7 +65,7 @@ pub mod references;
 pub use definition::{Format, RetrySpec, StepDefinition, WorkflowDefinition};
 pub use limits::{
     MAX_MAP_ITEMS, MAX_NAME_LEN, MAX_OPERATION_LEN, MAX_RETRY_DELAY_SECONDS, MAX_RETRY_MULTIPLIER, MAX_RUN_STEPS,
-    MAX_STEPS, MAX_TIMEOUT_SECONDS, valid_operation,
+    MAX_RUN_TIMEOUT_SECONDS, MAX_STEPS, MAX_TIMEOUT_SECONDS, valid_operation,
 };
 pub use plan::{MapSpec, Plan, PlannedStep};
 pub use problem::{Error, Problem};

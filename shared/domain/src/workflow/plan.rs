@@ -45,5 +45,8 @@ pub struct Plan {
     pub inputs: serde_json::Value,
     /// The run's output as defined (a value holding references), if it declares one.
     pub output: Option<serde_json::Value>,
+    /// The run's deadline from its submission (`timeout_seconds`): cancelled with
+    /// `RUN_TIMED_OUT` once it passes.
+    pub timeout_seconds: Option<u64>,
     pub steps: Vec<PlannedStep>,
 }

@@ -181,11 +181,32 @@ impl Scheduler {
         counters.waits_decided += round.decided;
         counters.waits_applied += round.applied;
         counters.waits_timed_out += round.timed_out;
+        self.deadlines(counters).await?;
         counters.waits_ended += round.ended.len() as u64;
         super::trace::emit_waits(&round.ended);
         if round != rara_store::waits::WaitRound::default() {
             let (started, decided, applied, ended) = (round.started, round.decided, round.applied, round.ended.len());
             tracing::info!(started, decided, timed_out = round.timed_out, applied, ended, "waits");
+        }
+        Ok(())
+    }
+
+    /// The runs past their deadline (at most [`WAIT_BATCH`] a round), timed out; then the
+    /// executors of their detached attempts are told (with the remote credential the
+    /// scheduler has: each within `DETACHED_CANCEL_TIMEOUT`). Attached attempts hear it from
+    /// their holders, as of any cancel.
+    async fn deadlines(&self, counters: &mut Counters) -> Result<(), Error> {
+        let (runs, detached) = self.db(self.store.time_out_runs(WAIT_BATCH)).await?;
+        if runs.is_empty() {
+            return Ok(());
+        }
+        counters.runs_timed_out += runs.len() as u64;
+        tracing::info!(runs = runs.len(), detached = detached.len(), "runs past their deadline timed out");
+        let why = "the run passed its deadline (RUN_TIMED_OUT)";
+        for (attempt, told) in rara_operator::cancel::tell_with(&self.settings.remote_security, detached, why).await {
+            if let Err(e) = told {
+                tracing::warn!(step_id = %attempt.step_id, error = %e, "could not tell a detached attempt its run timed out");
+            }
         }
         Ok(())
     }

@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::workflow::cycle::cycle_problem;
 use crate::workflow::definition::WorkflowDefinition;
 use crate::workflow::inputs::{self, RunInputs};
-use crate::workflow::limits::{MAX_NAME_LEN, MAX_STEPS};
+use crate::workflow::limits::{MAX_NAME_LEN, MAX_RUN_TIMEOUT_SECONDS, MAX_STEPS};
 use crate::workflow::plan::{Plan, PlannedStep};
 use crate::workflow::problem::{Error, Problem};
 
@@ -73,6 +73,7 @@ impl WorkflowDefinition {
             idempotency_key: self.idempotency_key.clone(),
             inputs: inputs.values,
             output: self.output.clone().filter(|o| !o.is_null()),
+            timeout_seconds: self.timeout_seconds,
             steps,
         })
     }
@@ -85,6 +86,11 @@ impl WorkflowDefinition {
             && (key.is_empty() || key.len() > MAX_NAME_LEN)
         {
             problem("idempotency_key".into(), format!("must be 1 to {MAX_NAME_LEN} characters"));
+        }
+        if let Some(t) = self.timeout_seconds
+            && !(1..=MAX_RUN_TIMEOUT_SECONDS).contains(&t)
+        {
+            problem("timeout_seconds".into(), format!("must be 1 to {MAX_RUN_TIMEOUT_SECONDS} (a year)"));
         }
         if self.steps.is_empty() {
             problem("steps".into(), "a workflow needs at least one step".into());

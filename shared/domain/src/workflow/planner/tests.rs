@@ -309,11 +309,23 @@ proptest! {
                 steps[from].depends_on.push(dep);
             }
         }
-        let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, inputs: Default::default(), output: None, steps };
+        let def = WorkflowDefinition { name: "p".into(), idempotency_key: None, inputs: Default::default(), output: None, timeout_seconds: None, steps };
         prop_assert!(def.plan(&config()).is_ok());
         let mut cyclic = def.clone();
         cyclic.steps[0].depends_on.push(format!("s{}", n - 1));
         cyclic.steps[n - 1].depends_on.push("s0".into());
         prop_assert!(matches!(cyclic.plan(&config()), Err(Error::Invalid(_))));
+    }
+}
+
+#[test]
+fn a_run_deadline_is_one_second_to_a_year() {
+    let config = config();
+    let at = |t: &str| format!("name: r\ntimeout_seconds: {t}\nsteps:\n  - {{name: a, operation: noop}}\n");
+    let plan = WorkflowDefinition::parse(&at("5"), Format::Yaml).unwrap().plan(&config).unwrap();
+    assert_eq!(plan.timeout_seconds, Some(5));
+    for bad in ["0", "31622401"] {
+        let err = WorkflowDefinition::parse(&at(bad), Format::Yaml).unwrap().plan(&config).unwrap_err().to_string();
+        assert!(err.contains("timeout_seconds: must be 1 to 31622400 (a year)"), "{err}");
     }
 }
