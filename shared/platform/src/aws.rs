@@ -50,6 +50,16 @@ pub async fn sqs_client_from_env() -> aws_sdk_sqs::Client {
     sqs_client(&aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
 }
 
+/// An S3 client of `config` for the artifact store (path-style addressing when an endpoint is
+/// set; recording its calls when `RARA_AWS_CALL_LOG` is set).
+pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let mut builder = rara_artifacts::s3::client_config(config);
+    if let Some(log) = CallLog::from_env() {
+        builder.push_interceptor(aws_sdk_s3::config::SharedInterceptor::new(log));
+    }
+    aws_sdk_s3::Client::from_conf(builder.build())
+}
+
 /// A Secrets Manager client of `config` (recording its calls when `RARA_AWS_CALL_LOG` is set).
 pub fn secrets_manager_client(config: &aws_config::SdkConfig) -> aws_sdk_secretsmanager::Client {
     let mut builder = aws_sdk_secretsmanager::config::Builder::from(config);
