@@ -62,6 +62,10 @@ pub mod codes {
     /// progress message) exceeds its bound: the attempt fails permanently; the error names the
     /// field and the bound.
     pub const OUTPUT_TOO_LARGE: &str = "OUTPUT_TOO_LARGE";
+    /// The artifact store could not be written or read (an output beyond the inline bound
+    /// could not be offloaded, an offloaded output a reference points into could not be
+    /// read): retryable.
+    pub const ARTIFACT_STORE_UNAVAILABLE: &str = "ARTIFACT_STORE_UNAVAILABLE";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".
