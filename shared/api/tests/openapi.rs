@@ -34,6 +34,7 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/waits/{token}",
         "/api/bulk/retry",
         "/api/login",
+        "/api/artifacts/{id}",
     ] {
         assert!(document["paths"][path].is_object(), "{path} is missing");
     }

@@ -89,6 +89,7 @@ pub const READ_STEPS: &str = sql_file!("read_steps");
 pub const READ_DEPENDENCIES: &str = sql_file!("read_dependencies");
 pub const READ_ATTEMPTS: &str = sql_file!("read_attempts");
 pub const READ_ARTIFACTS: &str = sql_file!("read_artifacts");
+pub const ARTIFACT_BY_ID: &str = sql_file!("artifact_by_id");
 pub const RUN_EXISTS: &str = sql_file!("run_exists");
 pub const STEP_EXISTS: &str = sql_file!("step_exists");
 pub const LIST_RUNS: &str = sql_file!("list_runs");
@@ -279,6 +280,7 @@ fn operators() -> Vec<Statement> {
         s("read_dependencies", READ_DEPENDENCIES, &["uuid"]),
         s("read_attempts", READ_ATTEMPTS, &["uuid"]),
         s("read_artifacts", READ_ARTIFACTS, &["uuid"]),
+        s("artifact_by_id", ARTIFACT_BY_ID, &["int8"]),
         s("run_exists", RUN_EXISTS, &["uuid"]),
         s("step_exists", STEP_EXISTS, &["uuid"]),
         s("list_runs", LIST_RUNS, &["rara_run_status", "int8"]),
