@@ -1,5 +1,6 @@
 //! `rara artifact get`: downloads an artifact from LocalStack's S3 and verifies its digest; a
-//! digest that does not match writes nothing; an unknown name is not found (exit 3).
+//! digest that does not match writes nothing; an unknown name is not found (exit 3). `rara prune`
+//! deletes a run's objects after its rows, and retries them when the store was unreachable.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -70,4 +71,63 @@ fn an_artifact_is_downloaded_and_verified_and_a_wrong_digest_writes_nothing() {
     env.pop();
     let out = db.rara_in(&env, &["artifact", "get", &run, "make", "data.bin"]);
     assert_eq!(out.status.code(), Some(2), "without RARA_ARTIFACTS_URI: {}", stderr(&out));
+}
+
+/// The keys under the run's prefix in the store.
+fn listed(runtime: &tokio::runtime::Runtime, store: &dyn rara_artifacts::ArtifactStore, run: Uuid) -> usize {
+    runtime.block_on(store.list(&Key::run(run), 1000)).unwrap().len()
+}
+
+#[test]
+fn prune_deletes_a_runs_objects_and_retries_them_when_the_store_was_unreachable() {
+    let db = ScratchDb::new();
+    assert!(db.rara(&["migrate"]).status.success());
+    let dir = tempdir();
+    let file = write(&dir, "one.yaml", "name: one\nsteps:\n  - {name: make, operation: noop}\n");
+    let out = db.rara(&["submit", &file]);
+    let run: Uuid = stdout(&out).trim().parse().unwrap();
+    assert!(db.rara(&["cancel", &run.to_string()]).status.success());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Three objects under the run (two artifacts and an offloaded output), one of another run.
+    let (store, uri) = runtime.block_on(rara_testkit::s3_store("prune"));
+    let other = Uuid::new_v4();
+    runtime.block_on(async {
+        for key in [
+            Key::artifact(run, Uuid::new_v4(), 1, "a.bin").unwrap(),
+            Key::artifact(run, Uuid::new_v4(), 2, "b.bin").unwrap(),
+            Key::output(run, Uuid::new_v4(), 1),
+            Key::output(other, Uuid::new_v4(), 1),
+        ] {
+            store.put(&key, reader_of(vec![7; 1000]), None).await.unwrap();
+        }
+    });
+    assert_eq!(listed(&runtime, &*store, run), 3, "before");
+
+    // S3 unreachable: the rows go, the objects stay queued.
+    let aws = |endpoint: String| {
+        vec![
+            ("AWS_ENDPOINT_URL", endpoint),
+            ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_MAX_ATTEMPTS", "1".to_owned()),
+            ("RARA_ARTIFACTS_URI", uri.clone()),
+        ]
+    };
+    let out = db.rara_in(&aws("http://127.0.0.1:9".into()), &["--json", "prune", "--older-than", "0s"]);
+    assert!(out.status.success(), "the prune of rows does not wait for the store: {}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((report["runs"].as_u64(), report["objects"]["failed"].as_u64()), (Some(1), Some(1)), "{report}");
+    assert_eq!(db.rara(&["status", &run.to_string()]).status.code(), Some(3), "the run's rows are gone");
+    assert_eq!(listed(&runtime, &*store, run), 3, "the objects are still there");
+
+    // The next prune, with S3 back, deletes them; the other run's object stays.
+    let out = db.rara_in(&aws(rara_testkit::endpoint()), &["--json", "prune", "--older-than", "0s"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["objects"], serde_json::json!({"runs": 1, "objects": 3, "failed": 0}), "{report}");
+    assert_eq!(listed(&runtime, &*store, run), 0, "after");
+    assert_eq!(listed(&runtime, &*store, other), 1, "another run's object stays");
+    let out = db.rara_in(&aws(rara_testkit::endpoint()), &["--json", "prune", "--older-than", "0s"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["objects"], serde_json::json!({"runs": 0, "objects": 0, "failed": 0}), "nothing left: {report}");
 }

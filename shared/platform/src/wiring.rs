@@ -101,8 +101,13 @@ impl Wiring {
         artifact_store(&self.settings, &self.aws)
     }
 
-    pub fn scheduler(&self) -> Scheduler {
-        Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
+    /// The scheduler; with `RARA_ARTIFACTS_URI`, pruning deletes the runs' objects too.
+    pub fn scheduler(&self) -> Result<Scheduler, Error> {
+        let scheduler = Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone());
+        Ok(match self.artifacts()? {
+            Some(store) => scheduler.with_artifacts(store),
+            None => scheduler,
+        })
     }
 
     /// The executor's batch processor with the standard registry and the secret resolver

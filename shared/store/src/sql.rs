@@ -146,6 +146,9 @@ pub const PRUNE_EVENTS: &str = sql_file!("prune_events");
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
 pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
+pub const ARTIFACT_DELETIONS_PENDING: &str = sql_file!("artifact_deletions_pending");
+pub const ARTIFACT_DELETIONS_DONE: &str = sql_file!("artifact_deletions_done");
+pub const ARTIFACT_DELETIONS_FAILED: &str = sql_file!("artifact_deletions_failed");
 pub const PRUNABLE_RUNS: &str = sql_file!("prunable_runs");
 
 // Test and benchmark history (testing.rs, feature `testing`).
@@ -338,8 +341,11 @@ fn waits() -> Vec<Statement> {
 /// Retention, planner statistics, and the history writers of tests and benchmarks.
 fn maintenance() -> Vec<Statement> {
     let mut all = vec![
-        s("prune_runs", PRUNE_RUNS, &["int8", "int8"]),
-        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8"]),
+        s("prune_runs", PRUNE_RUNS, &["int8", "int8", "bool"]),
+        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8", "bool"]),
+        s("artifact_deletions_pending", ARTIFACT_DELETIONS_PENDING, &["int8"]),
+        s("artifact_deletions_done", ARTIFACT_DELETIONS_DONE, &["uuid[]"]),
+        s("artifact_deletions_failed", ARTIFACT_DELETIONS_FAILED, &["uuid[]", "text"]),
         s("prunable_runs", PRUNABLE_RUNS, &["int8"]),
         s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
         s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),
