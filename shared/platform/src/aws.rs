@@ -51,13 +51,11 @@ pub async fn sqs_client_from_env() -> aws_sdk_sqs::Client {
 }
 
 /// An S3 client of `config` for the artifact store (path-style addressing when an endpoint is
-/// set; recording its calls when `RARA_AWS_CALL_LOG` is set).
+/// set). Its calls are not recorded for the IAM check: the record reads JSON protocols'
+/// `X-Amz-Target`, and S3 is REST (the template's S3 grants are written from the calls in
+/// `rara_artifacts::s3`; see docs/src/internals/artifacts.md).
 pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
-    let mut builder = rara_artifacts::s3::client_config(config);
-    if let Some(log) = CallLog::from_env() {
-        builder.push_interceptor(aws_sdk_s3::config::SharedInterceptor::new(log));
-    }
-    aws_sdk_s3::Client::from_conf(builder.build())
+    aws_sdk_s3::Client::from_conf(rara_artifacts::s3::client_config(config).build())
 }
 
 /// The artifact store of `RARA_ARTIFACTS_URI`, if set, with an S3 client from the SDK's
