@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: rara end to end on the local default stack. Installs what is missing into
-# project-local cached places, starts Postgres (if needed), LocalStack's SQS, the Python
+# project-local cached places, starts Postgres (if needed), LocalStack's SQS and S3 (the
+# artifact store, RARA_ARTIFACTS_URI), the Python
 # executor, a web server with the article the demo fetches, and `rara dev` (the scheduler and
 # executor handlers), submits the demo workflow (data flow: fetch → split → a map step →
 # merge), watches it live, prints the final table, and stops everything it started.
@@ -27,13 +28,29 @@ rara="$(rara_bin)"
 step "LocalStack (a local SQS API)"
 localstack_up
 
+step "the artifact store (a bucket in LocalStack's S3)"
+python=$(scripts/python-env.sh | tail -n 1)
+# The same store for rara and the Python executor: artifacts and large outputs land in S3.
+export RARA_ARTIFACTS_URI=${RARA_ARTIFACTS_URI:-s3://rara-demo-artifacts/demo}
+bucket=${RARA_ARTIFACTS_URI#s3://}
+bucket=${bucket%%/*}
+"$python" - "$bucket" <<'PY'
+import sys, boto3
+from botocore.config import Config
+s3 = boto3.client("s3", config=Config(s3={"addressing_style": "path"}))
+try:
+    s3.create_bucket(Bucket=sys.argv[1])
+except s3.exceptions.BucketAlreadyOwnedByYou:
+    pass
+PY
+echo "RARA_ARTIFACTS_URI=$RARA_ARTIFACTS_URI"
+
 step "the Python executor (a local token and CA: auth on, as deployed)"
 eval "$(scripts/local-credentials.sh .demo/credentials)"
 tls=() scheme=http
 if [ -n "${RARA_LOCAL_TLS_CERT:-}" ]; then
   tls=(--tls-cert "$RARA_LOCAL_TLS_CERT" --tls-key "$RARA_LOCAL_TLS_KEY") scheme=https
 fi
-python=$(scripts/python-env.sh | tail -n 1)
 start_bg "$python" -m rara_worker --host 127.0.0.1 --port 0 --artifacts-dir .demo/artifacts \
   --data-dir .demo/data "${tls[@]}" >.demo/python.out 2>.demo/python.log
 for _ in $(seq 1 100); do grep -q '^listening on' .demo/python.out 2>/dev/null && break; sleep 0.1; done
@@ -80,6 +97,17 @@ status=0
 step "artifacts"
 run_id=$("$rara" --json list --limit 1 | python3 -c 'import json,sys; runs=json.load(sys.stdin); print(runs[0]["id"] if runs else "")')
 [ -n "$run_id" ] && "$rara" --json status "$run_id" | python3 scripts/demo-summary.py
+# Each artifact is an S3 object: download the first one and verify its digest.
+first=$("$rara" --json status "$run_id" 2>/dev/null | python3 -c '
+import json, sys
+run = json.load(sys.stdin)
+found = [(s["name"], a["name"]) for s in run["steps"] for a in s["artifacts"]]
+print(" ".join(found[0]) if found else "")' || true)
+if [ -n "$first" ]; then
+  mkdir -p .demo/downloads
+  read -r first_step first_name <<<"$first"
+  "$rara" artifact get "$run_id" "$first_step" "$first_name" -o ".demo/downloads/$first_name"
+fi
 echo
 if [ "$status" -eq 0 ]; then
   echo "demo run succeeded in $(( $(date +%s) - started )) s; logs in .demo/"

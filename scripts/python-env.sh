@@ -19,6 +19,7 @@ PINS=(
   opentelemetry-exporter-otlp-proto-grpc==1.45.2
   opentelemetry-exporter-otlp-proto-http==1.45.2
   semver==3.1.1
+  boto3==1.44.5
   pytest==9.2.0
   pytest-asyncio==1.5.0
   mypy==2.4.1

@@ -39,7 +39,7 @@ def test_the_api_function_is_built_like_the_others_behind_an_iam_function_url(te
     assert set(tc.REQUIRED_ENV) <= set(p["Environment"]["Variables"])
 
 
-def test_the_api_role_reads_the_secret_and_writes_its_logs_and_nothing_else(template):
+def test_the_api_role_reads_the_secret_and_its_artifacts_and_writes_its_logs_and_nothing_else(template):
     r = tc.resolve(template, {**ON, **tc.FULL_OPTIONS})
     statements = [st for where, st in tc._statements(r) if where.startswith("ApiRole.Properties.Policies")]
     actions = sorted(a for st in statements for a in tc._as_list(st["Action"]))
@@ -47,6 +47,7 @@ def test_the_api_role_reads_the_secret_and_writes_its_logs_and_nothing_else(temp
         "kms:Decrypt",
         "logs:CreateLogStream",
         "logs:PutLogEvents",
+        "s3:GetObject",  # GET /api/artifacts/{id}: it signs the presigned URLs
         "secretsmanager:GetSecretValue",
         "secretsmanager:GetSecretValue",
         "secretsmanager:GetSecretValue",  # the remote credential: a cancel tells detached attempts

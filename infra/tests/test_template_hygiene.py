@@ -202,3 +202,101 @@ def test_an_undocumented_or_misdocumented_parameter_is_reported(template, markdo
     assert "parameter BatchSize: the deploy page says default `10`, the template `5`" in problems
     stale = markdown.replace("| `LogLevel` |", "| `LogLevelOld` |")
     assert "the deploy page documents LogLevelOld, which the template does not declare" in check_parameters_documented(template, stale)
+
+
+# ------------------------------------------------------------------ the artifact bucket
+
+BUCKET = "ArtifactsBucket"
+# What each role may do in the bucket (docs/src/internals/artifacts.md): exactly these
+# actions, only on `runs/*` (ListBucket on the bucket, with its prefix held to `runs/*`).
+S3_GRANTS = {
+    "SchedulerRole": {"s3:ListBucket", "s3:DeleteObject"},
+    "ExecutorRole": {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"},
+    "ApiRole": {"s3:GetObject"},
+    "OperatorPolicy": {"s3:GetObject", "s3:DeleteObject", "s3:ListBucket"},
+}
+
+
+def check_artifacts_bucket(r: Resolved) -> list[str]:
+    """The bucket is encrypted, private, retained, TLS-only, has its lifecycle safety nets, and
+    each role gets exactly its S3 actions on `runs/*`."""
+    problems = []
+    bucket = r.resources.get(BUCKET)
+    if bucket is None:
+        return [f"{BUCKET} is missing"]
+    p = bucket.get("Properties", {})
+    for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+        if bucket.get(policy) != "Retain":
+            problems.append(f"{BUCKET}: {policy} is not Retain")
+    sse = p.get("BucketEncryption", {}).get("ServerSideEncryptionConfiguration", [{}])[0]
+    if sse.get("ServerSideEncryptionByDefault", {}).get("SSEAlgorithm") not in ("AES256", "aws:kms"):
+        problems.append(f"{BUCKET}: no default encryption")
+    block = p.get("PublicAccessBlockConfiguration", {})
+    flags = ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")
+    if not all(block.get(k) is True for k in flags):
+        problems.append(f"{BUCKET}: public access is not blocked")
+    rules = p.get("LifecycleConfiguration", {}).get("Rules", [])
+    if not any(rule.get("AbortIncompleteMultipartUpload") for rule in rules):
+        problems.append(f"{BUCKET}: no rule aborts incomplete multipart uploads")
+    if not any(rule.get("Prefix") == "runs/" and rule.get("ExpirationInDays") for rule in rules):
+        problems.append(f"{BUCKET}: no expiration rule under runs/ as a safety net")
+    tls = False
+    for res in r.of_type("AWS::S3::BucketPolicy").values():
+        doc = res.get("Properties", {}).get("PolicyDocument", {})
+        for st in tc._as_list(doc.get("Statement", [])):
+            condition = st.get("Condition", {}).get("Bool", {})
+            tls |= (
+                st.get("Effect") == "Deny"
+                and st.get("Principal") == "*"
+                and "s3:*" in tc._as_list(st.get("Action"))
+                and str(condition.get("aws:SecureTransport")).lower() == "false"
+            )
+    if not tls:
+        problems.append(f"{BUCKET}: no bucket policy denies aws:SecureTransport false")
+    granted: dict[str, set[str]] = {}
+    for where, st in tc._statements(r):
+        actions = [str(a) for a in tc._as_list(st.get("Action"))]
+        s3 = [a for a in actions if a.lower().startswith("s3:")]
+        if st.get("Effect") != "Allow" or not s3:
+            continue
+        role = where.split(".", 1)[0]
+        for res in tc._as_list(st.get("Resource")):
+            bucket_arn = isinstance(res, Sym) and res.resource == BUCKET and res.attr == "Arn"
+            prefix = st.get("Condition", {}).get("StringLike", {}).get("s3:prefix")
+            if s3 == ["s3:ListBucket"] and bucket_arn and prefix == "runs/*":
+                continue
+            if not (isinstance(res, str) and res.endswith("/runs/*")):
+                problems.append(f"{where}: {', '.join(s3)} on {res!r}, not the bucket's runs/*")
+        granted.setdefault(role, set()).update(s3)
+    for role, want in S3_GRANTS.items():
+        if role in r.resources and granted.get(role, set()) != want:
+            problems.append(f"{role}: S3 grants {sorted(granted.get(role, set()))}, not {sorted(want)}")
+    for role in set(granted) - set(S3_GRANTS):
+        problems.append(f"{role}: unexpected S3 grants {sorted(granted[role])}")
+    return problems
+
+
+def test_the_artifact_bucket_is_private_encrypted_tls_only_and_each_role_gets_its_grants(template):
+    for name, params in tc.scenarios(template):
+        assert check_artifacts_bucket(tc.resolve(template, params, name)) == [], name
+
+
+@pytest.mark.parametrize(
+    "mutate, problem",
+    [
+        (lambda t: t["Resources"]["ArtifactsBucket"]["Properties"]["PublicAccessBlockConfiguration"].update(
+            BlockPublicPolicy=False), "public access is not blocked"),
+        (lambda t: t["Resources"].pop("ArtifactsBucketTlsOnly"), "denies aws:SecureTransport"),
+        (lambda t: t["Resources"]["ArtifactsBucket"]["Properties"].pop("LifecycleConfiguration"),
+         "incomplete multipart"),
+        (lambda t: t["Resources"]["ExecutorRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"].append(
+            {"Effect": "Allow", "Action": "s3:DeleteObject", "Resource": {"Fn::Sub": "${ArtifactsBucket.Arn}/*"}}),
+         "not the bucket's runs/*"),
+    ],
+)
+def test_a_broken_artifact_bucket_is_reported(template, mutate, problem):
+    broken = copy.deepcopy(template)
+    mutate(broken)
+    name, params = next(iter(tc.scenarios(broken)))
+    problems = check_artifacts_bucket(tc.resolve(broken, params, name))
+    assert any(problem in p for p in problems), problems

@@ -41,7 +41,7 @@ pub async fn run(args: Dev, _json: bool) -> Result<(), Failure> {
     let hint = if loopback_closed { " (RARA_HTTP_ALLOW_CIDRS=127.0.0.1/32 opens servers on this machine)" } else { "" };
     eprintln!("rara dev: http.request may reach {}{hint}", settings.egress);
     let wiring = Wiring::connect(settings).await?;
-    let scheduler = wiring.scheduler();
+    let scheduler = wiring.scheduler()?;
     let executor = wiring.batch_executor().await?;
     let options = RunnerOptions {
         batch_size: 10,

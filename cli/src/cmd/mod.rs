@@ -2,6 +2,7 @@
 //! here what several of them share: the configuration, the store connection, the stop
 //! signal of the runners and their summary line.
 
+pub mod artifact;
 pub mod cancel;
 pub mod capabilities;
 pub mod dev;

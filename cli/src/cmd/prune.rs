@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use rara_runtime::pruned_objects::{ObjectsPruned, RUNS_PER_PASS, delete_pruned};
 use rara_store::retention::{Prune as How, Pruned};
 
 use crate::Failure;
@@ -36,18 +37,20 @@ pub async fn run(args: Prune, json: bool) -> Result<(), Failure> {
     if args.dry_run {
         let would = store.prunable(args.older_than).await?;
         if json {
-            println!("{}", report(&args, would)?);
+            println!("{}", report(&args, would));
         } else {
             println!("would delete {} runs ({} steps) finished more than {ago} ago", would.runs, would.steps);
         }
         return Ok(());
     }
+    // With RARA_ARTIFACTS_URI, the pruned runs' objects are deleted after their rows.
+    let artifacts = rara_platform::aws::artifact_store_from_env().await?;
     let mut total = Pruned::default();
     // Until a batch finds nothing: a run another transaction holds makes a batch short, not
     // the last one.
     loop {
         let how = if args.archive { How::Archive } else { How::Delete };
-        let batch = store.prune(args.older_than, args.batch_size, how).await?;
+        let batch = store.prune_queueing(args.older_than, args.batch_size, how, artifacts.is_some()).await?;
         if batch.runs == 0 {
             break;
         }
@@ -56,8 +59,14 @@ pub async fn run(args: Prune, json: bool) -> Result<(), Failure> {
             eprintln!("deleted {} runs ({} steps); {} runs so far", batch.runs, batch.steps, total.runs);
         }
     }
+    let objects = match &artifacts {
+        Some(artifacts) => Some(delete_objects(&store, &**artifacts, json).await?),
+        None => None,
+    };
     if json {
-        println!("{}", report(&args, total)?);
+        let mut value = report(&args, total);
+        value["objects"] = serde_json::to_value(objects).context("cannot encode the report")?;
+        println!("{value}");
     } else {
         let done = if args.archive { "archived and deleted" } else { "deleted" };
         println!("{done} {} runs ({} steps) finished more than {ago} ago", total.runs, total.steps);
@@ -65,15 +74,38 @@ pub async fn run(args: Prune, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-fn report(args: &Prune, pruned: Pruned) -> Result<String, Failure> {
-    let value = serde_json::json!({
+/// Passes over the queued runs' objects until none is left or a pass fails to delete some
+/// (they stay queued: the next prune tries again).
+async fn delete_objects(
+    store: &rara_store::Store,
+    artifacts: &dyn rara_artifacts::ArtifactStore,
+    json: bool,
+) -> Result<ObjectsPruned, Failure> {
+    let mut total = ObjectsPruned::default();
+    loop {
+        let pass = delete_pruned(store, artifacts, RUNS_PER_PASS).await?;
+        total += pass;
+        if pass.failed > 0 || pass.runs == 0 {
+            break;
+        }
+    }
+    if !json {
+        eprintln!("deleted {} objects of {} pruned runs from the artifact store", total.objects, total.runs);
+        if total.failed > 0 {
+            eprintln!("could not delete the objects of {} runs: the next prune tries again", total.failed);
+        }
+    }
+    Ok(total)
+}
+
+fn report(args: &Prune, pruned: Pruned) -> serde_json::Value {
+    serde_json::json!({
         "older_than_seconds": args.older_than.as_secs(),
         "dry_run": args.dry_run,
         "archived": args.archive && !args.dry_run,
         "runs": pruned.runs,
         "steps": pruned.steps,
-    });
-    Ok(serde_json::to_string(&value).context("cannot encode the report")?)
+    })
 }
 
 /// A duration as an operator writes one: a whole number and a unit (`s`, `m`, `h`, `d`).

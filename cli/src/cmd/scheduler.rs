@@ -17,7 +17,7 @@ pub struct Scheduler {
 pub async fn run(args: Scheduler, json: bool) -> Result<(), Failure> {
     rara_platform::wiring::init_logging("rara-scheduler")?;
     let wiring = Wiring::from_env("scheduler").await?;
-    let scheduler = wiring.scheduler();
+    let scheduler = wiring.scheduler()?;
     let counters =
         if args.once { scheduler.pass().await? } else { scheduler.run(None, super::stop_on_signal()).await? };
     super::summary("scheduler", &counters, json);

@@ -69,8 +69,12 @@ pub async fn run(args: Ui, json: bool) -> Result<(), Failure> {
     let addr = listener.local_addr().context("the listening address")?;
     // Detached attempts are told as the functions call executors (RARA_REMOTE_*).
     let security = rara_remote::Security::from_lookup(|var| std::env::var(var).ok())?;
-    let api =
+    let mut api =
         Api::new(store, config, auth)?.with_hosts(Hosts::bound(addr, &args.allow_host)).with_remote_security(security);
+    // Artifacts are served from RARA_ARTIFACTS_URI, when set.
+    if let Some(artifacts) = rara_platform::aws::artifact_store_from_env().await? {
+        api = api.with_artifacts(artifacts);
+    }
     let url = format!("http://{addr}");
     let login = format!("{url}{}", rara_api::login::path(&code));
     if json {

@@ -40,7 +40,7 @@ async def test_text_stats_streams_progress_then_artifact_then_succeeds(
     assert list(events[-1].succeeded.artifacts) == [artifact]
     assert artifact.name == "stats.json" and artifact.media_type == "application/json"
     path = path_of(artifact.uri)
-    assert path.is_relative_to(tmp_path / "artifacts" / req.run_id / req.step_id)
+    assert path.is_relative_to(tmp_path / "artifacts" / "runs" / req.run_id / req.step_id)
     assert artifact.size_bytes == path.stat().st_size
     assert artifact.digest == sha256_file(path)
     assert json.loads(path.read_text()) == output

@@ -10,11 +10,9 @@ async fn main() -> Result<(), lambda_http::Error> {
     rara_platform::wiring::init_logging("rara-api")?;
     let policy = api::Policy::from_lookup(|k| std::env::var(k).ok()).map_err(refuse)?;
     let (settings, store) = rara_platform::wiring::store_from_env("api").await?;
+    let aws = settings.timeouts.aws_config().await;
     let key = match &policy.key {
-        KeySource::Secret(arn) => {
-            let aws = settings.timeouts.aws_config().await;
-            api::fetch_console_key(&secrets_manager_client(&aws), arn).await.map_err(refuse)?
-        }
+        KeySource::Secret(arn) => api::fetch_console_key(&secrets_manager_client(&aws), arn).await.map_err(refuse)?,
         KeySource::Value(value) => ConsoleKey::new(value.as_bytes()),
         KeySource::Random => {
             tracing::warn!(
@@ -25,9 +23,12 @@ async fn main() -> Result<(), lambda_http::Error> {
             ConsoleKey::random()
         }
     };
-    let api = rara_api::Api::new(store, settings.core.clone(), policy.auth(&key))?
+    let mut api = rara_api::Api::new(store, settings.core.clone(), policy.auth(&key))?
         .with_hosts(policy.hosts())
         .with_remote_security(settings.remote_security.clone());
+    if let Some(artifacts) = rara_platform::wiring::artifact_store(&settings, &aws)? {
+        api = api.with_artifacts(artifacts);
+    }
     lambda_http::run(api::router(api)).await
 }
 

@@ -5,6 +5,7 @@
 //!
 //! - [`runs`]: the JSON API under `/api`: submit, list (filters, cursor), a run, cancel a run or
 //!   a step, retry a step, bulk cancel/retry by filter with a dry run.
+//! - [`artifacts`]: `GET /api/artifacts/{id}`: a presigned redirect (S3) or the bytes streamed.
 //! - [`openapi`]: the OpenAPI document generated from [`runs`] (served at `/openapi.json`,
 //!   committed as `docs/openapi.json`).
 //! - [`console`]: the server-rendered console: runs list, run page (SVG DAG, attempts
@@ -22,6 +23,7 @@
 //!
 //! Inputs are shown as stored: secret references stay references; rara never holds a value.
 
+pub mod artifacts;
 pub mod auth;
 pub mod console;
 pub mod error;
@@ -73,6 +75,8 @@ pub struct Api {
     hosts: Arc<Hosts>,
     /// How a cancel tells remote executors to stop detached attempts: TLS, token, attempt key.
     remote: Arc<Security>,
+    /// The artifact store (`RARA_ARTIFACTS_URI`) artifacts are served from, if any.
+    artifacts: Option<Arc<dyn rara_artifacts::ArtifactStore>>,
 }
 
 struct Inner {
@@ -99,7 +103,7 @@ impl Api {
         let builtins = rara_builtins::registry()?;
         let live = live::Live::new(store.clone());
         let inner = Arc::new(Inner { store, config, builtins, auth, live });
-        Ok(Api { inner, updates: Updates::Live, hosts: Arc::default(), remote: Arc::default() })
+        Ok(Api { inner, updates: Updates::Live, hosts: Arc::default(), remote: Arc::default(), artifacts: None })
     }
 
     /// The same API telling remote executors with `security` (TLS, the token and the attempt
@@ -108,6 +112,16 @@ impl Api {
     pub fn with_remote_security(mut self, security: Security) -> Self {
         self.remote = Arc::new(security);
         self
+    }
+
+    /// The same API serving artifacts from `store` (`GET /api/artifacts/{id}`).
+    pub fn with_artifacts(mut self, store: Arc<dyn rara_artifacts::ArtifactStore>) -> Self {
+        self.artifacts = Some(store);
+        self
+    }
+
+    pub fn artifacts(&self) -> Option<&Arc<dyn rara_artifacts::ArtifactStore>> {
+        self.artifacts.as_ref()
     }
 
     pub fn remote_security(&self) -> &Security {
@@ -149,6 +163,7 @@ impl Api {
             .merge(runs::routes())
             .merge(waits::routes())
             .merge(rerun::routes())
+            .merge(artifacts::routes())
             .merge(console::routes())
             .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))

@@ -36,6 +36,7 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/bulk/replay",
         "/api/bulk/retry",
         "/api/login",
+        "/api/artifacts/{id}",
     ] {
         assert!(document["paths"][path].is_object(), "{path} is missing");
     }

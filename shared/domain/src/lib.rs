@@ -13,6 +13,7 @@
 //! - [`registry`]: explicit name → executor registrations, and routing of an operation.
 //! - [`secret_material`]: secret references (`{"$secret": "name"}`) and the detection of
 //!   secrets embedded in a step's input.
+//! - [`stored`]: the reference an offloaded output becomes (`{"$stored": {uri, size, digest}}`).
 //! - [`workflow`]: the workflow definition format (JSON or YAML) and its validation, with
 //!   [`references`] (in a step's input, to upstream outputs, artifacts and the run's inputs:
 //!   `{"$output": "fetch", "pointer": "/body"}`; parsing, scanning, substitution) and
@@ -28,6 +29,7 @@ pub mod retry;
 pub mod secret_material;
 pub mod state;
 pub mod step_error;
+pub mod stored;
 pub mod wait;
 pub mod workflow;
 

@@ -65,6 +65,10 @@ pub mod codes {
     /// The run passed its deadline (`timeout_seconds` at the definition's top level, or
     /// `rara submit --timeout`): every unfinished step was cancelled with this code.
     pub const RUN_TIMED_OUT: &str = "RUN_TIMED_OUT";
+    /// The artifact store could not be written or read (an output beyond the inline bound
+    /// could not be offloaded, an offloaded output a reference points into could not be
+    /// read): retryable.
+    pub const ARTIFACT_STORE_UNAVAILABLE: &str = "ARTIFACT_STORE_UNAVAILABLE";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".

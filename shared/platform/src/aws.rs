@@ -50,6 +50,23 @@ pub async fn sqs_client_from_env() -> aws_sdk_sqs::Client {
     sqs_client(&aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
 }
 
+/// An S3 client of `config` for the artifact store (path-style addressing when an endpoint is
+/// set). Its calls are not recorded for the IAM check: the record reads JSON protocols'
+/// `X-Amz-Target`, and S3 is REST (the template's S3 grants are written from the calls in
+/// `rara_artifacts::s3`; see docs/src/internals/artifacts.md).
+pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    aws_sdk_s3::Client::from_conf(rara_artifacts::s3::client_config(config).build())
+}
+
+/// The artifact store of `RARA_ARTIFACTS_URI`, if set, with an S3 client from the SDK's
+/// standard environment (the CLI's commands).
+pub async fn artifact_store_from_env()
+-> Result<Option<std::sync::Arc<dyn rara_artifacts::ArtifactStore>>, rara_artifacts::Error> {
+    let Some(uri) = std::env::var("RARA_ARTIFACTS_URI").ok().filter(|u| !u.is_empty()) else { return Ok(None) };
+    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    rara_artifacts::open(&uri, || s3_client(&config)).map(Some)
+}
+
 /// A Secrets Manager client of `config` (recording its calls when `RARA_AWS_CALL_LOG` is set).
 pub fn secrets_manager_client(config: &aws_config::SdkConfig) -> aws_sdk_secretsmanager::Client {
     let mut builder = aws_sdk_secretsmanager::config::Builder::from(config);

@@ -35,6 +35,8 @@ pub enum Error {
     Registry(#[from] rara_runtime::registry::Error),
     #[error(transparent)]
     Secrets(#[from] crate::secrets::StartError),
+    #[error(transparent)]
+    Artifacts(#[from] rara_artifacts::Error),
     #[error("the remote executors' credentials: {0}")]
     RemoteCredentials(String),
 }
@@ -94,8 +96,18 @@ impl Wiring {
         Ok(Wiring { settings: Arc::new(settings), store, queue, aws })
     }
 
-    pub fn scheduler(&self) -> Scheduler {
-        Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
+    /// The artifact store of `RARA_ARTIFACTS_URI`, if set ([`artifact_store`]).
+    pub fn artifacts(&self) -> Result<Option<Arc<dyn rara_artifacts::ArtifactStore>>, Error> {
+        artifact_store(&self.settings, &self.aws)
+    }
+
+    /// The scheduler; with `RARA_ARTIFACTS_URI`, pruning deletes the runs' objects too.
+    pub fn scheduler(&self) -> Result<Scheduler, Error> {
+        let scheduler = Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone());
+        Ok(match self.artifacts()? {
+            Some(store) => scheduler.with_artifacts(store),
+            None => scheduler,
+        })
     }
 
     /// The executor's batch processor with the standard registry and the secret resolver
@@ -103,7 +115,11 @@ impl Wiring {
     pub async fn batch_executor(&self) -> Result<BatchExecutor, Error> {
         let registry = standard_registry(&self.settings).await?;
         tracing::info!(egress = %self.settings.egress, "http.request may reach");
-        let executor = BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings);
+        let mut executor =
+            BatchExecutor::new(self.store.clone(), self.queue.clone(), Arc::new(registry), &self.settings);
+        if let Some(store) = self.artifacts()? {
+            executor = executor.with_artifacts(store, &self.settings);
+        }
         Ok(match self.settings.secrets_backend {
             SecretsBackend::Env => executor.with_secrets(Arc::new(EnvSecretResolver::from_env())),
             SecretsBackend::SecretsManager => {
@@ -113,6 +129,15 @@ impl Wiring {
             }
         })
     }
+}
+
+/// The artifact store of `RARA_ARTIFACTS_URI` (an S3 client of `aws` for `s3://`), if set.
+pub fn artifact_store(
+    settings: &Settings,
+    aws: &aws_config::SdkConfig,
+) -> Result<Option<Arc<dyn rara_artifacts::ArtifactStore>>, Error> {
+    let Some(uri) = &settings.artifacts_uri else { return Ok(None) };
+    Ok(Some(rara_artifacts::open(uri, || crate::aws::s3_client(aws))?))
 }
 
 /// Puts the token and attempt key of the secret `arn` (`RARA_REMOTE_CREDENTIALS_SECRET_ARN`),

@@ -17,6 +17,7 @@
 //! - [`interrupt`]: a stopping runner's last calls, bounded.
 //! - [`registry`]: the registry an executor runs with (built-ins and remote executors).
 //! - [`grants`]: the claim's check of secret grants (workflow, operation, host), before resolution.
+//! - [`pruned_objects`]: the artifact store's objects of pruned runs, deleted after their rows.
 //! - [`secrets`]: `{"$secret": "name"}` references resolved through a port just before a
 //!   step runs, and the redaction of what the step returns.
 //! - [`telemetry`]: the spans of a run's trace (ids derived, `traceparent`s, spans emitted
@@ -30,6 +31,7 @@ pub mod grants;
 pub mod interrupt;
 pub mod invocation;
 pub mod metrics;
+pub mod pruned_objects;
 pub mod registry;
 pub mod scheduler;
 pub mod secrets;

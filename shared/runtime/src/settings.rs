@@ -28,6 +28,10 @@ pub const DEFAULT_STEPS_PER_MESSAGE: u32 = 10;
 /// children's outputs (measured in Postgres, before anything is read).
 pub const DEFAULT_MAX_GATHERED_BYTES: usize = 16 * 1024 * 1024;
 
+/// Default `RARA_INLINE_OUTPUT_BYTES`: an output larger than this (serialised) is written to
+/// the artifact store and the step keeps a reference (when `RARA_ARTIFACTS_URI` is set).
+pub const DEFAULT_INLINE_OUTPUT_BYTES: usize = 64 * 1024;
+
 /// Settings of both functions.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -114,6 +118,12 @@ pub struct Settings {
     pub returns: rara_remote::Limits,
     /// `RARA_MAX_GATHERED_BYTES`: the most a map step gathers of its children's outputs.
     pub max_gathered_bytes: usize,
+    /// `RARA_ARTIFACTS_URI`: the artifact store (`s3://bucket/prefix`, `file:///dir`), checked
+    /// at start; unset: none, every output stays inline.
+    pub artifacts_uri: Option<String>,
+    /// `RARA_INLINE_OUTPUT_BYTES`: the largest output kept inline in Postgres; a larger one
+    /// goes to the artifact store and the step keeps a reference.
+    pub inline_output_bytes: usize,
 }
 
 /// Where secret references are resolved.
@@ -135,6 +145,34 @@ impl SecretsBackend {
                 reason: "expected `env` or `secretsmanager`".into(),
             }),
         }
+    }
+}
+
+/// `RARA_MAX_OUTPUT_BYTES`, `RARA_MAX_ARTIFACTS_PER_ATTEMPT`.
+fn returns<F: Fn(&str) -> Option<String>>(vars: &Vars<'_, F>) -> Result<rara_remote::Limits, Error> {
+    Ok(rara_remote::Limits {
+        max_output_bytes: vars.parse(
+            "RARA_MAX_OUTPUT_BYTES",
+            rara_remote::bounds::DEFAULT_MAX_OUTPUT_BYTES,
+            "a number of bytes",
+        )?,
+        max_artifacts: vars.parse(
+            "RARA_MAX_ARTIFACTS_PER_ATTEMPT",
+            rara_remote::bounds::DEFAULT_MAX_ARTIFACTS,
+            "a whole number",
+        )?,
+    })
+}
+
+/// `RARA_ARTIFACTS_URI`, when set and well-formed.
+fn artifacts_uri<F: Fn(&str) -> Option<String>>(vars: &Vars<'_, F>) -> Result<Option<String>, Error> {
+    let Some(uri) = vars.optional("RARA_ARTIFACTS_URI") else { return Ok(None) };
+    match rara_artifacts::Location::parse(&uri) {
+        Ok(_) => Ok(Some(uri)),
+        Err(rara_artifacts::Error::Config { reason, .. }) => {
+            Err(Error::Invalid { var: "RARA_ARTIFACTS_URI", value: uri, reason })
+        }
+        Err(e) => Err(Error::Invalid { var: "RARA_ARTIFACTS_URI", value: uri, reason: e.to_string() }),
     }
 }
 
@@ -196,21 +234,16 @@ impl Settings {
             )?),
             egress: rara_builtins::egress::Policy::from_lookup(|var| vars.optional(var))
                 .map_err(|e| Error::Invalid { var: e.var, value: e.entry, reason: e.reason })?,
-            returns: rara_remote::Limits {
-                max_output_bytes: vars.parse(
-                    "RARA_MAX_OUTPUT_BYTES",
-                    rara_remote::bounds::DEFAULT_MAX_OUTPUT_BYTES,
-                    "a number of bytes",
-                )?,
-                max_artifacts: vars.parse(
-                    "RARA_MAX_ARTIFACTS_PER_ATTEMPT",
-                    rara_remote::bounds::DEFAULT_MAX_ARTIFACTS,
-                    "a whole number",
-                )?,
-            },
+            returns: returns(&vars)?,
             max_gathered_bytes: vars.parse(
                 "RARA_MAX_GATHERED_BYTES",
                 DEFAULT_MAX_GATHERED_BYTES,
+                "a number of bytes",
+            )?,
+            artifacts_uri: artifacts_uri(&vars)?,
+            inline_output_bytes: vars.parse(
+                "RARA_INLINE_OUTPUT_BYTES",
+                DEFAULT_INLINE_OUTPUT_BYTES,
                 "a number of bytes",
             )?,
             core,

@@ -29,6 +29,10 @@ WITH doomed AS (
     SELECT f.* FROM artifacts f WHERE f.step_id = ANY(ARRAY(SELECT id FROM doomed_steps))
 ), deleted AS (
     DELETE FROM workflow_runs WHERE id = ANY(ARRAY(SELECT id FROM doomed))
-    RETURNING steps_total
+    RETURNING id, steps_total
+), queued AS (
+    -- With an artifact store ($3): the runs' objects, to delete after (artifact_deletions).
+    INSERT INTO artifact_deletions (run_id) SELECT id FROM deleted WHERE $3::boolean
+    ON CONFLICT (run_id) DO NOTHING
 )
 SELECT count(*) AS "runs!", coalesce(sum(steps_total), 0)::bigint AS "steps!" FROM deleted

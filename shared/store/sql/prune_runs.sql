@@ -4,7 +4,8 @@
 -- dependencies and artifacts by their foreign keys' ON DELETE CASCADE, attempts by the trigger of
 -- migration 000014). No step of a finished run is held,
 -- so nothing the claim needs is locked; a run another transaction holds (a late counter update) is
--- skipped, never waited for. Returns how many runs and steps were deleted. The runs are deleted by
+-- skipped, never waited for. With $3 (an artifact store is configured) the runs are queued in
+-- `artifact_deletions` for their objects to be deleted after. Returns how many runs and steps were deleted. The runs are deleted by
 -- primary key (`= ANY(ARRAY(..))`): a join with `doomed` gets a generic plan that hashes the whole
 -- table for every batch.
 WITH doomed AS (
@@ -16,6 +17,10 @@ WITH doomed AS (
     FOR UPDATE SKIP LOCKED
 ), deleted AS (
     DELETE FROM workflow_runs WHERE id = ANY(ARRAY(SELECT id FROM doomed))
-    RETURNING steps_total
+    RETURNING id, steps_total
+), queued AS (
+    -- With an artifact store ($3): the runs' objects, to delete after (artifact_deletions).
+    INSERT INTO artifact_deletions (run_id) SELECT id FROM deleted WHERE $3::boolean
+    ON CONFLICT (run_id) DO NOTHING
 )
 SELECT count(*) AS "runs!", coalesce(sum(steps_total), 0)::bigint AS "steps!" FROM deleted

@@ -35,6 +35,7 @@
 //! - [`waits`]: durable waits: the scheduler's round (start, decide by timer, timeout, a
 //!   signal or event already there, apply), signals, events, completion tokens, what waits.
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
+//! - [`artifacts`]: an artifact by id, with its run (what the API serves).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
 //!   skipping what another transaction holds; what a prune would delete.
 //! - [`trace`]: a run's trace context, and the attempts a lease round leased in their runs'
@@ -71,6 +72,7 @@
 //! which the planner can neither merge nor hash ([`fence`]). The proofs are
 //! `tests/quick_plan.rs` and `tests/outcome_plan.rs`.
 
+pub mod artifacts;
 pub mod browse;
 pub mod bulk;
 pub mod claim;

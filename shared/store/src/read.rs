@@ -158,6 +158,8 @@ pub struct AttemptView {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArtifactView {
+    /// Its id: `GET /api/artifacts/{id}` downloads it.
+    pub id: i64,
     #[serde(skip)]
     pub step_id: Uuid,
     pub attempt: i32,
@@ -313,6 +315,7 @@ async fn read_artifacts(tx: &mut Tx, run_id: Uuid) -> Result<Vec<ArtifactView>, 
     Ok(rows
         .into_iter()
         .map(|a| ArtifactView {
+            id: a.id,
             step_id: a.step_id,
             attempt: a.attempt,
             name: a.name,

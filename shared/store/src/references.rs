@@ -56,6 +56,9 @@ pub struct Upstream {
     /// `{"uri", "media_type", "size_bytes", "digest"}`.
     pub artifacts: HashMap<(Uuid, String, String), Value>,
     pub inputs: HashMap<Uuid, Value>,
+    /// Offloaded outputs (`{"$stored": …}` in `outputs`) read whole from the artifact store, for
+    /// the references that point into them (the runtime reads them; this store never does).
+    pub loaded: HashMap<(Uuid, String), Value>,
 }
 
 impl Upstream {
@@ -83,6 +86,10 @@ impl Sources for RunValues<'_> {
 
     fn inputs(&self) -> Option<&Value> {
         self.upstream.inputs.get(&self.run_id)
+    }
+
+    fn loaded(&self, step: &str) -> Option<&Value> {
+        self.upstream.loaded.get(&(self.run_id, step.to_owned()))
     }
 }
 

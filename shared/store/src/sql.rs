@@ -89,6 +89,7 @@ pub const READ_STEPS: &str = sql_file!("read_steps");
 pub const READ_DEPENDENCIES: &str = sql_file!("read_dependencies");
 pub const READ_ATTEMPTS: &str = sql_file!("read_attempts");
 pub const READ_ARTIFACTS: &str = sql_file!("read_artifacts");
+pub const ARTIFACT_BY_ID: &str = sql_file!("artifact_by_id");
 pub const RUN_EXISTS: &str = sql_file!("run_exists");
 pub const STEP_EXISTS: &str = sql_file!("step_exists");
 pub const LIST_RUNS: &str = sql_file!("list_runs");
@@ -152,6 +153,9 @@ pub const PRUNE_EVENTS: &str = sql_file!("prune_events");
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
 pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
+pub const ARTIFACT_DELETIONS_PENDING: &str = sql_file!("artifact_deletions_pending");
+pub const ARTIFACT_DELETIONS_DONE: &str = sql_file!("artifact_deletions_done");
+pub const ARTIFACT_DELETIONS_FAILED: &str = sql_file!("artifact_deletions_failed");
 pub const PRUNABLE_RUNS: &str = sql_file!("prunable_runs");
 
 // Test and benchmark history (testing.rs, feature `testing`).
@@ -291,6 +295,7 @@ fn operators() -> Vec<Statement> {
         s("read_dependencies", READ_DEPENDENCIES, &["uuid"]),
         s("read_attempts", READ_ATTEMPTS, &["uuid"]),
         s("read_artifacts", READ_ARTIFACTS, &["uuid"]),
+        s("artifact_by_id", ARTIFACT_BY_ID, &["int8"]),
         s("run_exists", RUN_EXISTS, &["uuid"]),
         s("step_exists", STEP_EXISTS, &["uuid"]),
         s("list_runs", LIST_RUNS, &["rara_run_status", "int8"]),
@@ -348,8 +353,11 @@ fn waits() -> Vec<Statement> {
 /// Retention, planner statistics, and the history writers of tests and benchmarks.
 fn maintenance() -> Vec<Statement> {
     let mut all = vec![
-        s("prune_runs", PRUNE_RUNS, &["int8", "int8"]),
-        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8"]),
+        s("prune_runs", PRUNE_RUNS, &["int8", "int8", "bool"]),
+        s("prune_archive_runs", PRUNE_ARCHIVE_RUNS, &["int8", "int8", "bool"]),
+        s("artifact_deletions_pending", ARTIFACT_DELETIONS_PENDING, &["int8"]),
+        s("artifact_deletions_done", ARTIFACT_DELETIONS_DONE, &["uuid[]"]),
+        s("artifact_deletions_failed", ARTIFACT_DELETIONS_FAILED, &["uuid[]", "text"]),
         s("prunable_runs", PRUNABLE_RUNS, &["int8"]),
         s("grown_tables", GROWN_TABLES, &["int8", "text[]"]),
         s("history_runs", HISTORY_RUNS, &["int8", "int8", "int8"]),

@@ -248,7 +248,7 @@ async fn a_prune_batch_reads_only_the_runs_it_deletes_in_its_generic_plan(pool: 
     sqlx::query("SET plan_cache_mode = force_generic_plan").execute(&mut *conn).await.unwrap();
     let types = prune.params.join(", ");
     sqlx::query(&format!("PREPARE prune_runs({types}) AS {}", prune.sql)).execute(&mut *conn).await.unwrap();
-    let plan: serde_json::Value = sqlx::query_scalar("EXPLAIN (FORMAT JSON) EXECUTE prune_runs(86400000, 500)")
+    let plan: serde_json::Value = sqlx::query_scalar("EXPLAIN (FORMAT JSON) EXECUTE prune_runs(86400000, 500, true)")
         .fetch_one(&mut *conn)
         .await
         .unwrap();

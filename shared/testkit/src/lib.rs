@@ -4,7 +4,7 @@
 //!
 //! # Layout
 //!
-//! - this file: LocalStack [`Queues`] and [`secrets_client`], [`settings`], [`submit`];
+//! - this file: LocalStack [`Queues`], [`secrets_client`] and [`s3_store`] (a fresh bucket), [`settings`], [`submit`];
 //! - [`python`]: the real Python executor as a subprocess ([`PythonServer`]);
 //! - [`otlp`]: a real OTLP receiver (gRPC and HTTP) keeping the spans it is sent ([`OtlpReceiver`]);
 //! - [`peer`]: TCP peers in front of a real service: one that can go silent ([`SilentPeer`]),
@@ -110,6 +110,20 @@ pub async fn sqs_client() -> Client {
 /// A Secrets Manager client on LocalStack (recording its calls as [`sqs_client`]'s).
 pub async fn secrets_client() -> aws_sdk_secretsmanager::Client {
     rara_platform::aws::secrets_manager_client(&localstack_config().await)
+}
+
+/// An S3 client on LocalStack (recording its calls as [`sqs_client`]'s).
+pub async fn s3_client() -> aws_sdk_s3::Client {
+    rara_platform::aws::s3_client(&localstack_config().await)
+}
+
+/// A fresh bucket on LocalStack and the artifact store at `s3://{bucket}/{prefix}`.
+pub async fn s3_store(prefix: &str) -> (Arc<dyn rara_artifacts::ArtifactStore>, String) {
+    let client = s3_client().await;
+    let bucket = format!("rara-test-{}", Uuid::new_v4().simple());
+    client.create_bucket().bucket(&bucket).send().await.expect("create a bucket on LocalStack");
+    let uri = format!("s3://{bucket}/{prefix}");
+    (rara_artifacts::open(&uri, || client).expect("an s3:// store"), uri)
 }
 
 /// A fresh queue and DLQ (redrive after `max_receive` receives).

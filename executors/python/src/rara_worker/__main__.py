@@ -15,6 +15,7 @@ from rara_worker.auth import TOKENS_ENV, TlsFiles, Tokens
 from rara_worker.examples import build_registry
 from rara_worker.log import DEFAULT_MAX_KEPT_EVENTS
 from rara_worker.server import DEFAULT_GRACE_SECONDS, serve
+from rara_worker.store import open_store
 from rara_worker.telemetry import configure as configure_telemetry
 
 log = logging.getLogger("rara_worker")
@@ -29,7 +30,13 @@ def main(argv: list[str] | None = None) -> None:
         "--artifacts-dir",
         type=Path,
         default=Path(tempfile.gettempdir()) / "rara-artifacts",
-        help="where artifact files are written (default: $TMPDIR/rara-artifacts)",
+        help="where artifact files are written without an artifact store (default: $TMPDIR/rara-artifacts)",
+    )
+    parser.add_argument(
+        "--artifacts-uri",
+        default=os.environ.get("RARA_ARTIFACTS_URI") or None,
+        help="the artifact store, the same as rara's: s3://bucket/prefix or file:///dir "
+        "(default: $RARA_ARTIFACTS_URI; unset: --artifacts-dir)",
     )
     parser.add_argument(
         "--data-dir",
@@ -84,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     provider = configure_telemetry()  # None (no cost) unless OTEL_EXPORTER_OTLP_ENDPOINT is set
     try:
         asyncio.run(
-            serve(registry, host=args.host, port=args.port, artifacts_dir=args.artifacts_dir,
+            serve(registry, host=args.host, port=args.port,
+                  artifacts_dir=open_store(args.artifacts_uri) if args.artifacts_uri else args.artifacts_dir,
                   grace=args.grace, detach=detach, tokens=tokens, tls=tls)
         )
     finally:

@@ -34,6 +34,7 @@ from rara_worker.capability import AsyncHandler, Capability, CapabilityRegistry,
 from rara_worker.context import Context
 from rara_worker.events import EventStream
 from rara_worker.log import DEFAULT_MAX_KEPT_EVENTS, EventLog
+from rara_worker.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class Attempt:
         self,
         request: pb.ExecuteRequest,
         registry: CapabilityRegistry,
-        artifacts_root: Path,
+        artifacts_root: Path | Store,
         *,
         max_kept_events: int = DEFAULT_MAX_KEPT_EVENTS,
     ) -> None:

@@ -1,7 +1,10 @@
 """What a handler receives: who it runs for, its deadline, and how to report back.
 
 Async handlers ``await ctx.progress(...)``, ``await ctx.artifact(...)`` and
-``await ctx.write_artifact(...)``. Sync handlers (run in a thread) call the ``*_sync``
+``await ctx.write_artifact(...)`` (to the artifact store, streamed: bytes, text, a path or a
+binary stream), ``await ctx.read_artifact(descriptor)`` / ``download_artifact`` (verified
+against the digest) and ``await ctx.load_output(value)`` (an offloaded ``{"$stored": …}``
+output read back whole). Sync handlers (run in a thread) call the ``*_sync``
 variants. Both watch ``ctx.cancelled`` (an ``asyncio.Event``; from a thread, read
 ``ctx.cancelled.is_set()``) to stop early when the attempt is cancelled or its
 deadline passes. Reports after the attempt ended are ignored, and so are progress
@@ -12,17 +15,24 @@ report as often as is useful; the bound, not the handler, keeps memory in check.
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import contextlib
+import io
+import json
 import math
-import re
+import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, Any
 
 from rara.v1 import executor_pb2 as pb
 from rara_worker.events import EventStream
+from rara_worker.store import FileStore, Store, artifact_key, copy_verified, source_of
 
-_ARTIFACT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+#: What ``write_artifact`` takes.
+Data = bytes | str | os.PathLike[str] | IO[bytes]
+#: An artifact's descriptor: a ``$artifact`` reference's value, a ``$stored`` one's, or a report.
+Descriptor = dict[str, Any] | pb.Artifact
 
 
 class Context:
@@ -38,7 +48,7 @@ class Context:
         fence: int,
         deadline: datetime | None,
         trace_context: dict[str, str],
-        artifacts_root: Path,
+        artifacts_root: Path | Store,
         events: EventStream,
     ) -> None:
         self.run_id = run_id
@@ -51,8 +61,8 @@ class Context:
         self.trace_context = trace_context
         #: Set when the attempt is cancelled or its deadline passed: stop the work.
         self.cancelled = asyncio.Event()
-        #: Local directory for this attempt's artifact files (created on first write).
-        self.artifacts_dir = artifacts_root / run_id / step_id / f"attempt-{attempt}"
+        #: Where ``write_artifact`` writes: the store of RARA_ARTIFACTS_URI, or a directory.
+        self.store: Store = FileStore(artifacts_root) if isinstance(artifacts_root, Path) else artifacts_root
         self._events = events
         self._loop = asyncio.get_running_loop()
         self._names: set[str] = set()
@@ -95,31 +105,62 @@ class Context:
         return artifact
 
     async def write_artifact(
-        self, name: str, data: bytes | str, media_type: str = "application/octet-stream"
+        self, name: str, data: Data, media_type: str = "application/octet-stream"
     ) -> pb.Artifact:
-        """Write ``data`` to ``artifacts_dir/name`` and report it with size and sha256."""
+        """Stream ``data`` (bytes, text, a path or a binary stream) to the artifact store under
+        ``runs/{run}/{step}/{attempt}/{name}`` and report it with its size and sha256."""
         artifact = await asyncio.to_thread(self._write, name, data, media_type)
         self._events.artifact(artifact)
         return artifact
 
     def write_artifact_sync(
-        self, name: str, data: bytes | str, media_type: str = "application/octet-stream"
+        self, name: str, data: Data, media_type: str = "application/octet-stream"
     ) -> pb.Artifact:
         """``write_artifact`` for sync handlers running in a thread."""
         artifact = self._write(name, data, media_type)
         self._loop.call_soon_threadsafe(self._events.artifact, artifact)
         return artifact
 
-    def _write(self, name: str, data: bytes | str, media_type: str) -> pb.Artifact:
-        if not _ARTIFACT_NAME.fullmatch(name):
-            raise ValueError(f"artifact name {name!r} must be a plain file name")
+    async def read_artifact(self, descriptor: Descriptor) -> bytes:
+        """The whole artifact ``descriptor`` names, checked against its digest."""
+        return await asyncio.to_thread(self._read, descriptor)
+
+    async def download_artifact(self, descriptor: Descriptor, path: Path) -> Path:
+        """Stream the artifact to ``path`` (renamed into place only once its digest matched)."""
+        return await asyncio.to_thread(self._download, descriptor, path)
+
+    async def load_output(self, value: Any) -> Any:
+        """``value``, or when it is an offloaded output (``{"$stored": descriptor}``, what a
+        ``$output`` reference to a large output passes on) the output read back whole."""
+        if isinstance(value, dict) and set(value) == {"$stored"}:
+            return json.loads(await self.read_artifact(value["$stored"]))
+        return value
+
+    def _write(self, name: str, data: Data, media_type: str) -> pb.Artifact:
+        key = artifact_key(self.run_id, self.step_id, self.attempt, name)
         self._reserve(name)
-        raw = data.encode() if isinstance(data, str) else data
-        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        path = self.artifacts_dir / name
-        path.write_bytes(raw)
-        digest = "sha256:" + hashlib.sha256(raw).hexdigest()
-        return self._describe(name, path.resolve().as_uri(), media_type, len(raw), digest)
+        with source_of(data) as source:
+            uri, size, digest = self.store.put(key, source, media_type)
+        return self._describe(name, uri, media_type, size, digest)
+
+    def _read(self, descriptor: Descriptor) -> bytes:
+        uri, digest = _fields(descriptor)
+        out = io.BytesIO()
+        with contextlib.closing(self.store.open(uri)) as source:
+            copy_verified(source, out, digest)
+        return out.getvalue()
+
+    def _download(self, descriptor: Descriptor, path: Path) -> Path:
+        uri, digest = _fields(descriptor)
+        partial = path.with_name(path.name + ".partial")
+        try:
+            with contextlib.closing(self.store.open(uri)) as source, partial.open("wb") as out:
+                copy_verified(source, out, digest)
+            partial.replace(path)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        return path
 
     def _reserve(self, name: str) -> None:
         if not name:
@@ -140,6 +181,12 @@ class Context:
         return pb.Artifact(
             name=name, uri=uri, media_type=media_type, size_bytes=size_bytes, digest=digest
         )
+
+
+def _fields(descriptor: Descriptor) -> tuple[str, str | None]:
+    if isinstance(descriptor, pb.Artifact):
+        return descriptor.uri, descriptor.digest or None
+    return str(descriptor["uri"]), descriptor.get("digest")
 
 
 def _check_fraction(fraction: float) -> None:

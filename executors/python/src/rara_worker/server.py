@@ -38,6 +38,7 @@ from rara_worker.attempts import DetachConfig, AttemptTable
 from rara_worker.auth import TlsFiles, TokenInterceptor, Tokens
 from rara_worker.capability import CapabilityRegistry
 from rara_worker.heartbeat import with_heartbeats
+from rara_worker.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class ExecutorService(pb_grpc.ExecutorServiceServicer):
     def __init__(
         self,
         registry: CapabilityRegistry,
-        artifacts_dir: Path,
+        artifacts_dir: Path | Store,
         detach: DetachConfig = DetachConfig(),
     ) -> None:
         self._registry = registry
@@ -232,7 +233,7 @@ async def start(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    artifacts_dir: Path,
+    artifacts_dir: Path | Store,
     detach: DetachConfig = DetachConfig(),
     tokens: Tokens | None = None,
     tls: TlsFiles | None = None,
@@ -277,7 +278,7 @@ async def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    artifacts_dir: Path,
+    artifacts_dir: Path | Store,
     grace: float = DEFAULT_GRACE_SECONDS,
     detach: DetachConfig = DetachConfig(),
     tokens: Tokens | None = None,

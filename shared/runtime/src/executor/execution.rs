@@ -55,6 +55,9 @@ pub struct Environment {
     pub interrupt: CancellationToken,
     /// The steps operators cancel: a heartbeat checks its lease at once when its step is one.
     pub cancels: crate::executor::cancel_watch::CancelWatch,
+    /// `RARA_ARTIFACTS_URI`, `RARA_INLINE_OUTPUT_BYTES`: where outputs beyond the inline bound
+    /// go ([`crate::executor::offload`]).
+    pub artifacts: crate::executor::offload::Offload,
 }
 
 impl std::fmt::Debug for Environment {
@@ -105,7 +108,9 @@ pub async fn execute(env: &Environment, step: &ClaimedStep, receipt_handle: &str
             .instrument(tracing::Span::current())
             .with_context(opentelemetry::Context::current()),
     ));
-    Running { task, detach, lost, stop_reason, redactor }.finish(env, step, &timing).await
+    let execution = Running { task, detach, lost, stop_reason, redactor }.finish(env, step, &timing).await;
+    // Under the lease still (the heartbeat runs until this function returns).
+    env.artifacts.output(step, execution).await
 }
 
 /// An executor's task while it runs, and what stops it.

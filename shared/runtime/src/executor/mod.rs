@@ -16,6 +16,8 @@
 //! - [`reporter`]: progress and artifacts written to Postgres, fenced and throttled, and the
 //!   [`Loss`](reporter::Loss) that tells an execution its lease is gone.
 //! - `returned`: an executor's output held to `RARA_MAX_OUTPUT_BYTES` before it is recorded.
+//! - [`offload`]: outputs beyond `RARA_INLINE_OUTPUT_BYTES` written to the artifact store and
+//!   recorded by reference; offloaded outputs read back for pointer references.
 //! - [`cancel_watch`]: the holder's side of an operator's cancel: one listener per process,
 //!   relayed to every running execution's heartbeat.
 
@@ -24,6 +26,7 @@ pub mod cancel_watch;
 mod end;
 pub mod execution;
 pub mod fate;
+pub mod offload;
 pub mod reporter;
 mod returned;
 

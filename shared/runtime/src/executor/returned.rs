@@ -19,7 +19,8 @@ pub(crate) fn bounded(
         tracing::warn!(bytes, bound = limits.max_output_bytes, "the executor's output is too large; the attempt fails");
         return Err(error);
     }
-    Ok(redactor.json(output))
+    // What an executor returned never reads as an offloaded output's reference.
+    Ok(rara_domain::stored::escape(redactor.json(output)))
 }
 
 #[cfg(test)]

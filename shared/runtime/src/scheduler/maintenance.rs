@@ -231,7 +231,8 @@ impl Scheduler {
     /// History only costs space: a failure here is logged, and the next pass tries again.
     async fn prune(&self, counters: &mut Counters) {
         let Some(retention) = self.settings.retention else { return };
-        match self.db(self.store.prune(retention, self.settings.prune_batch, self.settings.prune)).await {
+        let (batch, how, objects) = (self.settings.prune_batch, self.settings.prune, self.artifacts.is_some());
+        match self.db(self.store.prune_queueing(retention, batch, how, objects)).await {
             Ok(pruned) => {
                 counters.pruned += pruned.runs;
                 if pruned.runs > 0 {
@@ -243,6 +244,18 @@ impl Scheduler {
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not delete finished runs past the retention"),
+        }
+        if let Some(artifacts) = &self.artifacts {
+            // Not under the Postgres call's bound: the store's calls have the SDK's deadlines.
+            let pass =
+                crate::pruned_objects::delete_pruned(&self.store, &**artifacts, crate::pruned_objects::RUNS_PER_PASS);
+            match pass.await {
+                Ok(pass) if pass.objects > 0 => {
+                    tracing::info!(runs = pass.runs, objects = pass.objects, "deleted pruned runs' objects")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "could not read the pruned runs' objects to delete"),
+            }
         }
     }
 }

@@ -81,6 +81,8 @@ pub struct Scheduler {
     last_waits: Arc<Mutex<Option<Instant>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
+    /// The artifact store (`RARA_ARTIFACTS_URI`): pruned runs' objects are deleted from it.
+    artifacts: Option<Arc<dyn rara_artifacts::ArtifactStore>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -90,6 +92,12 @@ impl std::fmt::Debug for Scheduler {
 }
 
 impl Scheduler {
+    /// The same scheduler deleting pruned runs' objects from `store` after their rows.
+    pub fn with_artifacts(mut self, store: Arc<dyn rara_artifacts::ArtifactStore>) -> Self {
+        self.artifacts = Some(store);
+        self
+    }
+
     pub fn new(store: Store, queue: Arc<dyn Queue>, settings: Arc<Settings>) -> Self {
         let sends = Arc::new(Mutex::new(Burst::new("send", queue.peer())));
         Scheduler {
@@ -103,6 +111,7 @@ impl Scheduler {
             last_flow_keys: Arc::default(),
             last_waits: Arc::default(),
             sends,
+            artifacts: None,
         }
     }
 

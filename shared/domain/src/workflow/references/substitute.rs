@@ -21,6 +21,11 @@ pub trait Sources {
     fn item(&self) -> Option<&Value> {
         None
     }
+    /// The whole of `step`'s output when it was offloaded (its output is a
+    /// [`stored`](crate::stored) reference) and read for a pointer into it.
+    fn loaded(&self, _step: &str) -> Option<&Value> {
+        None
+    }
 }
 
 /// A reference that finds nothing: the step fails for good with `INPUT_REFERENCE_MISSING`.
@@ -85,6 +90,9 @@ pub fn substitute_child(input: &Value, sources: &impl Sources, item: &Value) -> 
         fn item(&self) -> Option<&Value> {
             Some(self.1)
         }
+        fn loaded(&self, step: &str) -> Option<&Value> {
+            self.0.loaded(step)
+        }
     }
     substitute(input, &Child(sources, item))
 }
@@ -132,11 +140,17 @@ fn resolve(reference: Reference<'_>, path: &str, sources: &impl Sources) -> Resu
             let output = sources.output(step).ok_or_else(|| {
                 missing(format!("step {step:?} has no output (it has not succeeded)"), Some(step), None)
             })?;
+            // A pointer goes into an offloaded output's whole (read at claim); the whole output
+            // is passed on as its reference.
+            let offloaded = crate::stored::Descriptor::of(output).is_some();
             match pointer {
                 None => Ok(output.clone()),
-                Some(p) => output.pointer(p).cloned().ok_or_else(|| {
-                    missing(format!("the output of step {step:?} has nothing at {p:?}"), Some(step), Some(p))
-                }),
+                Some(p) => if offloaded { sources.loaded(step).unwrap_or(output) } else { output }
+                    .pointer(p)
+                    .cloned()
+                    .ok_or_else(|| {
+                        missing(format!("the output of step {step:?} has nothing at {p:?}"), Some(step), Some(p))
+                    }),
             }
         }
         Reference::Artifact { step, name } => sources

@@ -77,6 +77,7 @@ mod map;
 mod quick;
 mod record;
 mod references;
+mod stored;
 mod trace;
 use trace::AttemptTrace;
 
@@ -168,6 +169,7 @@ impl BatchExecutor {
                 secrets: Arc::new(NoSecrets),
                 interrupt: CancellationToken::new(),
                 cancels,
+                artifacts: crate::executor::offload::Offload::inline(),
             },
             worker: core.worker_id.as_str().into(),
             non_retryable_codes: core.default_retry.non_retryable_codes.clone().into(),
@@ -194,6 +196,18 @@ impl BatchExecutor {
     /// [`NoSecrets`]; the platform's wiring sets the resolver of `RARA_SECRETS_BACKEND`).
     pub fn with_secrets(mut self, secrets: Arc<dyn SecretResolver>) -> Self {
         self.env.secrets = secrets;
+        self
+    }
+
+    /// Outputs beyond `settings.inline_output_bytes` go to `store` (`RARA_ARTIFACTS_URI`;
+    /// by default there is none and every output stays inline), and references that point
+    /// into offloaded outputs are read from it.
+    pub fn with_artifacts(
+        mut self,
+        store: std::sync::Arc<dyn rara_artifacts::ArtifactStore>,
+        settings: &Settings,
+    ) -> Self {
+        self.env.artifacts = crate::executor::offload::Offload::to(store, settings.inline_output_bytes);
         self
     }
 

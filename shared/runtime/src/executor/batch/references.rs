@@ -92,7 +92,7 @@ impl BatchExecutor {
         }
         let maps = self.bound_gatherings(maps, &mut needs, &mut ended).await;
 
-        let upstream = if needs.is_empty() {
+        let mut upstream = if needs.is_empty() {
             Upstream::default()
         } else {
             match self.db(self.env.store.references(&needs)).await {
@@ -112,6 +112,8 @@ impl BatchExecutor {
                 ended.insert(step.holder.step_id, execution);
             }
         }
+        self.load_stored(&steps, &mut upstream, &mut ended).await;
+        let steps = steps.into_iter().filter(|s| !ended.contains_key(&s.holder.step_id)).collect();
         let (resolved, items) = self.substitute_each(steps, &upstream, &mut ended);
         if !items.is_empty() {
             self.record_inputs(resolved, items, &mut ended).await;

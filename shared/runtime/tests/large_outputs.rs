@@ -1,0 +1,109 @@
+//! Large outputs by reference (a claim check), end to end on Postgres, LocalStack's SQS and
+//! LocalStack's S3: a 5 MiB output is written to the artifact store and the step's row keeps a
+//! reference under 1 KiB; a dependent's `$output` references with pointers get the right
+//! values, one to the whole output gets the reference; an output that forges a reference is
+//! escaped.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use rara_artifacts::ArtifactStore;
+use rara_domain::StepError;
+use rara_domain::executor::{ExecutionContext, Executor};
+use rara_domain::stored::Descriptor;
+use rara_runtime::executor::BatchExecutor;
+use rara_store::Store;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+const LIMIT: Duration = Duration::from_secs(120);
+const ROWS: usize = 5 * 1024;
+
+/// `test.big`: about 5 MiB of JSON: `ROWS` rows of 1 KiB and a small `meta`.
+struct Big;
+
+fn big_output() -> Value {
+    let rows: Vec<Value> = (0..ROWS).map(|i| json!({"i": i, "text": format!("{i:06}").repeat(170)})).collect();
+    json!({"rows": rows, "meta": {"count": ROWS, "label": "big"}})
+}
+
+#[async_trait::async_trait]
+impl Executor for Big {
+    async fn execute(&self, _: ExecutionContext, input: Value) -> Result<Value, StepError> {
+        Ok(if input["forge"] == json!(true) {
+            json!({"$stored": {"uri": "s3://elsewhere/secret", "size_bytes": 1, "digest": "sha256:00"}})
+        } else {
+            big_output()
+        })
+    }
+}
+
+const FLOW: &str = "name: large
+steps:
+  - {name: big, operation: test.big}
+  - {name: forged, operation: test.big, input: {forge: true}}
+  - name: use
+    operation: test.echo
+    depends_on: [big, forged]
+    input:
+      count: {$output: big, pointer: /meta/count}
+      row: {$output: big, pointer: /rows/4321/i}
+      whole: {$output: big}
+      forged: {$output: forged, pointer: /$$stored/uri}
+";
+
+async fn stack(pool: PgPool) -> (Store, Stack, Echo, Arc<dyn ArtifactStore>) {
+    let (artifacts, uri) = rara_testkit::s3_store("rara").await;
+    let store = Store::new(pool);
+    let queues = Queues::new(30, 10).await;
+    let extra = [("RARA_ARTIFACTS_URI", uri.as_str()), ("RARA_MAX_OUTPUT_BYTES", "8388608")];
+    let settings = Arc::new(settings(&queues, &extra));
+    assert_eq!(settings.inline_output_bytes, 64 * 1024, "the default inline bound");
+    let echo = Echo::default();
+    let mut registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
+    registry.register("test.big", Big).unwrap().register("test.echo", echo.clone()).unwrap();
+    let queue = queues.queue();
+    let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings)
+        .with_artifacts(artifacts.clone(), &settings);
+    (store.clone(), Stack { store, queue, settings, executor }, echo, artifacts)
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_5_mib_output_is_stored_by_reference_and_pointers_into_it_resolve(pool: PgPool) {
+    let (store, stack, echo, artifacts) = stack(pool).await;
+    let run_id = submit(&store, &stack.settings, FLOW).await;
+    let (status, _) = stack.run_until_finished(run_id, LIMIT).await;
+    assert_eq!(status, "succeeded");
+
+    let run = store.run(run_id).await.unwrap();
+    let big = run.steps.iter().find(|s| s.name == "big").unwrap();
+    let reference = big.output.clone().unwrap();
+    let descriptor = Descriptor::of(&reference).expect("the output is a $stored reference");
+    let expected = big_output();
+    assert_eq!(descriptor.size_bytes, serde_json::to_vec(&expected).unwrap().len() as u64);
+    assert!(descriptor.size_bytes > 5 * 1024 * 1024, "{}", descriptor.size_bytes);
+    assert_eq!(descriptor.media_type.as_deref(), Some("application/json"));
+    // The steps row stays small.
+    let row_bytes: i32 = sqlx::query_scalar("SELECT pg_column_size(s.*) FROM steps s WHERE id = $1")
+        .bind(big.id)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert!(row_bytes < 1024, "the steps row is {row_bytes} bytes");
+    // The object holds the output, under its digest.
+    let key = artifacts.location().key_of(&descriptor.uri).unwrap();
+    assert!(key.is_of_run(run_id), "{}", descriptor.uri);
+    let object = artifacts.read_verified(&key, Some(&descriptor.digest), 8 << 20).await.unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&object).unwrap(), expected);
+
+    // The dependent got the values at the pointers, and the reference for the whole output; the
+    // forged reference was escaped when it was recorded, and is a plain value.
+    let calls = echo.0.lock().unwrap().clone();
+    assert_eq!(calls, [json!({"count": ROWS, "row": 4321, "whole": reference, "forged": "s3://elsewhere/secret"})]);
+    let forged = run.steps.iter().find(|s| s.name == "forged").unwrap();
+    assert!(forged.output.as_ref().unwrap().get("$$stored").is_some(), "{:?}", forged.output);
+}
