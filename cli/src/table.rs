@@ -32,7 +32,11 @@ pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 pub fn run(run: &RunView) -> String {
-    let mut out = format!("run {}  {}  {}\n", run.id, run.name, run.status);
+    let name = match run.workflow_version {
+        Some(version) => format!("{}@{version}", run.name),
+        None => run.name.clone(),
+    };
+    let mut out = format!("run {}  {name}  {}\n", run.id, run.status);
     if let Some(key) = &run.idempotency_key {
         let _ = writeln!(out, "idempotency key {key}");
     }
@@ -123,6 +127,22 @@ pub fn runs(runs: &[RunSummary]) -> String {
         })
         .collect();
     render(&["RUN", "NAME", "STATUS", "STEPS DONE", "CREATED (UTC)"], &rows)
+}
+
+/// `rara workflow list`.
+pub fn registrations(registrations: &[rara_store::definitions::Registration]) -> String {
+    let rows: Vec<Vec<String>> = registrations
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.version.to_string(),
+                r.versions.to_string(),
+                r.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ]
+        })
+        .collect();
+    render(&["WORKFLOW", "NEWEST", "VERSIONS", "REGISTERED (UTC)"], &rows)
 }
 
 pub fn dead_letters(rows: &[serde_json::Value]) -> String {

@@ -53,12 +53,17 @@ pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure>
 /// The commands, each as the same command over the database prints it.
 impl Remote {
     async fn submit(&self, args: Submit, json: bool) -> Result<(), Failure> {
-        let text =
-            std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+        let Some(file) = &args.file else {
+            return Err(Failure::new(
+                ExitCode::Usage,
+                "submit --workflow does not go through --api yet: submit a file",
+            ));
+        };
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
         // The inputs typed by the definition's declarations, as a local submit types them;
         // the API checks them again against the same declarations.
-        let definition = WorkflowDefinition::parse(&text, Format::from_path(&args.file))
-            .with_context(|| format!("{} is not a valid workflow definition", args.file.display()))?;
+        let definition = WorkflowDefinition::parse(&text, Format::from_path(file))
+            .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
         let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
         let submitted =
             self.send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs}))).await?;

@@ -23,6 +23,7 @@ pub mod submit;
 pub mod trace;
 pub mod ui;
 pub mod watch;
+pub mod workflow;
 
 use anyhow::Context;
 use rara_domain::config::Config;

@@ -5,6 +5,9 @@
 //!
 //! - [`runs`]: the JSON API under `/api`: submit, list (filters, cursor), a run, cancel a run or
 //!   a step, retry a step, bulk cancel/retry by filter with a dry run.
+//! - [`submit`]: a definition submitted, whole or registered (what `runs` and `workflows` share).
+//! - [`workflows`]: registered definitions under `/api/workflows`: register, list, a version, a
+//!   run of one.
 //! - [`openapi`]: the OpenAPI document generated from [`runs`] (served at `/openapi.json`,
 //!   committed as `docs/openapi.json`).
 //! - [`console`]: the server-rendered console: runs list, run page (SVG DAG, attempts
@@ -31,7 +34,9 @@ pub mod login;
 pub mod openapi;
 pub mod redact;
 pub mod runs;
+pub mod submit;
 pub mod waits;
+pub mod workflows;
 
 use std::sync::Arc;
 
@@ -147,6 +152,7 @@ impl Api {
         Router::new()
             .merge(runs::routes())
             .merge(waits::routes())
+            .merge(workflows::routes())
             .merge(console::routes())
             .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))

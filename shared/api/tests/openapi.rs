@@ -34,6 +34,10 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/waits/{token}",
         "/api/bulk/retry",
         "/api/login",
+        "/api/workflows",
+        "/api/workflows/{name}",
+        "/api/workflows/{name}/versions/{version}",
+        "/api/workflows/{name}/runs",
     ] {
         assert!(document["paths"][path].is_object(), "{path} is missing");
     }

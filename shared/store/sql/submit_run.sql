@@ -1,7 +1,10 @@
 -- A new run: id $1, name $2, idempotency key $3, $4 steps, inputs $5 (resolved: given or
--- default), output as defined $6 (`{}`: none), trace context $7 (a fresh trace when NULL).
+-- default), output as defined $6 (`{}`: none), trace context $7 (a fresh trace when NULL), the
+-- registered version it was made from $8 (NULL: a definition given whole).
 -- Returns nothing when the key is taken.
-INSERT INTO workflow_runs (id, name, idempotency_key, steps_total, steps_unfinished, inputs, outputs, trace_context)
-VALUES ($1::uuid, $2::text, $3::text, $4::int, $4::int, $5::jsonb, $6::jsonb, coalesce($7::text, rara_new_traceparent()))
+INSERT INTO workflow_runs (id, name, idempotency_key, steps_total, steps_unfinished, inputs, outputs, trace_context,
+                           workflow_version)
+VALUES ($1::uuid, $2::text, $3::text, $4::int, $4::int, $5::jsonb, $6::jsonb, coalesce($7::text, rara_new_traceparent()),
+        $8::int)
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id

@@ -33,6 +33,12 @@ pub enum Error {
          submitted (an operator grants it: rara secrets grant {secret} --workflow {workflow})"
     )]
     SecretNotGranted { path: String, secret: String, workflow: String, operation: String },
+    /// No registered definition of this name (at this version).
+    #[error("{}", definition_not_found(name, *version))]
+    DefinitionNotFound { name: String, version: Option<i32> },
+    /// Registrations of one name kept taking the next version first: try again.
+    #[error("workflow {name:?}: concurrent registrations kept taking the next version; try again")]
+    RegisterContended { name: String },
     /// A database or connection failure, in sqlx's words. sqlx's message already spells its
     /// causes ("error returned from database: <the server's message>", "error communicating
     /// with database: <the I/O error>"), so this variant prints it and hands on no source:
@@ -42,6 +48,13 @@ pub enum Error {
     /// A migration failed; like [`Error::Database`], sqlx's message holds its causes.
     #[error("{0}")]
     Migrate(sqlx::migrate::MigrateError),
+}
+
+fn definition_not_found(name: &str, version: Option<i32>) -> String {
+    match version {
+        Some(v) => format!("workflow {name:?} has no registered version {v} (rara workflow show {name})"),
+        None => format!("no workflow {name:?} is registered (rara workflow register FILE)"),
+    }
 }
 
 impl From<sqlx::Error> for Error {
@@ -69,6 +82,7 @@ impl Error {
                     matches!(c.as_ref(), "40001" | "40P01" | "57P01" | "57P03")
                 })
             }
+            Error::RegisterContended { .. } => true,
             _ => false,
         }
     }

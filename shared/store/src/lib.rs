@@ -6,6 +6,8 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps (flow control included: keys, limits,
 //!   fair share, priority, rates, pauses; one statement), release a lease, reap expired leases.
+//! - [`definitions`]: registered workflow definitions, by name and version (the same content is
+//!   the same version).
 //! - [`grants`]: which workflows and operations may resolve which secrets, towards which
 //!   hosts; checked at submit and, cached, at claim.
 //! - [`flow`]: flow control's operator side: limits per key or group, pauses of runs, keys
@@ -74,6 +76,7 @@
 pub mod browse;
 pub mod bulk;
 pub mod claim;
+pub mod definitions;
 pub mod detach;
 pub mod dlq;
 pub mod due;

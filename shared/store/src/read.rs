@@ -29,6 +29,10 @@ pub struct RunView {
     pub name: String,
     pub status: RunStatus,
     pub idempotency_key: Option<String>,
+    /// The registered version the run was made from (`rara submit --workflow`); `None` for a
+    /// definition given whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_version: Option<i32>,
     /// The run's inputs as submit resolved them (given, or else defaults); `{"$input":
     /// "/pointer"}` references read them.
     pub inputs: serde_json::Value,
@@ -210,6 +214,7 @@ impl Store {
             name: run.name,
             status: run.status,
             idempotency_key: run.idempotency_key,
+            workflow_version: run.workflow_version,
             inputs: run.inputs,
             output,
             output_error,

@@ -142,6 +142,12 @@ pub const WAIT_TOKEN_DECIDE: &str = sql_file!("wait_token_decide");
 pub const WAITS_OF_RUN: &str = sql_file!("waits_of_run");
 pub const PRUNE_EVENTS: &str = sql_file!("prune_events");
 
+// Registered definitions (definitions.rs).
+pub const REGISTER_DEFINITION: &str = sql_file!("register_definition");
+pub const DEFINITION: &str = sql_file!("definition");
+pub const DEFINITIONS_LIST: &str = sql_file!("definitions_list");
+pub const DEFINITION_VERSIONS: &str = sql_file!("definition_versions");
+
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
 pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
@@ -262,7 +268,7 @@ fn operators() -> Vec<Statement> {
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text"]),
+        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text", "int4"]),
         s("run_by_key", RUN_BY_KEY, &["text", "jsonb"]),
         s(
             "submit_steps",
@@ -330,6 +336,10 @@ fn waits() -> Vec<Statement> {
         s("wait_token_decide", WAIT_TOKEN_DECIDE, &["text", "jsonb"]),
         s("waits_of_run", WAITS_OF_RUN, &["uuid", "int8"]),
         s("prune_events", PRUNE_EVENTS, &["int8", "int8"]),
+        s("register_definition", REGISTER_DEFINITION, &["text", "jsonb"]),
+        s("definition", DEFINITION, &["text", "int4"]),
+        s("definitions_list", DEFINITIONS_LIST, &["int8"]),
+        s("definition_versions", DEFINITION_VERSIONS, &["text", "int8"]),
     ]
 }
 
