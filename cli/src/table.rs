@@ -145,6 +145,39 @@ pub fn registrations(registrations: &[rara_store::definitions::Registration]) ->
     render(&["WORKFLOW", "NEWEST", "VERSIONS", "REGISTERED (UTC)"], &rows)
 }
 
+/// `rara schedule list`.
+pub fn schedules(schedules: &[rara_store::schedules::ScheduleView]) -> String {
+    let time = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M:%S").to_string();
+    let rows: Vec<Vec<String>> = schedules
+        .iter()
+        .map(|s| {
+            let spec = match (&s.spec.cron, s.spec.every_ms) {
+                (Some(cron), _) => cron.clone(),
+                (None, Some(ms)) => {
+                    format!("every {}", rara_domain::human::duration(std::time::Duration::from_millis(ms as u64)))
+                }
+                (None, None) => "-".into(),
+            };
+            let last = match (s.last_run_id, s.last_run_status) {
+                (Some(run), Some(status)) => format!("{run} {status}"),
+                (Some(run), None) => format!("{run} (pruned)"),
+                (None, _) => "-".into(),
+            };
+            let paused = if s.paused { "yes" } else { "" };
+            vec![
+                s.name.clone(),
+                s.workflow_ref(),
+                spec,
+                s.spec.timezone.clone(),
+                time(s.next_fire_at),
+                last,
+                paused.into(),
+            ]
+        })
+        .collect();
+    render(&["SCHEDULE", "WORKFLOW", "SPEC", "TIMEZONE", "NEXT FIRE (UTC)", "LAST RUN", "PAUSED"], &rows)
+}
+
 pub fn dead_letters(rows: &[serde_json::Value]) -> String {
     let text = |v: &serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_else(|| "-".into());
     let rows: Vec<Vec<String>> = rows

@@ -64,7 +64,7 @@ impl Remote {
         // the API checks them again against the same declarations.
         let definition = WorkflowDefinition::parse(&text, Format::from_path(file))
             .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
-        let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
+        let inputs = crate::cmd::submit::given_inputs(&args.given, &definition.inputs)?;
         let submitted =
             self.send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": text, "inputs": inputs}))).await?;
         let id = submitted["id"].as_str().unwrap_or_default().to_owned();

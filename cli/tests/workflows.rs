@@ -10,11 +10,6 @@ use common::*;
 const V1: &str = "name: nightly\ninputs: {day: {type: string}}\nsteps: [{name: a, operation: noop}]\n";
 const V2: &str = "name: nightly\ninputs: {day: {type: string}}\nsteps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop, depends_on: [a]}\n";
 
-fn ok(out: &std::process::Output) -> String {
-    assert!(out.status.success(), "{}", stderr(out));
-    stdout(out)
-}
-
 #[test]
 fn submit_workflow_runs_the_newest_registered_version() {
     let db = ScratchDb::new();

@@ -15,6 +15,7 @@ pub mod pause;
 pub mod prune;
 pub mod queue;
 pub mod retry;
+pub mod schedule;
 pub mod scheduler;
 pub mod secrets;
 pub mod signal;

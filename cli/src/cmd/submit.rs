@@ -32,6 +32,13 @@ pub struct Submit {
     /// Watch the run until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
     pub(crate) watch: bool,
+    #[command(flatten)]
+    pub(crate) given: InputArgs,
+}
+
+/// The run inputs given on the command line (`submit`, `schedule create`).
+#[derive(Debug, Args)]
+pub struct InputArgs {
     /// A run input declared in the definition's `inputs:` (steps read it with `{"$input":
     /// "/KEY"}`): VALUE is read as JSON when it parses (`limit=10`, `tags=["a"]`), else as a
     /// string (`date=2026-12-02`); for an input declared `string` it is always the text.
@@ -67,7 +74,7 @@ fn usage(error: anyhow::Error) -> Failure {
 
 /// The inputs given on the command line, each key once; `--input`'s text is typed by the
 /// declaration of its key ([`inputs::value_of_text`]).
-pub(crate) fn given_inputs(args: &Submit, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
+pub(crate) fn given_inputs(args: &InputArgs, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
     let mut given = Map::new();
     let mut add = |key: String, value: Value, from: &str| {
         if given.contains_key(&key) {
@@ -126,11 +133,11 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
             let definition: WorkflowDefinition = serde_json::from_value(found.definition)
                 .map_err(rara_domain::workflow::Error::from)
                 .with_context(|| format!("{what} is not a valid workflow definition"))?;
-            (definition, Origin { workflow_version: Some(found.version) }, what)
+            (definition, Origin { workflow_version: Some(found.version), ..Origin::default() }, what)
         }
         (None, None) => return Err(usage(anyhow::anyhow!("give a definition FILE or --workflow NAME"))),
     };
-    let given = given_inputs(&args, &definition.inputs)?;
+    let given = given_inputs(&args.given, &definition.inputs)?;
     // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
     let builtins = rara_builtins::registry()?;
     let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();

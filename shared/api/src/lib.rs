@@ -8,6 +8,8 @@
 //! - [`submit`]: a definition submitted, whole or registered (what `runs` and `workflows` share).
 //! - [`workflows`]: registered definitions under `/api/workflows`: register, list, a version, a
 //!   run of one.
+//! - [`schedules`]: schedules under `/api/schedules`: create, list, pause, resume, delete,
+//!   trigger, backfill.
 //! - [`openapi`]: the OpenAPI document generated from [`runs`] (served at `/openapi.json`,
 //!   committed as `docs/openapi.json`).
 //! - [`console`]: the server-rendered console: runs list, run page (SVG DAG, attempts
@@ -34,6 +36,7 @@ pub mod login;
 pub mod openapi;
 pub mod redact;
 pub mod runs;
+pub mod schedules;
 pub mod submit;
 pub mod waits;
 pub mod workflows;
@@ -153,6 +156,7 @@ impl Api {
             .merge(runs::routes())
             .merge(waits::routes())
             .merge(workflows::routes())
+            .merge(schedules::routes())
             .merge(console::routes())
             .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))

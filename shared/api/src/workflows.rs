@@ -151,6 +151,6 @@ pub async fn submit(
     let request = json(body)?;
     let found = api.store().definition(&name, request.version).await?;
     let definition = definition_of(found.definition)?;
-    let origin = Origin { workflow_version: Some(found.version) };
+    let origin = Origin { workflow_version: Some(found.version), ..Origin::default() };
     submit_definition(&api, definition, &request.inputs, request.idempotency_key, origin).await
 }

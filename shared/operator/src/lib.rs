@@ -8,7 +8,11 @@
 //! - [`bulk`]: the set-based actions over what a filter matches: retry the failed and cancelled
 //!   steps, cancel the unfinished runs; one statement per batch, a bounded number per request.
 //!
+//! - [`schedules`]: create a schedule (checked as its runs will be), trigger one run now, backfill
+//!   a range of slots (bounded; the slots' keys make a second backfill add nothing).
+//!
 //! [`DETACHED_CANCEL_TIMEOUT`]: cancel::DETACHED_CANCEL_TIMEOUT
 
 pub mod bulk;
 pub mod cancel;
+pub mod schedules;

@@ -57,6 +57,10 @@ impl EmfLine for Counters {
             ("WaitsStarted", self.waits_started),
             ("WaitsDecided", self.waits_decided),
             ("WaitsApplied", self.waits_applied),
+            ("SlotsFired", self.slots_fired),
+            ("SlotsSkipped", self.slots_skipped),
+            ("SlotsMissed", self.slots_missed),
+            ("SlotsFailed", self.slots_failed),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

@@ -39,6 +39,10 @@ pub enum Error {
     /// Registrations of one name kept taking the next version first: try again.
     #[error("workflow {name:?}: concurrent registrations kept taking the next version; try again")]
     RegisterContended { name: String },
+    #[error("no schedule is named {0:?} (rara schedule list)")]
+    ScheduleNotFound(String),
+    #[error("a schedule named {0:?} exists already (rara schedule delete {0} first)")]
+    ScheduleExists(String),
     /// A database or connection failure, in sqlx's words. sqlx's message already spells its
     /// causes ("error returned from database: <the server's message>", "error communicating
     /// with database: <the I/O error>"), so this variant prints it and hands on no source:

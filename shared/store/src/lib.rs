@@ -36,6 +36,8 @@
 //!   detached attempts they hold), one statement per batch.
 //! - [`waits`]: durable waits: the scheduler's round (start, decide by timer, timeout, a
 //!   signal or event already there, apply), signals, events, completion tokens, what waits.
+//! - [`schedules`]: schedules: created, paused, deleted; the scheduler's round that locks the
+//!   due ones in one bounded statement and fires their slots (one run per slot, by its key).
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
 //!   skipping what another transaction holds; what a prune would delete.
@@ -95,6 +97,7 @@ pub mod references;
 pub mod retention;
 pub mod roles;
 pub mod running;
+pub mod schedules;
 pub mod sql;
 pub mod statistics;
 pub mod submit;

@@ -148,6 +148,21 @@ pub const DEFINITION: &str = sql_file!("definition");
 pub const DEFINITIONS_LIST: &str = sql_file!("definitions_list");
 pub const DEFINITION_VERSIONS: &str = sql_file!("definition_versions");
 
+// Schedules (schedules/).
+pub const SCHEDULE_CREATE: &str = sql_file!("schedule_create");
+pub const SCHEDULES_LIST: &str = sql_file!("schedules_list");
+pub const SCHEDULE_PAUSE: &str = sql_file!("schedule_pause");
+pub const SCHEDULE_DELETE: &str = sql_file!("schedule_delete");
+pub const SCHEDULE_DUE: &str = sql_file!("schedule_due");
+pub const SCHEDULE_ADVANCE: &str = sql_file!("schedule_advance");
+pub const SCHEDULE_FIRED: &str = sql_file!("schedule_fired");
+#[rustfmt::skip]
+const SCHEDULE_CREATE_PARAMS: &[&str] = &["uuid", "text", "text", "int4", "text", "int8", "text", "jsonb", "text",
+    "int8", "int8", "timestamptz", "timestamptz"];
+#[rustfmt::skip]
+const SCHEDULE_ADVANCE_PARAMS: &[&str] = &["uuid", "timestamptz", "timestamptz", "timestamptz", "uuid", "timestamptz",
+    "int8", "int8", "int8", "int8", "text"];
+
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
 pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
@@ -268,7 +283,11 @@ fn operators() -> Vec<Statement> {
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text", "int4"]),
+        s(
+            "submit_run",
+            SUBMIT_RUN,
+            &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text", "int4", "uuid", "timestamptz"],
+        ),
         s("run_by_key", RUN_BY_KEY, &["text", "jsonb"]),
         s(
             "submit_steps",
@@ -340,6 +359,13 @@ fn waits() -> Vec<Statement> {
         s("definition", DEFINITION, &["text", "int4"]),
         s("definitions_list", DEFINITIONS_LIST, &["int8"]),
         s("definition_versions", DEFINITION_VERSIONS, &["text", "int8"]),
+        s("schedule_create", SCHEDULE_CREATE, SCHEDULE_CREATE_PARAMS),
+        s("schedules_list", SCHEDULES_LIST, &["int8", "text"]),
+        s("schedule_pause", SCHEDULE_PAUSE, &["text", "bool"]),
+        s("schedule_delete", SCHEDULE_DELETE, &["text"]),
+        s("schedule_due", SCHEDULE_DUE, &["int8"]),
+        s("schedule_advance", SCHEDULE_ADVANCE, SCHEDULE_ADVANCE_PARAMS),
+        s("schedule_fired", SCHEDULE_FIRED, &["uuid", "int8", "uuid", "timestamptz", "bool"]),
     ]
 }
 

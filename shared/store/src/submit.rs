@@ -14,6 +14,8 @@ pub struct Origin {
     /// The registered version (`rara submit --workflow NAME[@VERSION]`); `None` for a
     /// definition given whole.
     pub workflow_version: Option<i32>,
+    /// The schedule and slot the run was made for.
+    pub schedule: Option<(Uuid, chrono::DateTime<chrono::Utc>)>,
 }
 
 /// The run a submission created or found.
@@ -126,7 +128,9 @@ async fn insert_run(
         &plan.inputs,
         plan.output.as_ref().unwrap_or(&no_output),
         trace_context,
-        origin.workflow_version
+        origin.workflow_version,
+        origin.schedule.map(|s| s.0),
+        origin.schedule.map(|s| s.1)
     )
     .fetch_optional(&mut *tx)
     .await?)
