@@ -1,7 +1,8 @@
 //! Schedules fired by the scheduler's maintenance (docs/src/guide/schedules.md), on Postgres and
 //! LocalStack's SQS: two schedulers firing `every 2s` make one run per slot; the overlap policies
 //! (skip, cancel_previous, buffer_one) with runs still going; a paused schedule resumed fires only
-//! the slots within its catch-up window and counts the older ones missed. The rounds that decide
+//! the slots within its catch-up window and counts the older ones missed; a slot's run runs to the
+//! end through the executor with the slot's time in its inputs. The rounds that decide
 //! several slots at once move the schedule's next slot back rather than wait for the clock.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -130,6 +131,24 @@ async fn a_resumed_schedule_fires_only_the_slots_within_its_catch_up_window(pool
     assert!(made.iter().all(|r| r.0 >= now - chrono::Duration::seconds(11)), "{made:?}");
     assert!((9..=11).contains(&resumed.slots_missed), "the older ones are missed: {resumed:?}");
     assert_eq!(store.schedule("paused").await.unwrap().slots_missed, resumed.slots_missed as i64);
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_slots_run_runs_to_the_end_with_the_slot_time_in_its_inputs(pool: PgPool) {
+    let (store, _queues, stack) = Stack::fresh(pool, &[]).await;
+    create(&store, &stack.settings, "nightly", 3600, Overlap::Skip, 7200).await;
+    rewind(&store, "nightly", 3600).await;
+    assert_eq!(stack.scheduler().pass().await.unwrap().slots_fired, 1);
+    let run_id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM workflow_runs WHERE schedule_id IS NOT NULL")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    let (status, _) = stack.run_until_finished(run_id, Duration::from_secs(60)).await;
+    assert_eq!(status, "succeeded");
+    let run = store.run(run_id).await.unwrap();
+    let slot = runs(&store, "nightly").await[0].0;
+    assert_eq!(run.inputs["night"], slot.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    assert_eq!(run.workflow_version, Some(1));
 }
 
 /// How long the two schedulers run, and the schedule's interval.
