@@ -30,6 +30,7 @@ pub mod live;
 pub mod login;
 pub mod openapi;
 pub mod redact;
+pub mod rerun;
 pub mod runs;
 pub mod waits;
 
@@ -147,6 +148,7 @@ impl Api {
         Router::new()
             .merge(runs::routes())
             .merge(waits::routes())
+            .merge(rerun::routes())
             .merge(console::routes())
             .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))

@@ -259,3 +259,32 @@ async fn the_inbox_lists_waits_and_its_forms_complete_them(pool: PgPool) {
     let (_, read) = client.get(&format!("/api/runs/{run}")).await;
     assert_eq!(read["status"], "succeeded", "{read}");
 }
+
+/// A finished run's page offers "Rerun from here" on each step; the form makes the rerun and
+/// opens it, and the pages link both runs.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn rerun_from_here_opens_the_new_run(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let yaml =
+        "name: gates\nsteps:\n  - {name: a, wait: {signal: go}}\n  - {name: b, depends_on: [a], wait: {signal: ok}}\n";
+    let (_, body) = client.post("/api/runs", json!({"definition": yaml})).await;
+    let run = body["id"].as_str().unwrap().to_owned();
+    for (signal, body) in [("go", json!({})), ("ok", json!({"reject": "no"}))] {
+        rara_store::Store::new(pool.clone()).wait_round(100).await.unwrap();
+        let (status, answer) = client.post(&format!("/api/runs/{run}/signals/{signal}"), body).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+    let session = client.session().await;
+    let cookie = Some(session.as_str());
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), cookie, None).await;
+    assert!(html.contains(&format!(r#"action="/runs/{run}/rerun""#)) && html.contains("Rerun from here"), "{html}");
+    let form = Some(format!("csrf={}&from=b", csrf_of(&html)));
+    let (status, headers, _) = page(&client, Method::POST, &format!("/runs/{run}/rerun"), cookie, form).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let location = headers[header::LOCATION].to_str().unwrap().to_owned();
+    let (_, _, html) = page(&client, Method::GET, &location, cookie, None).await;
+    assert!(html.contains(&format!(r#"href="/runs/{run}""#)) && html.contains("Rerun of"), "{html}");
+    assert!(html.contains("(carried over)"), "{html}");
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), cookie, None).await;
+    assert!(html.contains(&format!(r#"href="{location}""#)), "the original links its rerun");
+}

@@ -101,3 +101,43 @@ async fn an_event_and_a_completion_token_complete_their_waits(pool: PgPool) {
     let (_, done) = client.get(&format!("/api/runs/{run}")).await;
     assert_eq!(done["status"], "succeeded");
 }
+
+/// `POST /api/runs/{id}/rerun` on a run finished by signals: refused without the token, for a
+/// step the run does not have (409, exit code 11) and an input it does not have (400, the
+/// field); made otherwise (201), the first step carried over, both runs linked.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_rerun_is_made_over_http_and_linked_both_ways(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let yaml = "name: gates\ninputs: {n: {type: integer}}\nsteps:\n  - {name: a, wait: {signal: go}}\n  \
+                - {name: b, depends_on: [a], wait: {signal: approve}}\n";
+    let (_, body) = client.post("/api/runs", json!({"definition": yaml, "inputs": {"n": 1}})).await;
+    let run = body["id"].as_str().unwrap().to_owned();
+    for (signal, body) in [("go", json!({})), ("approve", json!({"reject": "not yet"}))] {
+        Store::new(pool.clone()).wait_round(100).await.unwrap();
+        let (status, answer) = client.post(&format!("/api/runs/{run}/signals/{signal}"), body).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+    let uri = format!("/api/runs/{run}/rerun");
+    let body = |value: Value| Some(("application/json", serde_json::to_vec(&value).unwrap()));
+    let (status, _) = client.send(Method::POST, &uri, None, body(json!({"from": "b"}))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, refused) = client.post(&uri, json!({"from": "zz"})).await;
+    assert_eq!(
+        (status, refused["code"].as_str(), refused["exit_code"].as_u64()),
+        (StatusCode::CONFLICT, Some("rerun_refused"), Some(11))
+    );
+    let (status, refused) = client.post(&uri, json!({"from": "b", "inputs": {"m": 2}})).await;
+    assert_eq!((status, refused["field"].as_str()), (StatusCode::BAD_REQUEST, Some("inputs.m")), "{refused}");
+
+    let (status, made) = client.post(&uri, json!({"from": "b", "inputs": {"n": 2}})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    assert_eq!((made["carried"].clone(), made["rerun"].clone()), (json!(["a"]), json!(["b"])));
+    let rerun = made["id"].as_str().unwrap();
+    let (_, view) = client.get(&format!("/api/runs/{rerun}")).await;
+    assert_eq!((view["rerun_of"].as_str(), view["inputs"].clone()), (Some(run.as_str()), json!({"n": 2})));
+    assert_eq!(view["steps"][0]["status"], "succeeded");
+    assert!(view["steps"][0]["carried_from"].is_string(), "{view}");
+    assert_eq!(view["steps"][0]["attempts"].as_array().unwrap().len(), 1, "the original's attempt");
+    let (_, original) = client.get(&format!("/api/runs/{run}")).await;
+    assert_eq!(original["reruns"], json!([rerun]));
+}

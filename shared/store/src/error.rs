@@ -33,6 +33,9 @@ pub enum Error {
          submitted (an operator grants it: rara secrets grant {secret} --workflow {workflow})"
     )]
     SecretNotGranted { path: String, secret: String, workflow: String, operation: String },
+    /// A rerun that cannot be made as asked (`rara rerun`): why, for a person. Nothing was made.
+    #[error("{0}; nothing was made")]
+    RerunRefused(String),
     /// A database or connection failure, in sqlx's words. sqlx's message already spells its
     /// causes ("error returned from database: <the server's message>", "error communicating
     /// with database: <the I/O error>"), so this variant prints it and hands on no source:

@@ -211,6 +211,10 @@ pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Vie
     let finished = run.steps.iter().filter(|s| is_finished(s.status)).count();
     html! {
         h1 { (run.name) " " span #run-status { (badge(run.status.as_str())) } }
+        @if let Some(of) = run.rerun_of { p #rerun-of { "Rerun of " a href={ "/runs/" (of) } { code { (of) } } } }
+        @if !run.reruns.is_empty() {
+            p #reruns { "Reruns: " @for r in &run.reruns { a href={ "/runs/" (r) } { code { (r) } } " " } }
+        }
         p.muted {
             "run " code { (run.id) } " · created " (time(run.created_at))
             @if let Some(f) = run.finished_at { " · finished " (time(f)) }
@@ -231,7 +235,7 @@ pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Vie
             h2 { "Step details" }
             table {
                 thead { tr { th { "step" } th { "operation" } th { "status" } th { "attempt" } th { "progress" } th { "" } } }
-                tbody { @for step in &run.steps { (step_row(run.id, step, inputs, viewer)) } }
+                tbody { @for step in &run.steps { (step_row(run, step, inputs, viewer)) } }
             }
         }
     }
@@ -245,7 +249,7 @@ fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>) -> Markup {
+fn step_row(run: &RunView, step: &StepView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>) -> Markup {
     let input = inputs.iter().find(|(id, _)| *id == step.id).map(|(_, v)| v);
     let fraction = step.progress_fraction().clamp(0.0, 1.0);
     html! {
@@ -255,6 +259,7 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
             td {
                 (badge(step.status.as_str()))
                 @if step.is_detached() { " " span.muted { "(detached)" } }
+                @if step.carried_from.is_some() { " " span.muted { "(carried over)" } }
                 @if let Some(what) = &step.waiting_for { " " span.muted { "(" (what) ") " a href="/waits" { "inbox" } } }
             }
             td { (step.attempt) "/" (step.max_attempts) }
@@ -266,7 +271,7 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
                 @if let Some(p) = &step.progress { " " span.muted { (p.message) } }
             }
             td {
-                (step_actions(run_id, step, viewer.csrf))
+                (step_actions(run, step, viewer.csrf))
             }
         }
         tr {
@@ -277,8 +282,9 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
     }
 }
 
-/// The cancel and retry buttons of a step, for a console that may change state.
-fn step_actions(run_id: Uuid, step: &StepView, csrf: Option<&str>) -> Markup {
+/// The cancel, retry and rerun buttons of a step, for a console that may change state.
+fn step_actions(run: &RunView, step: &StepView, csrf: Option<&str>) -> Markup {
+    let run_id = run.id;
     html! {
         @if let Some(csrf) = csrf {
             @if !is_finished(step.status) {
@@ -293,6 +299,13 @@ fn step_actions(run_id: Uuid, step: &StepView, csrf: Option<&str>) -> Markup {
                     input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="back" value=(run_id);
                     button.retry-step type="submit" data-step=(step.name) { "Retry" }
+                }
+            }
+            @if run.status != RunStatus::Running && step.parent.is_none() {
+                form.inline method="post" action={ "/runs/" (run_id) "/rerun" } data-confirm={ "Make a new run in which " (step.name) " and what follows run again (the other steps carried over)?" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="from" value=(step.name);
+                    button.rerun-step type="submit" data-step=(step.name) { "Rerun from here" }
                 }
             }
         }
