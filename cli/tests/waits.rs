@@ -61,7 +61,7 @@ async fn signals_and_events_complete_waits_from_the_command_line() {
 
 /// `rara rerun` from the command line, on a run finished by signals alone (no executor): the
 /// new run carries the first step over and waits again at the second; `status` links both
-/// runs; no such step exits 11, an input the run does not have exits 2.
+/// runs; no such step exits 11, an input the run does not have exits 2. Then `rara replay`.
 #[tokio::test]
 async fn a_rerun_carries_what_came_before_and_runs_the_step_again() {
     let queues = Queues::new(30, 10).await;
@@ -100,4 +100,15 @@ async fn a_rerun_carries_what_came_before_and_runs_the_step_again() {
     assert!(shown.contains("succeeded (carried over)") && shown.contains("waiting (signal approve"), "{shown}");
     assert!(shown.contains(r#"inputs {"n":2}"#), "{shown}");
     assert!(stdout(&db.rara(&["status", &run_id])).contains(&format!("reruns {rerun_id}")));
+
+    // A replay of the failed runs: counted first, made once.
+    let counted = db.rara(&["replay", "--status", "failed", "--name", "gates", "--since", "2026-01-01", "--dry-run"]);
+    assert!(counted.status.success(), "{}", stderr(&counted));
+    assert!(stdout(&counted).contains("1 runs match; 1 would be replayed (0 replayed before)"), "{}", stdout(&counted));
+    let replayed = db.rara(&["replay", "--status", "failed", "--from-failed"]);
+    assert!(stdout(&replayed).contains("1 runs match; 1 replayed now (0 replayed before)"), "{}", stdout(&replayed));
+    let again = db.rara(&["replay", "--status", "failed", "--from-failed"]);
+    assert!(stdout(&again).contains("0 replayed now (1 replayed before)"), "{}", stdout(&again));
+    let bad = db.rara(&["replay", "--status", "running"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }

@@ -14,6 +14,7 @@ pub mod migrate;
 pub mod pause;
 pub mod prune;
 pub mod queue;
+pub mod replay;
 pub mod rerun;
 pub mod retry;
 pub mod scheduler;

@@ -52,8 +52,12 @@ pub async fn run(args: RerunArgs, json: bool) -> Result<(), Failure> {
         let lines: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
         Failure::new(ExitCode::Usage, lines.join("\n"))
     })?;
-    let request =
-        RerunRequest { from: args.from, inputs: inputs.as_object().cloned().unwrap_or_default(), force: args.force };
+    let request = RerunRequest {
+        from: Some(args.from),
+        idempotency_key: None,
+        inputs: inputs.as_object().cloned().unwrap_or_default(),
+        force: args.force,
+    };
     let rerun = match store.rerun(args.run_id, &request).await {
         Ok(rerun) => rerun,
         Err(e @ rara_store::Error::RerunRefused(_)) => return Err(Failure::new(ExitCode::RerunRefused, e)),

@@ -17,11 +17,12 @@ use crate::runs;
         anonymous reader is not shown fences and lease data."),
     paths(runs::submit, runs::list, runs::run, runs::cancel_run, runs::cancel_step, runs::retry_step,
           runs::bulk_cancel, runs::bulk_retry, crate::login::issue, crate::waits::signal, crate::waits::event,
-          crate::waits::complete, crate::waits::waits, crate::rerun::rerun),
+          crate::waits::complete, crate::waits::waits, crate::rerun::rerun, crate::rerun::replay),
     components(schemas(crate::ErrorBody, crate::waits::SignalRequest, crate::waits::SignalResponse,
         crate::waits::EventRequest, crate::waits::EventResponse, crate::waits::CompletionResponse, runs::SubmitRequest, runs::SubmitResponse, runs::RunPage,
         runs::CancelRequest, runs::CancelResponse, runs::RetryResponse, runs::BulkRequest, runs::BulkResponse,
-        crate::login::LoginResponse, crate::rerun::RerunBody, crate::rerun::RerunResponse)),
+        crate::login::LoginResponse, crate::rerun::RerunBody, crate::rerun::RerunResponse,
+        crate::rerun::ReplayResponse, crate::rerun::ReplayRefusal, crate::rerun::ReplayMade)),
     modifiers(&Token)
 )]
 pub struct ApiDoc;

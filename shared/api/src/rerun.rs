@@ -1,6 +1,7 @@
 //! Rerun from a step over HTTP (docs/src/guide/recover.md): `POST /api/runs/{id}/rerun` makes a
 //! new run in which the step named and everything downstream of it run again and every other
-//! step is carried over ([`rara_store::rerun`]).
+//! step is carried over ([`rara_store::rerun`]); `POST /api/bulk/replay` replays the finished
+//! runs a filter matches ([`rara_operator::replay`]).
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection};
@@ -13,13 +14,14 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::error::json;
+use crate::runs::BulkRequest;
 use crate::{Api, Error, ErrorBody, auth::Credentials};
 
 /// The exit code of a refused rerun (`rara rerun`, as `rara exit-codes` lists it).
 pub const RERUN_REFUSED_EXIT: u8 = 11;
 
 pub(crate) fn routes() -> axum::Router<Api> {
-    axum::Router::new().route("/api/runs/{id}/rerun", post(rerun))
+    axum::Router::new().route("/api/runs/{id}/rerun", post(rerun)).route("/api/bulk/replay", post(replay))
 }
 
 /// What to run again.
@@ -68,7 +70,7 @@ pub(crate) async fn make(api: &Api, run_id: Uuid, body: RerunBody) -> Result<Rer
         Error::bad_request(said.join("\n")).with_field(first)
     })?;
     let inputs = inputs.as_object().cloned().unwrap_or_default();
-    let request = RerunRequest { from: body.from, inputs, force: body.force };
+    let request = RerunRequest { from: Some(body.from), idempotency_key: None, inputs, force: body.force };
     match api.store().rerun(run_id, &request).await {
         Ok(made) => Ok(made.into()),
         Err(e @ rara_store::Error::RerunRefused(_)) => {
@@ -94,4 +96,64 @@ pub async fn rerun(
     api.auth().check_request(&credentials)?;
     let Path(run_id) = id?;
     Ok((StatusCode::CREATED, Json(make(&api, run_id, json(body)?).await?)))
+}
+
+/// What a replay did (or would do).
+#[derive(Debug, Clone, serde::Serialize, Deserialize, ToSchema)]
+pub struct ReplayResponse {
+    /// Finished runs the filter matched.
+    pub matched: u64,
+    /// Of those, replayed before: nothing is made for them.
+    pub already: u64,
+    /// Replays made now (0 for a dry run).
+    pub made: u64,
+    /// With `from_failed`: runs with no failed step.
+    pub nothing_failed: u64,
+    /// Runs whose replay was refused, each with why.
+    pub refused: Vec<ReplayRefusal>,
+    /// The replays made: each original and its new run.
+    pub runs: Vec<ReplayMade>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize, Deserialize, ToSchema)]
+pub struct ReplayRefusal {
+    pub run_id: Uuid,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize, Deserialize, ToSchema)]
+pub struct ReplayMade {
+    pub original: Uuid,
+    pub id: Uuid,
+}
+
+/// Replay the finished runs a filter matches: one new run each with the same inputs (or, with
+/// `from_failed`, a rerun from its first failed step), once per run however often asked; at
+/// most 1,000 runs a request (more: 422 `too_many`, nothing made).
+#[utoipa::path(post, path = "/api/bulk/replay", request_body = BulkRequest, security(("token" = [])),
+    responses((status = 200, body = ReplayResponse),
+              (status = 422, body = ErrorBody, description = "`too_many`: the filter matches more runs than a request takes"),
+              (status = "4XX", body = ErrorBody)))]
+pub async fn replay(
+    State(api): State<Api>,
+    credentials: Credentials,
+    body: Result<Json<BulkRequest>, JsonRejection>,
+) -> Result<Json<ReplayResponse>, Error> {
+    api.auth().check_request(&credentials)?;
+    let request = json(body)?;
+    if request.reason.is_some() {
+        return Err(Error::bad_request("a replay takes no reason").with_field("reason"));
+    }
+    let done =
+        rara_operator::replay::replay(api.store(), &request.filter(), request.from_failed, request.dry_run).await?;
+    Ok(Json(ReplayResponse {
+        matched: done.matched,
+        already: done.already,
+        made: done.made,
+        nothing_failed: done.nothing_failed,
+        refused: done.refused.into_iter().map(|(run_id, why)| ReplayRefusal { run_id, why }).collect(),
+        runs: done.runs.into_iter().map(|(original, id)| ReplayMade { original, id }).collect(),
+        dry_run: request.dry_run,
+    }))
 }

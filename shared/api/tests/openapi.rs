@@ -33,6 +33,7 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/waits",
         "/api/waits/{token}",
         "/api/runs/{id}/rerun",
+        "/api/bulk/replay",
         "/api/bulk/retry",
         "/api/login",
     ] {

@@ -141,3 +141,46 @@ async fn a_rerun_is_made_over_http_and_linked_both_ways(pool: PgPool) {
     let (_, original) = client.get(&format!("/api/runs/{run}")).await;
     assert_eq!(original["reruns"], json!([rerun]));
 }
+
+/// `POST /api/bulk/replay` over 200 failed runs (each rejected by a signal): a dry run counts
+/// them, the replay makes 200 new runs with the same inputs, the same call again makes none.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_bulk_replay_makes_one_run_per_failed_run_once(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let store = Store::new(pool.clone());
+    let yaml = "name: nightly\ninputs: {n: {type: integer}}\nsteps:\n  - {name: gate, wait: {signal: go}}\n";
+    let mut runs = Vec::new();
+    for n in 0..200 {
+        let (_, body) = client.post("/api/runs", json!({"definition": yaml, "inputs": {"n": n}})).await;
+        runs.push(body["id"].as_str().unwrap().parse::<uuid::Uuid>().unwrap());
+    }
+    store.wait_round(1000).await.unwrap();
+    let reject = rara_store::waits::Signal { id: "r".into(), payload: json!({}), reject: Some("no".into()) };
+    for run in &runs {
+        store.signal(*run, "go", &reject).await.unwrap();
+    }
+    let (_, other) =
+        client.post("/api/runs", json!({"definition": yaml.replace("nightly", "other"), "inputs": {"n": 1}})).await;
+    assert!(other["id"].is_string());
+
+    let filter = json!({"status": "failed", "name": "nightly", "dry_run": true});
+    let (status, counted) = client.post("/api/bulk/replay", filter).await;
+    assert_eq!(status, StatusCode::OK, "{counted}");
+    assert_eq!((counted["matched"].as_u64(), counted["made"].as_u64()), (Some(200), Some(0)), "{counted}");
+    assert_eq!(common::runs_count(&pool).await, 201, "a dry run makes nothing");
+
+    let (_, done) = client.post("/api/bulk/replay", json!({"status": "failed", "name": "nightly"})).await;
+    assert_eq!((done["made"].as_u64(), done["already"].as_u64()), (Some(200), Some(0)), "{done}");
+    assert_eq!(common::runs_count(&pool).await, 401);
+    let made = &done["runs"][7];
+    let (_, replay) = client.get(&format!("/api/runs/{}", made["id"].as_str().unwrap())).await;
+    let (_, original) = client.get(&format!("/api/runs/{}", made["original"].as_str().unwrap())).await;
+    assert_eq!(replay["inputs"], original["inputs"], "the same inputs");
+    assert_eq!(replay["rerun_of"], made["original"]);
+    assert_eq!(replay["steps"][0]["status"], "pending", "every step runs again: {replay}");
+
+    let (_, again) =
+        client.post("/api/bulk/replay", json!({"status": "failed", "name": "nightly", "from_failed": true})).await;
+    assert_eq!((again["made"].as_u64(), again["already"].as_u64()), (Some(0), Some(200)), "{again}");
+    assert_eq!(common::runs_count(&pool).await, 401, "replayed once per run");
+}

@@ -7,8 +7,11 @@
 //!   runs detached on a remote executor, concurrently, each within [`DETACHED_CANCEL_TIMEOUT`].
 //! - [`bulk`]: the set-based actions over what a filter matches: retry the failed and cancelled
 //!   steps, cancel the unfinished runs; one statement per batch, a bounded number per request.
+//! - [`replay`]: one new run per finished run a filter matches (or a rerun from its first failed
+//!   step), once per run.
 //!
 //! [`DETACHED_CANCEL_TIMEOUT`]: cancel::DETACHED_CANCEL_TIMEOUT
 
 pub mod bulk;
 pub mod cancel;
+pub mod replay;

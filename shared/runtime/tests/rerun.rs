@@ -34,7 +34,8 @@ steps:
 ";
 
 fn request(from: &str, inputs: Value, force: bool) -> RerunRequest {
-    RerunRequest { from: from.into(), inputs: inputs.as_object().cloned().unwrap_or_default(), force }
+    let inputs = inputs.as_object().cloned().unwrap_or_default();
+    RerunRequest { from: Some(from.into()), idempotency_key: None, inputs, force }
 }
 
 fn called(echo: &Echo) -> Vec<String> {

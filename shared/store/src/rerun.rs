@@ -16,13 +16,17 @@ use rara_domain::state::{RunStatus, StepStatus};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::browse::RunFilter;
 use crate::{DUE_CHANNEL, Error, Store};
 
 /// What to rerun.
 #[derive(Debug, Clone, Default)]
 pub struct RerunRequest {
-    /// The step to run again, with everything downstream of it.
-    pub from: String,
+    /// The step to run again, with everything downstream of it (`None`: every step, a replay).
+    pub from: Option<String>,
+    /// The new run's idempotency key: when a run has it already, that run is the answer and
+    /// nothing is made (a replay's `replay:<original id>`).
+    pub idempotency_key: Option<String>,
     /// Run inputs that replace the original's (by top-level key).
     pub inputs: Map<String, Value>,
     /// Rerun even when a carried step read a run input that changed.
@@ -33,11 +37,28 @@ pub struct RerunRequest {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Rerun {
     pub run_id: Uuid,
+    /// `false`: the idempotency key named this run, made before; nothing was made now.
+    pub created: bool,
     pub rerun_of: Uuid,
     /// The steps carried over, in definition order.
     pub carried: Vec<String>,
     /// The steps that run again, in definition order.
     pub rerun: Vec<String>,
+}
+
+/// A run a bulk replay may replay (`replay_candidates.sql`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayCandidate {
+    pub run_id: Uuid,
+    /// A run holds the key `replay:<run id>` already.
+    pub replayed: bool,
+    /// Its first failed step in definition order.
+    pub first_failed: Option<String>,
+}
+
+/// The idempotency key of the replay of `run_id`: one replay per run, however often asked.
+pub fn replay_key(run_id: Uuid) -> String {
+    format!("replay:{run_id}")
 }
 
 /// A step of the original, as `rerun_steps_of.sql` reads it.
@@ -74,7 +95,10 @@ impl Store {
                 depends_on: r.depends_on,
             })
             .collect();
-        let again = downstream(&steps, &request.from)?;
+        let again = match &request.from {
+            Some(from) => downstream(&steps, from)?,
+            None => steps.iter().map(|s| s.id).collect(),
+        };
         let mut inputs = run.inputs.clone();
         if let Some(object) = inputs.as_object_mut() {
             object.extend(request.inputs.clone());
@@ -84,7 +108,10 @@ impl Store {
                 return Err(Error::RerunRefused(format!(
                     "step {:?} is {} and is not downstream of {:?}: it would be carried over without an output \
                      (rerun from {:?}, or from a step upstream of both)",
-                    step.name, step.status, request.from, step.name
+                    step.name,
+                    step.status,
+                    request.from.as_deref().unwrap_or_default(),
+                    step.name
                 )));
             }
             if let Some(pointer) = changed_input(step, &run.inputs, &inputs).filter(|_| !request.force) {
@@ -97,9 +124,24 @@ impl Store {
         }
         let new_id = Uuid::now_v7();
         let total = steps.len() as i32;
-        sqlx::query_file_scalar!("sql/rerun_run.sql", new_id, run_id, total, again.len() as i32, &inputs)
-            .fetch_one(&mut *tx)
-            .await?;
+        let key = request.idempotency_key.as_deref();
+        let made =
+            sqlx::query_file_scalar!("sql/rerun_run.sql", new_id, run_id, total, again.len() as i32, &inputs, key)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if made.is_none() {
+            let existing = sqlx::query_file!("sql/run_by_key.sql", key, &inputs).fetch_one(&mut *tx).await?;
+            let names = |carried: bool| {
+                steps.iter().filter(|s| again.contains(&s.id) != carried).map(|s| s.name.clone()).collect()
+            };
+            return Ok(Rerun {
+                run_id: existing.id,
+                created: false,
+                rerun_of: run_id,
+                carried: names(true),
+                rerun: names(false),
+            });
+        }
         let old: Vec<Uuid> = steps.iter().map(|s| s.id).collect();
         let new: Vec<Uuid> = steps.iter().map(|_| Uuid::now_v7()).collect();
         let carried: Vec<bool> = steps.iter().map(|s| !again.contains(&s.id)).collect();
@@ -110,7 +152,27 @@ impl Store {
         tx.commit().await?;
         let (carried, rerun): (Vec<&Original>, Vec<&Original>) = steps.iter().partition(|s| !again.contains(&s.id));
         let names = |steps: Vec<&Original>| steps.into_iter().map(|s| s.name.clone()).collect();
-        Ok(Rerun { run_id: new_id, rerun_of: run_id, carried: names(carried), rerun: names(rerun) })
+        Ok(Rerun { run_id: new_id, created: true, rerun_of: run_id, carried: names(carried), rerun: names(rerun) })
+    }
+}
+
+impl Store {
+    /// The finished runs `filter` matches, oldest first, at most `limit` (see
+    /// [`ReplayCandidate`]).
+    pub async fn replay_candidates(&self, filter: &RunFilter, limit: u32) -> Result<Vec<ReplayCandidate>, Error> {
+        Ok(sqlx::query_file!(
+            "sql/replay_candidates.sql",
+            filter.status as Option<RunStatus>,
+            filter.name.as_deref(),
+            filter.created_after,
+            filter.created_before,
+            i64::from(limit)
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .map(|r| ReplayCandidate { run_id: r.id, replayed: r.replayed, first_failed: r.first_failed })
+        .collect())
     }
 }
 
