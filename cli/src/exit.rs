@@ -51,6 +51,9 @@ exit_codes! {
     /// `rara signal`: no step of the run waits for the signal now (it finished, or another
     /// completion came first, or nothing waits for that name).
     NotWaiting = 9,
+    /// `rara rerun`: the rerun cannot be made as asked (no such step; a step that would be
+    /// carried over did not succeed; a carried-over step read a run input that changes).
+    RerunRefused = 11,
 }
 
 impl ExitCode {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
+use uuid::Uuid;
 
 use rara_domain::state::StepStatus;
 use rara_store::flow::{KeyState, Pause};
@@ -39,6 +40,13 @@ pub fn run(run: &RunView) -> String {
     let mut out = format!("run {}  {name}  {}\n", run.id, run.status);
     if let Some(key) = &run.idempotency_key {
         let _ = writeln!(out, "idempotency key {key}");
+    }
+    if let Some(of) = run.rerun_of {
+        let _ = writeln!(out, "rerun of {of}");
+    }
+    if !run.reruns.is_empty() {
+        let reruns: Vec<String> = run.reruns.iter().map(Uuid::to_string).collect();
+        let _ = writeln!(out, "reruns {}", reruns.join(", "));
     }
     if run.inputs.as_object().is_some_and(|i| !i.is_empty()) {
         let _ = writeln!(out, "inputs {}", run.inputs);

@@ -61,7 +61,7 @@ impl Remote {
                 let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
                 let definition = WorkflowDefinition::parse(&text, Format::from_path(file))
                     .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
-                let inputs = crate::cmd::submit::given_inputs(&args.given, &definition.inputs)?;
+                let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
                 let body = json!({"definition": text, "inputs": inputs});
                 self.send(reqwest::Method::POST, "/api/runs", Some(body)).await?
             }
@@ -79,7 +79,7 @@ impl Remote {
                 let definition: WorkflowDefinition = serde_json::from_value(found["definition"].clone())
                     .map_err(rara_domain::workflow::Error::from)
                     .with_context(|| format!("{}@{version} is not a valid workflow definition", workflow.name))?;
-                let inputs = crate::cmd::submit::given_inputs(&args.given, &definition.inputs)?;
+                let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
                 let body = json!({"version": version, "inputs": inputs});
                 self.send(reqwest::Method::POST, &format!("/api/workflows/{name}/runs"), Some(body)).await?
             }

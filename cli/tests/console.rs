@@ -1,8 +1,9 @@
 //! The console in a real browser: Debian's headless Chromium driven over WebDriver
-//! (chromedriver), against `rara ui` and `rara dev` running the demo with the real Python
-//! executor, Postgres and LocalStack's SQS. `scripts/browser-env.sh` installs the browser
-//! (`make test` runs it first). Screenshots are kept in `$CARGO_TARGET_DIR/console-artifacts/`;
-//! `RARA_WRITE_SCREENSHOT=1` also writes the run page to `docs/console-run.png`.
+//! (chromedriver), against `rara ui` and `rara dev` running the demo (and an approval answered
+//! from the inbox) with the real Python executor, Postgres and LocalStack's SQS.
+//! `scripts/browser-env.sh` installs the browser (`make test` runs it first). Screenshots are
+//! kept in `$CARGO_TARGET_DIR/console-artifacts/`; `RARA_WRITE_SCREENSHOT=1` also writes the run
+//! page to `docs/console-run.png` and the inbox to `docs/console-inbox.png`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -133,6 +134,21 @@ async fn login_url(http: &reqwest::Client, base: &str) -> String {
     issued["url"].as_str().unwrap_or_else(|| panic!("{issued}")).to_owned()
 }
 
+/// Submits the definition `yaml` through the API with the token; the run id.
+async fn submit(http: &reqwest::Client, base: &str, yaml: &str) -> String {
+    let submitted: Value = http
+        .post(format!("{base}/api/runs"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"definition": yaml}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    submitted["id"].as_str().unwrap_or_else(|| panic!("{submitted}")).to_owned()
+}
+
 fn free_port() -> u16 {
     rara_testkit::python::free_port()
 }
@@ -177,17 +193,7 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     assert_eq!(listed["runs"], json!([]));
 
     // The demo, submitted through the API.
-    let submitted: Value = http
-        .post(format!("{base}/api/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"definition": demo}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = submitted["id"].as_str().unwrap_or_else(|| panic!("{submitted}")).to_owned();
+    let run = submit(&http, &base, &demo).await;
 
     let browser = Browser::start(&format!("http://127.0.0.1:{driver_port}")).await;
     browser.goto(&login_url(&http, &base).await).await; // the session cookie, never the token in a URL
@@ -224,17 +230,7 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
 
     // A long step, cancelled from its page while it runs.
     let long = "name: long\nsteps:\n  - name: nap\n    operation: sleep\n    input: {seconds: 50}\n";
-    let submitted: Value = http
-        .post(format!("{base}/api/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"definition": long}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let long_run = submitted["id"].as_str().unwrap_or_else(|| panic!("{submitted}")).to_owned();
+    let long_run = submit(&http, &base, long).await;
     browser.goto(&format!("{base}/runs/{long_run}")).await;
     browser
         .wait_for(
@@ -257,6 +253,56 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         )
         .await;
     browser.screenshot("console-cancelled.png").await;
+
+    // An approval answered from the inbox: a payload that fails the wait's schema is refused
+    // with the field, the right one completes the step and the run finishes.
+    let approval = "name: approval\nsteps:\n  - name: approve\n    wait: {signal: approve, schema: {type: object, \
+                    required: [approved_by]}}\n  - {name: after, operation: noop, depends_on: [approve]}\n";
+    let approval_run = submit(&http, &base, approval).await;
+    browser.goto(&format!("{base}/waits")).await;
+    let row = "document.querySelector('tr.wait[data-step=approve]')";
+    browser.wait_for("the waiting step in the inbox", &format!("return {row} !== null")).await;
+    assert_eq!(browser.exec(&format!("return {row}.dataset.run")).await, json!(approval_run));
+    let answer = |payload: &str| {
+        format!(
+            "const f = {row}.querySelector('form.approve'); f.querySelector('textarea').value = '{payload}'; \
+             f.querySelector('button').click(); return true"
+        )
+    };
+    browser.exec(&answer(r#"{"by":"ana"}"#)).await;
+    browser.accept_alert().await;
+    browser.wait_for("the refusal", "return document.getElementById('refused') !== null").await;
+    let refused = browser.exec("return document.getElementById('refused').textContent").await;
+    assert!(refused.as_str().unwrap().contains("approved_by"), "the refusal names the field: {refused}");
+    browser.wait_for("the step still in the inbox", &format!("return {row} !== null")).await;
+    let shot = browser.screenshot("console-inbox.png").await;
+    if std::env::var_os("RARA_WRITE_SCREENSHOT").is_some() {
+        std::fs::copy(&shot, rara_testkit::repo_root().join("docs/console-inbox.png")).unwrap();
+    }
+    browser.exec(&answer(r#"{"approved_by":"ana"}"#)).await;
+    browser.accept_alert().await;
+    browser.wait_for("what the form changed", "return document.getElementById('done') !== null").await;
+    let done = browser.exec("return document.getElementById('done').textContent").await;
+    assert!(done.as_str().unwrap().contains("delivered"), "{done}");
+    browser.screenshot("console-inbox-done.png").await;
+    browser.goto(&format!("{base}/runs/{approval_run}")).await;
+    browser
+        .wait_for(
+            "the approved run succeeded",
+            "return document.querySelector('#run-status .badge').dataset.status === 'succeeded'",
+        )
+        .await;
+    let output: Value = http
+        .get(format!("{base}/api/runs/{approval_run}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let approve = output["steps"].as_array().unwrap().iter().find(|s| s["name"] == "approve").unwrap();
+    assert_eq!(approve["output"], json!({"approved_by": "ana"}), "{output}");
 
     // A form without the CSRF token is refused, even with the session.
     let no_redirect = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();

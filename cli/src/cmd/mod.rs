@@ -14,6 +14,8 @@ pub mod migrate;
 pub mod pause;
 pub mod prune;
 pub mod queue;
+pub mod replay;
+pub mod rerun;
 pub mod retry;
 pub mod schedule;
 pub mod scheduler;

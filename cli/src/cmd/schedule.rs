@@ -15,7 +15,7 @@ use rara_domain::schedule::{Overlap, Spec};
 use rara_domain::workflow::{WorkflowDefinition, WorkflowRef};
 use rara_operator::schedules::{self, CreateSchedule, Error};
 
-use super::submit::{InputArgs, given_inputs};
+use super::submit::InputArgs;
 use crate::exit::ExitCode;
 use crate::{Failure, table};
 
@@ -80,7 +80,7 @@ struct Create {
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     jitter: Duration,
     #[command(flatten)]
-    given: InputArgs,
+    input: InputArgs,
 }
 
 /// How many schedules `list` shows.
@@ -120,7 +120,7 @@ pub async fn run(args: Schedule, json: bool) -> Result<(), Failure> {
             let found = store.definition(&create.workflow.name, create.workflow.version).await?;
             let declared: WorkflowDefinition =
                 serde_json::from_value(found.definition).map_err(rara_domain::workflow::Error::from)?;
-            let inputs = given_inputs(&create.given, &declared.inputs)?;
+            let inputs = create.input.given(&declared.inputs)?;
             let spec = match (create.cron, create.every) {
                 (Some(cron), _) => Spec::Cron(cron),
                 (None, Some(every)) => Spec::Every(every),

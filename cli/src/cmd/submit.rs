@@ -33,16 +33,16 @@ pub struct Submit {
     #[arg(long)]
     pub(crate) watch: bool,
     #[command(flatten)]
-    pub(crate) given: InputArgs,
+    pub(crate) input: InputArgs,
 }
 
-/// The run inputs given on the command line (`submit`, `schedule create`).
+/// The run inputs of a command: `--input`, `--input-json`, `--input-file`.
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// A run input declared in the definition's `inputs:` (steps read it with `{"$input":
     /// "/KEY"}`): VALUE is read as JSON when it parses (`limit=10`, `tags=["a"]`), else as a
-    /// string (`date=2026-12-02`); for an input declared `string` it is always the text.
-    /// Repeatable.
+    /// string (`date=2026-12-02`); for an input declared `string` (at a rerun: whose value is a
+    /// string) it is always the text. Repeatable.
     #[arg(long = "input", value_name = "KEY=VALUE", value_parser = split_input)]
     pub(crate) inputs: Vec<(String, String)>,
     /// A run input as JSON, which must parse (`--input-json 'limits={"n": 3}'`), like `--input`.
@@ -74,42 +74,51 @@ fn usage(error: anyhow::Error) -> Failure {
 
 /// The inputs given on the command line, each key once; `--input`'s text is typed by the
 /// declaration of its key ([`inputs::value_of_text`]).
-pub(crate) fn given_inputs(args: &InputArgs, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
-    let mut given = Map::new();
-    let mut add = |key: String, value: Value, from: &str| {
-        if given.contains_key(&key) {
-            return Err(usage(anyhow::anyhow!("the run input {key:?} is given twice (again {from})")));
-        }
-        given.insert(key, value);
-        Ok(())
-    };
-    for file in &args.input_files {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display())).map_err(usage)?;
-        let object = match serde_json::from_str(&text) {
-            Ok(Value::Object(object)) => object,
-            Ok(_) => {
-                return Err(usage(anyhow::anyhow!(
-                    "{} must hold a JSON object of run inputs ({{\"KEY\": VALUE, ...}})",
-                    file.display()
-                )));
+pub(crate) fn given_inputs(args: &Submit, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
+    args.input.given(declared)
+}
+
+impl InputArgs {
+    /// The inputs given, each key once; `--input`'s text typed by `declared`.
+    pub(crate) fn given(&self, declared: &Map<String, Value>) -> Result<Map<String, Value>, Failure> {
+        let InputArgs { inputs: texts, json_inputs, input_files } = self;
+        let mut given = Map::new();
+        let mut add = |key: String, value: Value, from: &str| {
+            if given.contains_key(&key) {
+                return Err(usage(anyhow::anyhow!("the run input {key:?} is given twice (again {from})")));
             }
-            Err(e) => {
-                return Err(usage(anyhow::Error::new(e).context(format!("{} is not JSON", file.display()))));
-            }
+            given.insert(key, value);
+            Ok(())
         };
-        for (key, value) in object {
-            add(key, value, &format!("in {}", file.display()))?;
+        for file in input_files {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))
+                .map_err(usage)?;
+            let object = match serde_json::from_str(&text) {
+                Ok(Value::Object(object)) => object,
+                Ok(_) => {
+                    return Err(usage(anyhow::anyhow!(
+                        "{} must hold a JSON object of run inputs ({{\"KEY\": VALUE, ...}})",
+                        file.display()
+                    )));
+                }
+                Err(e) => {
+                    return Err(usage(anyhow::Error::new(e).context(format!("{} is not JSON", file.display()))));
+                }
+            };
+            for (key, value) in object {
+                add(key, value, &format!("in {}", file.display()))?;
+            }
         }
+        for (key, text) in texts {
+            let value = inputs::value_of_text(inputs::declared_type(declared, key), text);
+            add(key.clone(), value, "with --input")?;
+        }
+        for (key, value) in json_inputs {
+            add(key.clone(), value.clone(), "with --input-json")?;
+        }
+        Ok(given)
     }
-    for (key, text) in &args.inputs {
-        let value = inputs::value_of_text(inputs::declared_type(declared, key), text);
-        add(key.clone(), value, "with --input")?;
-    }
-    for (key, value) in &args.json_inputs {
-        add(key.clone(), value.clone(), "with --input-json")?;
-    }
-    Ok(given)
 }
 
 /// The definition in `file`, parsed (not yet checked: see `plan_for`).
@@ -137,7 +146,7 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
         }
         (None, None) => return Err(usage(anyhow::anyhow!("give a definition FILE or --workflow NAME"))),
     };
-    let given = given_inputs(&args.given, &definition.inputs)?;
+    let given = given_inputs(&args, &definition.inputs)?;
     // Steps routing gives an in-process executor must fit one invocation: they cannot detach.
     let builtins = rara_builtins::registry()?;
     let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();

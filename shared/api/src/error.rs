@@ -112,6 +112,18 @@ impl From<rara_store::Error> for Error {
     }
 }
 
+/// A bulk action's failure: too much matched (422 `too_many`, nothing changed), or the store's.
+impl From<rara_operator::bulk::Error> for Error {
+    fn from(e: rara_operator::bulk::Error) -> Self {
+        match e {
+            rara_operator::bulk::Error::TooMany { .. } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "too_many", e.to_string(), 2)
+            }
+            rara_operator::bulk::Error::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<rara_domain::workflow::Error> for Error {
     fn from(e: rara_domain::workflow::Error) -> Self {
         use rara_domain::workflow::Error as W;

@@ -35,6 +35,7 @@ pub mod live;
 pub mod login;
 pub mod openapi;
 pub mod redact;
+pub mod rerun;
 pub mod runs;
 pub mod schedules;
 pub mod submit;
@@ -157,6 +158,7 @@ impl Api {
             .merge(waits::routes())
             .merge(workflows::routes())
             .merge(schedules::routes())
+            .merge(rerun::routes())
             .merge(console::routes())
             .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))

@@ -128,6 +128,10 @@ pub struct BulkRequest {
     /// For a cancel: the reason recorded.
     #[serde(default)]
     pub reason: Option<String>,
+    /// For a replay: a rerun from each run's first failed step (runs with none are left
+    /// alone), instead of a new run of every step.
+    #[serde(default)]
+    pub from_failed: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -290,7 +294,15 @@ pub async fn retry_step(
 }
 
 impl BulkRequest {
-    fn filter(&self) -> RunFilter {
+    /// Refuses `from_failed` in a bulk request other than a replay.
+    fn only_replays(&self) -> Result<(), Error> {
+        match self.from_failed {
+            true => Err(Error::bad_request("only a replay takes from_failed").with_field("from_failed")),
+            false => Ok(()),
+        }
+    }
+
+    pub(crate) fn filter(&self) -> RunFilter {
         RunFilter {
             status: self.status,
             name: self.name.clone(),
@@ -325,10 +337,7 @@ pub(crate) async fn bulk(
         }
         Bulk::Retry => bulk::retry(api.store(), filter, dry_run).await,
     };
-    let done = done.map_err(|e| match e {
-        bulk::Error::TooMany { .. } => Error::new(StatusCode::UNPROCESSABLE_ENTITY, "too_many", e.to_string(), 2),
-        bulk::Error::Store(e) => e.into(),
-    })?;
+    let done = done?;
     Ok(BulkResponse { matched: done.matched, changed: done.changed, dry_run })
 }
 
@@ -345,6 +354,7 @@ pub async fn bulk_cancel(
 ) -> Result<Json<BulkResponse>, Error> {
     api.auth().check_request(&credentials)?;
     let request = json(body)?;
+    request.only_replays()?;
     Ok(Json(bulk(&api, Bulk::Cancel, &request.filter(), request.dry_run, request.reason.as_deref()).await?))
 }
 
@@ -365,5 +375,6 @@ pub async fn bulk_retry(
     if request.reason.is_some() {
         return Err(Error::bad_request("a retry takes no reason").with_field("reason"));
     }
+    request.only_replays()?;
     Ok(Json(bulk(&api, Bulk::Retry, &request.filter(), request.dry_run, None).await?))
 }

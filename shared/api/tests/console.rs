@@ -203,3 +203,88 @@ async fn an_anonymous_page_view_changes_nothing_in_pg_trigger_or_console_listene
     assert_eq!(after.1, 1, "a session's stream registers");
     assert_ne!(after.0, before.0, "and turns the console's triggers on");
 }
+
+/// The inbox (`/waits`): every waiting step across runs; to an anonymous reader without forms
+/// or tokens, to a session with each wait's form, which refuses a payload the schema fails
+/// (naming the field), then delivers and says what changed; a form without the CSRF token is
+/// refused.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_inbox_lists_waits_and_its_forms_complete_them(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let yaml = "name: gates\nsteps:\n  - name: approve\n    wait: {signal: approve, schema: {type: object, \
+                required: [approved_by]}}\n  - {name: dataset, wait: {event: dataset.uploaded, key: k1}}\n";
+    let (status, body) = client.post("/api/runs", json!({"definition": yaml})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let run = body["id"].as_str().unwrap().to_owned();
+    rara_store::Store::new(pool.clone()).wait_round(100).await.unwrap();
+    let token: String = sqlx::query_scalar("SELECT token FROM waits LIMIT 1").fetch_one(&pool).await.unwrap();
+
+    let (status, _, html) = page(&client, Method::GET, "/waits", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(r#"data-step="approve""#) && html.contains(r#"data-step="dataset""#), "{html}");
+    assert!(html.contains("event dataset.uploaded (key k1), no timeout"));
+    assert!(!html.contains(r#"name="csrf""#) && !html.contains(&token), "no form and no token anonymously");
+
+    let session = client.session().await;
+    let cookie = Some(session.as_str());
+    let (_, _, html) = page(&client, Method::GET, "/waits", cookie, None).await;
+    let csrf = csrf_of(&html);
+    assert!(html.contains(r#"action="/waits/signal""#) && html.contains(r#"action="/waits/event""#));
+    assert!(html.contains("[&quot;approved_by&quot;]"), "the required fields are shown");
+    assert!(!html.contains(&token), "the completion token is no part of the page");
+
+    let signal =
+        |data: &str, csrf: &str| format!("csrf={csrf}&run={run}&name=approve&id=f1&decision=approve&data={data}");
+    let (status, _, _) = page(&client, Method::POST, "/waits/signal", cookie, Some(signal("%7B%7D", "forged"))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, html) = page(&client, Method::POST, "/waits/signal", cookie, Some(signal("%7B%7D", &csrf))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{html}");
+    assert!(html.contains(r#"id="refused""#) && html.contains("data: &quot;approved_by&quot; is a required"), "{html}");
+    let (status, _, html) = page(&client, Method::POST, "/waits/signal", cookie, Some(signal("not json", &csrf))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+    assert!(html.contains("data is not JSON"));
+    let data = "%7B%22approved_by%22%3A%22ana%22%7D";
+    let (status, _, html) = page(&client, Method::POST, "/waits/signal", cookie, Some(signal(data, &csrf))).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains("Signal approve delivered (approved): approve."), "{html}");
+    // The same form again (its idempotency id): one delivery.
+    let (_, _, html) = page(&client, Method::POST, "/waits/signal", cookie, Some(signal(data, &csrf))).await;
+    assert!(html.contains("Signal approve duplicate"), "{html}");
+
+    let event = format!("csrf={csrf}&name=dataset.uploaded&key=k1&id=e1&payload=");
+    let (status, _, html) = page(&client, Method::POST, "/waits/event", cookie, Some(event)).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains("Event dataset.uploaded (key k1) sent; it completed 1 wait(s)."), "{html}");
+    assert!(html.contains("nothing waits"), "{html}");
+    let (_, read) = client.get(&format!("/api/runs/{run}")).await;
+    assert_eq!(read["status"], "succeeded", "{read}");
+}
+
+/// A finished run's page offers "Rerun from here" on each step; the form makes the rerun and
+/// opens it, and the pages link both runs.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn rerun_from_here_opens_the_new_run(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let yaml =
+        "name: gates\nsteps:\n  - {name: a, wait: {signal: go}}\n  - {name: b, depends_on: [a], wait: {signal: ok}}\n";
+    let (_, body) = client.post("/api/runs", json!({"definition": yaml})).await;
+    let run = body["id"].as_str().unwrap().to_owned();
+    for (signal, body) in [("go", json!({})), ("ok", json!({"reject": "no"}))] {
+        rara_store::Store::new(pool.clone()).wait_round(100).await.unwrap();
+        let (status, answer) = client.post(&format!("/api/runs/{run}/signals/{signal}"), body).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+    let session = client.session().await;
+    let cookie = Some(session.as_str());
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), cookie, None).await;
+    assert!(html.contains(&format!(r#"action="/runs/{run}/rerun""#)) && html.contains("Rerun from here"), "{html}");
+    let form = Some(format!("csrf={}&from=b", csrf_of(&html)));
+    let (status, headers, _) = page(&client, Method::POST, &format!("/runs/{run}/rerun"), cookie, form).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let location = headers[header::LOCATION].to_str().unwrap().to_owned();
+    let (_, _, html) = page(&client, Method::GET, &location, cookie, None).await;
+    assert!(html.contains(&format!(r#"href="/runs/{run}""#)) && html.contains("Rerun of"), "{html}");
+    assert!(html.contains("(carried over)"), "{html}");
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), cookie, None).await;
+    assert!(html.contains(&format!(r#"href="{location}""#)), "the original links its rerun");
+}

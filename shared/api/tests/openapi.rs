@@ -32,6 +32,8 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/events",
         "/api/waits",
         "/api/waits/{token}",
+        "/api/runs/{id}/rerun",
+        "/api/bulk/replay",
         "/api/bulk/retry",
         "/api/login",
         "/api/workflows",

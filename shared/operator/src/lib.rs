@@ -7,6 +7,8 @@
 //!   runs detached on a remote executor, concurrently, each within [`DETACHED_CANCEL_TIMEOUT`].
 //! - [`bulk`]: the set-based actions over what a filter matches: retry the failed and cancelled
 //!   steps, cancel the unfinished runs; one statement per batch, a bounded number per request.
+//! - [`replay`]: one new run per finished run a filter matches (or a rerun from its first failed
+//!   step), once per run.
 //!
 //! - [`schedules`]: create a schedule (checked as its runs will be), trigger one run now, backfill
 //!   a range of slots (bounded; the slots' keys make a second backfill add nothing).
@@ -15,4 +17,5 @@
 
 pub mod bulk;
 pub mod cancel;
+pub mod replay;
 pub mod schedules;

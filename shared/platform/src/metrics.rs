@@ -61,6 +61,8 @@ impl EmfLine for Counters {
             ("SlotsSkipped", self.slots_skipped),
             ("SlotsMissed", self.slots_missed),
             ("SlotsFailed", self.slots_failed),
+            ("WaitsTimedOut", self.waits_timed_out),
+            ("WaitsEnded", self.waits_ended),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

@@ -84,6 +84,10 @@ pub struct Counters {
     pub slots_missed: u64,
     /// Scheduler: schedule slots whose run could not be made (its definition gone or invalid).
     pub slots_failed: u64,
+    /// Scheduler: signal and event waits whose timeout came (of `waits_decided`).
+    pub waits_timed_out: u64,
+    /// Scheduler: waits that ended (whoever decided them), each traced as a span.
+    pub waits_ended: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -125,6 +129,8 @@ impl std::ops::AddAssign for Counters {
         self.slots_skipped += c.slots_skipped;
         self.slots_missed += c.slots_missed;
         self.slots_failed += c.slots_failed;
+        self.waits_timed_out += c.waits_timed_out;
+        self.waits_ended += c.waits_ended;
     }
 }
 

@@ -3,7 +3,8 @@
 //! submitted as `rara submit` does, run by the local scheduler and executor on Postgres +
 //! LocalStack's SQS. Every span of the run is in the run's trace, each attempt under the root,
 //! the retry linked to the failed attempt, the Python handler's span under the gRPC client
-//! span, and no input, output or secret value in any exported span.
+//! span, a timer's and an approval's waits as their attempts with a `rara.wait` span under each,
+//! and no input, output, signal payload or secret value in any exported span.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -17,13 +18,17 @@ use rara_domain::workflow::{Format, WorkflowDefinition};
 use rara_platform::telemetry::{self as platform_telemetry, Config, Protocol};
 use rara_runtime::secrets::{self, SecretResolver};
 use rara_runtime::telemetry;
+use rara_store::waits::{Delivery, Signal};
 use rara_testkit::otlp::ReceivedSpan;
+use serde_json::json;
 use sqlx::PgPool;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const SECRET: &str = "tr4ce-s3cret-41c2";
 /// Text of the Python step's input, which must not appear in any span.
 const INPUT_TEXT: &str = "rara leases steps in Postgres";
+/// Text of the approval's payload, which must not appear in any span either.
+const APPROVER: &str = "ana-approves-7731";
 
 /// Knows one secret, `trace_token`.
 struct Vault;
@@ -63,6 +68,10 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
     // the caller's trace.
     let mut yaml = std::fs::read_to_string(repo_root().join("tests/fixtures/demo-four-steps.yaml")).unwrap();
     yaml.push_str("  - name: secretive\n    operation: noop\n    input: { token: { $secret: trace_token } }\n");
+    // A timer, then an approval.
+    yaml.push_str(
+        "  - {name: pause, wait: {seconds: 1}}\n  - {name: approve, depends_on: [pause], wait: {signal: approve}}\n",
+    );
     let plan = WorkflowDefinition::parse(&yaml, Format::Yaml).unwrap().plan(&stack.settings.core).unwrap();
     let caller = telemetry::parse_traceparent(&telemetry::new_traceparent(None)).unwrap();
     let context = telemetry::new_traceparent(Some(&caller));
@@ -73,7 +82,19 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
     telemetry::emit_run_span(&run, Some(caller.clone()), run_id, &plan.name, started, SystemTime::now());
     assert_eq!(store.run_trace(run_id).await.unwrap().as_deref(), Some(context.as_str()), "stored on the run");
 
+    let signaller = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let signal = Signal { id: "s1".into(), payload: json!({"approved_by": APPROVER}), reject: None };
+            while let Delivery::NotWaiting(_) = store.signal(run_id, "approve", &signal).await.unwrap() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
     let (status, counters) = stack.run_until_finished(run_id, LIMIT).await;
+    signaller.await.unwrap();
+    // A wait is traced when the scheduler forgets it, at its wait round after the wait ended.
+    stack.scheduler().run(Some(Duration::from_secs(1)), tokio_util::sync::CancellationToken::new()).await.unwrap();
     assert_eq!(status, "succeeded");
     assert_eq!(counters.retried, 1, "{counters:?}");
     platform_telemetry::flush().await;
@@ -106,7 +127,7 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
 
     let steps: HashMap<String, rara_store::read::StepView> =
         store.run(run_id).await.unwrap().steps.into_iter().map(|s| (s.name.clone(), s)).collect();
-    for step in steps.values() {
+    for step in steps.values().filter(|s| !s.operation.starts_with("wait.")) {
         for a in &step.attempts {
             let id = telemetry::attempt_span_id(step.id, a.attempt).to_string();
             let attempt = one(&ours, "attempt span", |s| s.name == "rara.attempt" && s.span_id == id);
@@ -130,6 +151,20 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
             assert_eq!(attempt.links, previous.into_iter().collect::<Vec<_>>(), "{} attempt {}", step.name, a.attempt);
         }
     }
+    // A wait is its attempt, under the root, and the wait's span under it: what it waited for
+    // and what decided it.
+    for (name, kind, decided_by) in [("pause", "timer", "timer"), ("approve", "signal", "signal")] {
+        let step = &steps[name];
+        let id = telemetry::attempt_span_id(step.id, 1).to_string();
+        let attempt = one(&ours, "wait attempt span", |s| s.name == "rara.attempt" && s.span_id == id);
+        assert_eq!(attempt.parent_span_id, root.span_id, "{name}'s attempt under the root");
+        assert_eq!(attempt.attribute("rara.outcome"), Some("succeeded"));
+        let wait = one(&ours, "wait span", |s| s.name == "rara.wait" && s.parent_span_id == id);
+        assert_eq!(wait.attribute("rara.wait.kind"), Some(kind));
+        assert_eq!(wait.attribute("rara.wait.decided_by"), Some(decided_by));
+        assert_eq!(wait.attribute("rara.wait.name"), (kind == "signal").then_some("approve"));
+        assert!(wait.end_unix_nano >= wait.start_unix_nano + if kind == "timer" { 900_000_000 } else { 0 });
+    }
     let flaky = &steps["flaky"];
     assert_eq!(flaky.attempts.len(), 2, "the demo's flaky step is retried once");
 
@@ -152,5 +187,6 @@ async fn a_demo_run_exports_one_trace_with_attempts_under_the_root_and_the_retry
         assert!(!text.contains(SECRET), "a secret in {s:#?}");
         assert!(!text.contains(INPUT_TEXT), "an input in {s:#?}");
         assert!(!text.contains(&output), "an output in {s:#?}");
+        assert!(!text.contains(APPROVER), "a signal's payload in {s:#?}");
     }
 }

@@ -13,8 +13,6 @@ use chrono::{DateTime, Utc};
 use common::*;
 use rara_platform::runner::run_executor;
 use rara_queue::Queue;
-use rara_runtime::executor::BatchExecutor;
-use rara_store::Store;
 use rara_store::waits::{Delivery, Signal};
 use serde_json::json;
 use sqlx::PgPool;
@@ -81,15 +79,7 @@ async fn a_timer_sends_nothing_and_what_follows_starts_on_time_across_a_schedule
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn an_approval_payload_reaches_the_next_step_through_output(pool: PgPool) {
-    let store = Store::new(pool.clone());
-    let queues = Queues::new(30, 10).await;
-    let settings = Arc::new(settings(&queues, &[]));
-    let echo = Echo::default();
-    let mut registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
-    registry.register("test.echo", echo.clone()).unwrap();
-    let queue = queues.queue();
-    let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings);
-    let stack = Stack { store: store.clone(), queue, settings, executor };
+    let (store, _queues, stack, echo) = Stack::with_echo(pool.clone()).await;
     let yaml = "name: release
 steps:
   - {name: evaluate, operation: noop}

@@ -23,6 +23,15 @@ tolerated AS (
       AND (SELECT count(*) FROM steps c WHERE c.parent_id = m.id AND c.status = 'failed') + f.nth
           <= m.map_tolerated_failures
 ),
+-- A wait that ends so (cancelled, or failed by its own decision) is decided now if it was not,
+-- so that the scheduler forgets it (wait_forget.sql) and traces it: one probe of waits_pkey
+-- per finished step.
+ended_waits AS (
+    UPDATE waits w
+    SET completion = jsonb_build_object('by', f.attempt_outcome::text, 'error', f.error), completed_at = now()
+    FROM finished f
+    WHERE w.step_id = f.id AND w.attempt = f.attempt AND w.completion IS NULL
+),
 closed AS (
     UPDATE step_attempts a
     SET outcome = f.attempt_outcome, error = f.error, finished_at = now()

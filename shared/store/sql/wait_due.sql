@@ -1,7 +1,8 @@
 -- Decides up to $1 waits whose time came: a timer completes (its output: when it was due); a
 -- signal or an event wait times out, as its `on_timeout` says: `continue` succeeds with the
 -- output {"timed_out": true}, `fail` (the default) fails with WAIT_TIMED_OUT. The earliest
--- first; a wait a completion is deciding right now is left to it. Returns the steps decided.
+-- first; a wait a completion is deciding right now is left to it. Returns the steps decided and
+-- whether each timed out (a timer's completion is no timeout).
 WITH due AS (
     SELECT w.step_id FROM waits w
     WHERE w.completion IS NULL AND w.due_at IS NOT NULL AND w.due_at <= now()
@@ -23,4 +24,4 @@ SET completion = CASE
     completed_at = now()
 FROM due d, steps s
 WHERE w.step_id = d.step_id AND s.id = w.step_id
-RETURNING w.step_id AS "step_id!"
+RETURNING w.step_id AS "step_id!", w.kind <> 'timer' AS "timed_out!"

@@ -43,6 +43,9 @@ pub enum Error {
     ScheduleNotFound(String),
     #[error("a schedule named {0:?} exists already (rara schedule delete {0} first)")]
     ScheduleExists(String),
+    /// A rerun that cannot be made as asked (`rara rerun`): why, for a person. Nothing was made.
+    #[error("{0}; nothing was made")]
+    RerunRefused(String),
     /// A database or connection failure, in sqlx's words. sqlx's message already spells its
     /// causes ("error returned from database: <the server's message>", "error communicating
     /// with database: <the I/O error>"), so this variant prints it and hands on no source:

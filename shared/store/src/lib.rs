@@ -94,6 +94,7 @@ pub mod outcome;
 pub mod quick;
 pub mod read;
 pub mod references;
+pub mod rerun;
 pub mod retention;
 pub mod roles;
 pub mod running;

@@ -44,6 +44,12 @@ pub struct RunView {
     pub output_error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// A rerun: the run it was made from (docs/src/guide/recover.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<Uuid>,
+    /// The reruns made from this run, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<Uuid>,
     pub steps: Vec<StepView>,
 }
 
@@ -79,6 +85,10 @@ pub struct StepView {
     pub depends_on: Vec<String>,
     pub attempts: Vec<AttemptView>,
     pub artifacts: Vec<ArtifactView>,
+    /// Carried over by a rerun (not run again): the step whose output, attempts and artifacts
+    /// it shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_from: Option<Uuid>,
     /// A waiting step: what it waits for and how long it may still wait
     /// (`signal approve, 1 h 12 min left`; [`crate::waits::WaitView::describe`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,11 +110,13 @@ impl StepView {
         self.status == StepStatus::Leased && self.remote_endpoint.is_some()
     }
 
-    /// The status as people read it: a detached attempt is `running (detached)`.
+    /// The status as people read it: a detached attempt is `running (detached)`, a step a
+    /// rerun carried over `succeeded (carried over)`.
     pub fn status_text(&self) -> String {
         match &self.waiting_for {
             _ if self.is_detached() => "running (detached)".to_owned(),
             Some(what) if self.status == StepStatus::Waiting => format!("waiting ({what})"),
+            _ if self.carried_from.is_some() => format!("{} (carried over)", self.status),
             _ => self.status.to_string(),
         }
     }
@@ -220,6 +232,8 @@ impl Store {
             output_error,
             created_at: run.created_at,
             finished_at: run.finished_at,
+            rerun_of: run.rerun_of,
+            reruns: run.reruns,
             steps,
         })
     }
@@ -266,6 +280,7 @@ async fn read_steps(tx: &mut Tx, run_id: Uuid) -> Result<Vec<StepView>, Error> {
             map_size: s.map_size,
             parent: s.parent_id.and_then(|id| names.get(&id).cloned()),
             map_index: s.map_index,
+            carried_from: s.carried_from,
             depends_on: Vec::new(),
             attempts: Vec::new(),
             artifacts: Vec::new(),

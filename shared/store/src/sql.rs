@@ -107,6 +107,12 @@ pub const RETRYABLE_STEPS: &str = sql_file!("retryable_steps");
 pub const STEP_INPUTS: &str = sql_file!("step_inputs");
 pub const RUN_STATUS: &str = sql_file!("run_status");
 
+// Rerun from a step (rerun.rs).
+pub const RERUN_STEPS_OF: &str = sql_file!("rerun_steps_of");
+pub const RERUN_RUN: &str = sql_file!("rerun_run");
+pub const RERUN_STEPS: &str = sql_file!("rerun_steps");
+pub const REPLAY_CANDIDATES: &str = sql_file!("replay_candidates");
+
 // Set-based operator actions, one statement per batch (bulk.rs).
 pub const RETRY_STEPS: &str = sql_file!("retry_steps");
 pub static CANCEL_RUNS: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_runs_targets"), 3));
@@ -298,6 +304,10 @@ fn operators() -> Vec<Statement> {
             ],
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),
+        s("rerun_steps_of", RERUN_STEPS_OF, &["uuid"]),
+        s("rerun_run", RERUN_RUN, &["uuid", "uuid", "int4", "int4", "jsonb", "text"]),
+        s("rerun_steps", RERUN_STEPS, &["uuid", "uuid[]", "uuid[]", "bool[]", "int4[]"]),
+        s("replay_candidates", REPLAY_CANDIDATES, &["rara_run_status", "text", "timestamptz", "timestamptz", "int8"]),
         s("read_run", READ_RUN, &["uuid"]),
         s("run_trace", RUN_TRACE, &["uuid"]),
         s("read_steps", READ_STEPS, &["uuid"]),

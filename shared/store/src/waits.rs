@@ -17,14 +17,38 @@ use crate::outcome::dependency_failed;
 use crate::{DUE_CHANNEL, Error, Store, sql};
 
 /// What one maintenance round of waits did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WaitRound {
     /// Steps that began to wait.
     pub started: u64,
     /// Waits decided: by their timer or timeout, or by a signal or event that was there first.
     pub decided: u64,
+    /// Of those, the signal and event waits whose timeout came.
+    pub timed_out: u64,
     /// Decided completions applied to their steps (succeeded or failed).
     pub applied: u64,
+    /// The waits that ended and were forgotten (whoever decided them): their spans.
+    pub ended: Vec<EndedWait>,
+}
+
+/// A wait that ended, as its span in the run's trace shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedWait {
+    pub step_id: Uuid,
+    pub run_id: Uuid,
+    pub attempt: i32,
+    /// `timer`, `signal` or `event`.
+    pub kind: String,
+    /// The signal's or the event's name.
+    pub name: Option<String>,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub decided_at: chrono::DateTime<chrono::Utc>,
+    /// What decided it: `signal`, `event`, `token`, `timer`, `timeout`, `cancelled`, …
+    pub decided_by: String,
+    /// Whether the step failed (rejected, timed out with `on_timeout: fail`, cancelled).
+    pub failed: bool,
+    /// The run's `traceparent`.
+    pub trace_context: Option<String>,
 }
 
 /// A signal as sent (`rara signal`, `POST /api/runs/{id}/signals/{name}`).
@@ -104,10 +128,33 @@ impl Store {
         let batch = i64::from(batch);
         let started = sqlx::query_file_scalar!("sql/wait_start.sql", batch).fetch_all(&self.pool).await?.len();
         let matched = sqlx::query_file_scalar!("sql/wait_match.sql").fetch_all(&self.pool).await?.len();
-        let due = sqlx::query_file_scalar!("sql/wait_due.sql", batch).fetch_all(&self.pool).await?.len();
+        let due = sqlx::query_file!("sql/wait_due.sql", batch).fetch_all(&self.pool).await?;
+        let timed_out = due.iter().filter(|d| d.timed_out).count();
         let applied = apply(&mut *self.pool.acquire().await?, None, batch).await?;
-        sqlx::query_file_scalar!("sql/wait_forget.sql", batch).fetch_one(&self.pool).await?;
-        Ok(WaitRound { started: started as u64, decided: (matched + due) as u64, applied: applied as u64 })
+        let ended = sqlx::query_file!("sql/wait_forget.sql", batch)
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(|r| EndedWait {
+                step_id: r.step_id,
+                run_id: r.run_id,
+                attempt: r.attempt,
+                kind: r.kind,
+                name: r.name,
+                started_at: r.started_at,
+                decided_at: r.completed_at,
+                decided_by: r.decided_by,
+                failed: r.failed,
+                trace_context: r.trace_context,
+            })
+            .collect();
+        Ok(WaitRound {
+            started: started as u64,
+            decided: (matched + due.len()) as u64,
+            timed_out: timed_out as u64,
+            applied: applied as u64,
+            ended,
+        })
     }
 
     /// Delivers `signal` named `name` to the run `run_id` (see [`Delivery`]). A payload is

@@ -244,3 +244,44 @@ async fn a_signal_racing_the_timeout_records_one_completion(pool: PgPool) {
     }
     assert_eq!(by_signal + by_timeout, 50);
 }
+
+/// Every wait that ends is forgotten by a round of waits and returned for its span, whoever
+/// ended it: a timeout (counted as one), a signal, and a cancel (which decides the wait, so no
+/// row of it lingers).
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn every_ended_wait_is_forgotten_and_returned_for_its_span(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let yaml = "name: ends
+steps:
+  - {name: short, wait: {signal: late, timeout_seconds: 1, on_timeout: continue}}
+  - {name: signalled, wait: {signal: go}}
+  - {name: cancelled, wait: {event: never.sent, key: k}}
+";
+    let run_id = store.submit(&plan(yaml)).await.unwrap().run_id;
+    assert_eq!(store.wait_round(100).await.unwrap().started, 3);
+    let delivered = store.signal(run_id, "go", &signal("g1", json!({}))).await.unwrap();
+    assert!(matches!(delivered, Delivery::Delivered { .. }), "{delivered:?}");
+    assert!(store.cancel_step(step_id(&pool, run_id, "cancelled").await, "not needed").await.unwrap());
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let round = store.wait_round(100).await.unwrap();
+    assert_eq!((round.decided, round.timed_out, round.applied), (1, 1, 1), "{round:?}");
+    let mut ended: Vec<(String, String, bool)> =
+        round.ended.iter().map(|w| (w.kind.clone(), w.decided_by.clone(), w.failed)).collect();
+    ended.sort();
+    assert_eq!(
+        ended,
+        vec![
+            ("event".into(), "cancelled".into(), true),
+            ("signal".into(), "signal g1".into(), false),
+            ("signal".into(), "timeout".into(), false),
+        ]
+    );
+    for w in &round.ended {
+        assert_eq!((w.run_id, w.attempt), (run_id, 1));
+        assert!(w.decided_at >= w.started_at);
+        assert!(w.trace_context.is_some(), "a run's context comes with it");
+    }
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM waits").fetch_one(&pool).await.unwrap();
+    assert_eq!(left, 0, "no row of an ended wait lingers");
+    assert!(store.wait_round(100).await.unwrap().ended.is_empty(), "forgotten once");
+}

@@ -10,9 +10,11 @@
 //!
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
-//! - [`dag`], [`timeline`]: the run page's two drawings.
+//! - [`dag`], [`timeline`]: the run page's two drawings;
+//! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form.
 
 pub mod dag;
+pub mod inbox;
 pub mod pages;
 pub mod timeline;
 
@@ -51,7 +53,9 @@ pub(crate) fn routes() -> axum::Router<Api> {
         .route("/runs/{id}/cancel", post(cancel_run_form))
         .route("/steps/{id}/cancel", post(cancel_step_form))
         .route("/steps/{id}/retry", post(retry_step_form))
+        .route("/runs/{id}/rerun", post(rerun_form))
         .route("/bulk", post(bulk_form))
+        .merge(inbox::routes())
 }
 
 /// HTML-escapes text for the hand-written SVG (maud escapes everything else).
@@ -320,6 +324,26 @@ async fn retry_step_form(
     api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
     crate::runs::retry(&api, id).await?;
     Ok(back_to(form.back))
+}
+
+/// A rerun from a step of a finished run: the new run's page.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RerunForm {
+    pub csrf: String,
+    pub from: String,
+}
+
+async fn rerun_form(
+    State(api): State<Api>,
+    credentials: Credentials,
+    id: Result<Path<Uuid>, PathRejection>,
+    form: Result<Form<RerunForm>, FormRejection>,
+) -> Result<Redirect, Error> {
+    let (Path(id), Form(form)) = (id?, form?);
+    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
+    let body = crate::rerun::RerunBody { from: form.from, inputs: serde_json::Map::new(), force: false };
+    let made = crate::rerun::make(&api, id, body).await?;
+    Ok(Redirect::to(&format!("/runs/{}", made.id)))
 }
 
 /// A bulk action from the runs list: first a confirmation page with the count, then the action.

@@ -45,14 +45,20 @@ pub fn inline_style() -> &'static str {
 }
 
 /// The text of every inline `<script>` a page may carry.
-pub fn inline_scripts() -> [&'static str; 3] {
-    [CONFIRM, RUNS_LIVE, RUN_LIVE]
+pub fn inline_scripts() -> [&'static str; 4] {
+    [CONFIRM, RUNS_LIVE, RUN_LIVE, WAITS_LIVE]
 }
 
 /// Keeps the runs list live.
 const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
 es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
 if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
+
+/// Keeps the inbox live, except while the reader is filling one of its forms.
+pub(super) const WAITS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
+es.addEventListener('changed',async()=>{const t=document.getElementById('waits');if(busy||t.contains(document.activeElement)||
+[...t.querySelectorAll('textarea,input[name=reason]')].some(f=>f.value))return;busy=true;try{const r=await fetch('/fragments/waits');
+if(r.ok)t.innerHTML=await r.text();}finally{busy=false;}});})();"#;
 
 /// Keeps a run page live (its stream is the page's path + `/events`).
 const RUN_LIVE: &str = r#"(()=>{if(!window.EventSource)return;const es=new EventSource(location.pathname+'/events');
@@ -71,7 +77,7 @@ pub struct Viewer<'a> {
 }
 
 impl Viewer<'_> {
-    fn live(&self) -> bool {
+    pub(super) fn live(&self) -> bool {
         self.updates == Updates::Live && self.authenticated
     }
 }
@@ -80,22 +86,22 @@ impl Viewer<'_> {
 const CONFIRM: &str = r#"document.addEventListener('submit',e=>{const m=e.target.dataset.confirm;if(m&&!confirm(m))e.preventDefault();});"#;
 
 /// Said on a page that does not update itself ([`Updates::Static`]).
-const RELOAD: &str = "This page does not update itself here: reload it to see changes.";
+pub(super) const RELOAD: &str = "This page does not update itself here: reload it to see changes.";
 
 /// The page's live script, when the page is live.
-fn live_script(viewer: Viewer<'_>, script: &'static str) -> Option<&'static str> {
+pub(super) fn live_script(viewer: Viewer<'_>, script: &'static str) -> Option<&'static str> {
     viewer.live().then_some(script)
 }
 
 /// What a page without forms says: how to get them.
-fn read_only(updates: Updates) -> &'static str {
+pub(super) fn read_only(updates: Updates) -> &'static str {
     match updates {
         Updates::Live => "Read-only: open the login URL `rara ui` printed to act on runs and see them live.",
         Updates::Static => "Read-only: only the API's operators act on runs.",
     }
 }
 
-fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup {
+pub(super) fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -106,7 +112,7 @@ fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup {
                 style { (PreEscaped(inline_style())) }
             }
             body {
-                header { a href="/" { "rara" } " " span.muted { "console" } }
+                header { a href="/" { "rara" } " " span.muted { "console" } " · " a href="/waits" { "waiting steps" } }
                 main { (body) }
                 script { (PreEscaped(CONFIRM)) }
                 @if let Some(script) = script { script { (PreEscaped(script)) } }
@@ -119,7 +125,7 @@ fn badge(status: &str) -> Markup {
     html! { span.badge data-status=(status) { (status) } }
 }
 
-fn time(t: DateTime<Utc>) -> String {
+pub(super) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
@@ -205,6 +211,10 @@ pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Vie
     let finished = run.steps.iter().filter(|s| is_finished(s.status)).count();
     html! {
         h1 { (run.name) " " span #run-status { (badge(run.status.as_str())) } }
+        @if let Some(of) = run.rerun_of { p #rerun-of { "Rerun of " a href={ "/runs/" (of) } { code { (of) } } } }
+        @if !run.reruns.is_empty() {
+            p #reruns { "Reruns: " @for r in &run.reruns { a href={ "/runs/" (r) } { code { (r) } } " " } }
+        }
         p.muted {
             "run " code { (run.id) } " · created " (time(run.created_at))
             @if let Some(f) = run.finished_at { " · finished " (time(f)) }
@@ -225,7 +235,7 @@ pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Vie
             h2 { "Step details" }
             table {
                 thead { tr { th { "step" } th { "operation" } th { "status" } th { "attempt" } th { "progress" } th { "" } } }
-                tbody { @for step in &run.steps { (step_row(run.id, step, inputs, viewer)) } }
+                tbody { @for step in &run.steps { (step_row(run, step, inputs, viewer)) } }
             }
         }
     }
@@ -239,7 +249,7 @@ fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>) -> Markup {
+fn step_row(run: &RunView, step: &StepView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>) -> Markup {
     let input = inputs.iter().find(|(id, _)| *id == step.id).map(|(_, v)| v);
     let fraction = step.progress_fraction().clamp(0.0, 1.0);
     html! {
@@ -249,7 +259,8 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
             td {
                 (badge(step.status.as_str()))
                 @if step.is_detached() { " " span.muted { "(detached)" } }
-                @if let Some(what) = &step.waiting_for { " " span.muted { "(" (what) ")" } }
+                @if step.carried_from.is_some() { " " span.muted { "(carried over)" } }
+                @if let Some(what) = &step.waiting_for { " " span.muted { "(" (what) ") " a href="/waits" { "inbox" } } }
             }
             td { (step.attempt) "/" (step.max_attempts) }
             td {
@@ -260,7 +271,7 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
                 @if let Some(p) = &step.progress { " " span.muted { (p.message) } }
             }
             td {
-                (step_actions(run_id, step, viewer.csrf))
+                (step_actions(run, step, viewer.csrf))
             }
         }
         tr {
@@ -271,8 +282,9 @@ fn step_row(run_id: Uuid, step: &StepView, inputs: &[(Uuid, serde_json::Value)],
     }
 }
 
-/// The cancel and retry buttons of a step, for a console that may change state.
-fn step_actions(run_id: Uuid, step: &StepView, csrf: Option<&str>) -> Markup {
+/// The cancel, retry and rerun buttons of a step, for a console that may change state.
+fn step_actions(run: &RunView, step: &StepView, csrf: Option<&str>) -> Markup {
+    let run_id = run.id;
     html! {
         @if let Some(csrf) = csrf {
             @if !is_finished(step.status) {
@@ -287,6 +299,13 @@ fn step_actions(run_id: Uuid, step: &StepView, csrf: Option<&str>) -> Markup {
                     input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="back" value=(run_id);
                     button.retry-step type="submit" data-step=(step.name) { "Retry" }
+                }
+            }
+            @if run.status != RunStatus::Running && step.parent.is_none() {
+                form.inline method="post" action={ "/runs/" (run_id) "/rerun" } data-confirm={ "Make a new run in which " (step.name) " and what follows run again (the other steps carried over)?" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="from" value=(step.name);
+                    button.rerun-step type="submit" data-step=(step.name) { "Rerun from here" }
                 }
             }
         }

@@ -190,8 +190,12 @@ impl Scheduler {
         counters.waits_started += round.started;
         counters.waits_decided += round.decided;
         counters.waits_applied += round.applied;
+        counters.waits_timed_out += round.timed_out;
+        counters.waits_ended += round.ended.len() as u64;
+        super::trace::emit_waits(&round.ended);
         if round != rara_store::waits::WaitRound::default() {
-            tracing::info!(started = round.started, decided = round.decided, applied = round.applied, "waits");
+            let (started, decided, applied, ended) = (round.started, round.decided, round.applied, round.ended.len());
+            tracing::info!(started, decided, timed_out = round.timed_out, applied, ended, "waits");
         }
         Ok(())
     }

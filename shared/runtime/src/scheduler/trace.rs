@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanContext, SpanKind};
 use rara_store::lease::Leased;
+use rara_store::waits::EndedWait;
 use uuid::Uuid;
 
 use crate::telemetry::{self, SpanRecord};
@@ -71,5 +72,43 @@ impl<'a> RoundTrace<'a> {
             ]);
             span.emit();
         }
+    }
+}
+
+/// The spans of waits that ended (forgotten by the wait round, whoever decided them): the
+/// wait's attempt (`rara.attempt`, its derived id, under the run's root: no executor ends it)
+/// and under it `rara.wait`, from when it began to when it was decided. Ids, the wait's kind
+/// and name, and what decided it; never a payload.
+pub(super) fn emit_waits(ended: &[EndedWait]) {
+    if !telemetry::enabled() {
+        return;
+    }
+    for wait in ended {
+        let Some(run) = wait.trace_context.as_deref().and_then(telemetry::parse_traceparent) else { continue };
+        let attempt = telemetry::attempt_context(&run, wait.step_id, wait.attempt);
+        let (start, end) = (SystemTime::from(wait.started_at), SystemTime::from(wait.decided_at));
+        let outcome = if wait.failed { "failed" } else { "succeeded" };
+        let mut attributes =
+            telemetry::step_attributes(wait.run_id, wait.step_id, &format!("wait.{}", wait.kind), wait.attempt, None);
+        attributes.push(KeyValue::new("rara.outcome", outcome));
+        let mut span = SpanRecord::new("rara.attempt", Some(run), start, end);
+        span.ids = Some((attempt.trace_id(), attempt.span_id()));
+        span.attributes = attributes.clone();
+        span.emit();
+        let mut span = SpanRecord::new("rara.wait", Some(attempt), start, end);
+        span.attributes = attributes;
+        span.attributes.push(KeyValue::new("rara.wait.kind", wait.kind.clone()));
+        span.attributes.extend(wait.name.clone().map(|n| KeyValue::new("rara.wait.name", n)));
+        span.attributes.push(KeyValue::new("rara.wait.decided_by", decider(&wait.decided_by)));
+        span.emit();
+    }
+}
+
+/// What decided a wait, without the id a signal or an event carried (`signal s1` → `signal`,
+/// `completion token` → `token`; `timer`, `timeout`, `cancelled` as they are).
+fn decider(by: &str) -> String {
+    match by.split(' ').next().unwrap_or_default() {
+        "completion" => "token".to_owned(),
+        first => first.to_owned(),
     }
 }

@@ -42,6 +42,20 @@ impl Stack {
         Stack { store, queue, settings, executor }
     }
 
+    /// A stack on a fresh test database and fresh queues whose registry also holds
+    /// `test.echo` (which records each input it gets); the echo with it.
+    pub async fn with_echo(pool: sqlx::PgPool) -> (Store, Queues, Stack, Echo) {
+        let store = Store::new(pool);
+        let queues = Queues::new(30, 10).await;
+        let settings = Arc::new(settings(&queues, &[]));
+        let echo = Echo::default();
+        let mut registry = rara_runtime::registry::standard_registry(&settings).await.unwrap();
+        registry.register("test.echo", echo.clone()).unwrap();
+        let queue = queues.queue();
+        let executor = BatchExecutor::new(store.clone(), queue.clone(), Arc::new(registry), &settings);
+        (store.clone(), queues, Stack { store, queue, settings, executor }, echo)
+    }
+
     pub fn scheduler(&self) -> Scheduler {
         Scheduler::new(self.store.clone(), self.queue.clone(), self.settings.clone())
     }

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::workflow::references::INPUT_KEY;
 
-pub use resolve::resolve;
+pub use resolve::{replace, resolve};
 
 /// The type of a run input, as JSON Schema spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::human;
 use crate::secret_material::{self, push_key};
 use crate::workflow::inputs::{InputType, RunInputs};
 use crate::workflow::problem::Problem;
@@ -95,6 +96,35 @@ fn at(name: &str) -> String {
     path
 }
 
+/// A rerun's inputs (`rara rerun --input`): the run's `original` inputs (as submit resolved
+/// them) with the `given` ones replaced. The run keeps no definition, so a given input must be
+/// one the original has, of the same JSON kind, holding no secret; the whole within
+/// `max_bytes` (`RARA_MAX_INPUT_BYTES`). Each thing wrong is a problem at its path.
+pub fn replace(original: &Value, given: &Map<String, Value>, max_bytes: usize) -> Result<Value, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut values = original.as_object().cloned().unwrap_or_default();
+    for (name, value) in given {
+        let mut problem = |path: String, message: String| problems.push(Problem { path, message });
+        match values.get(name) {
+            None => problem(at(name), format!("the run has no input {name:?}: a rerun replaces the inputs it had")),
+            Some(old) if std::mem::discriminant(old) != std::mem::discriminant(value) => {
+                problem(at(name), format!("{} like the original's, got {}", human::kind(old), human::kind(value)))
+            }
+            Some(_) => check_material(name, value, "", &mut problem),
+        }
+        values.insert(name.clone(), value.clone());
+    }
+    let values = Value::Object(values);
+    let bytes = values.to_string().len();
+    if bytes > max_bytes {
+        problems.push(Problem {
+            path: "inputs".into(),
+            message: format!("{bytes} bytes; at most {max_bytes} are allowed (RARA_MAX_INPUT_BYTES)"),
+        });
+    }
+    if problems.is_empty() { Ok(values) } else { Err(problems) }
+}
+
 /// `expected integer, got a string`: the value's kind, never the value.
 fn mismatch(ty: InputType, value: &Value) -> String {
     let got = match value {
@@ -146,6 +176,26 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_rerun_replaces_inputs_the_run_has_with_values_of_their_kind() {
+        let original = json!({"date": "2026-12-01", "n": 3});
+        let replaced = replace(&original, &object(json!({"date": "2026-12-02"})), 1024).unwrap();
+        assert_eq!(replaced, json!({"date": "2026-12-02", "n": 3}));
+        let problems = replace(&original, &object(json!({"dat": "x", "n": "3"})), 1024).unwrap_err();
+        let said: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        assert_eq!(
+            said,
+            vec![
+                "inputs.dat: the run has no input \"dat\": a rerun replaces the inputs it had",
+                "inputs.n: a number like the original's, got a string",
+            ]
+        );
+        let secret = replace(&json!({"opts": {}}), &object(json!({"opts": {"token": {"$secret": "x"}}})), 1024);
+        assert!(secret.unwrap_err()[0].message.contains("secret reference"), "a secret reference is refused");
+        let big = replace(&original, &object(json!({"date": "x".repeat(2000)})), 1024).unwrap_err();
+        assert!(big[0].message.contains("RARA_MAX_INPUT_BYTES"), "{big:?}");
+    }
 
     fn object(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()

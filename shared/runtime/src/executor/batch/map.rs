@@ -133,7 +133,10 @@ fn expand(
 ) -> Result<Expansion, StepError> {
     let list = references::substitute_in("for_each", for_each, sources).map_err(|m| m.to_step_error())?;
     let Value::Array(items) = list else {
-        return Err(StepError::permanent(codes::INVALID_INPUT, format!("for_each found {}, not a list", kind(&list))));
+        return Err(StepError::permanent(
+            codes::INVALID_INPUT,
+            format!("for_each found {}, not a list", rara_domain::human::kind(&list)),
+        ));
     };
     if items.len() > MAX_MAP_ITEMS {
         return Err(StepError::permanent(
@@ -181,18 +184,6 @@ fn gather(step: &ClaimedStep, size: u32, failures_tolerated: bool, sources: &imp
         }
     }
     Execution::Succeeded(Value::Array(outputs))
-}
-
-/// What a JSON value is, for an error (never the value itself).
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,115 @@
+//! Rerun from a step (docs/src/guide/recover.md) through the scheduler and the executor on
+//! Postgres + LocalStack's SQS: a five-step chain whose fourth step fails permanently, rerun
+//! from it with a corrected input, runs steps 4 and 5 only (the executor's calls prove it);
+//! the first three are carried over with their outputs, attempts and artifacts; a changed input
+//! that a carried step read is refused naming it, unless forced.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use rara_domain::workflow::{Format, WorkflowDefinition};
+use rara_store::rerun::RerunRequest;
+use serde_json::{Map, Value, json};
+use sqlx::PgPool;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+const CHAIN: &str = "name: chain
+inputs:
+  n: {type: integer}
+  fail_attempts: {type: integer}
+steps:
+  - {name: s1, operation: test.echo, input: {step: s1}}
+  - {name: s2, operation: test.echo, depends_on: [s1], input: {step: s2, n: {$input: /n}}}
+  - {name: s3, operation: test.echo, depends_on: [s2], input: {step: s3, from2: {$output: s2, pointer: /n}}}
+  - name: s4
+    operation: fail
+    depends_on: [s3]
+    max_attempts: 1
+    input: {fail_attempts: {$input: /fail_attempts}, retryable: false}
+  - {name: s5, operation: test.echo, depends_on: [s4], input: {step: s5, from3: {$output: s3}}}
+";
+
+fn request(from: &str, inputs: Value, force: bool) -> RerunRequest {
+    let inputs = inputs.as_object().cloned().unwrap_or_default();
+    RerunRequest { from: Some(from.into()), idempotency_key: None, inputs, force }
+}
+
+fn called(echo: &Echo) -> Vec<String> {
+    echo.0.lock().unwrap().iter().map(|i| i["step"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_rerun_from_the_failed_step_runs_it_and_what_follows_only(pool: PgPool) {
+    let (store, _queues, stack, echo) = Stack::with_echo(pool.clone()).await;
+    let inputs: Map<String, Value> = json!({"n": 2, "fail_attempts": 1}).as_object().cloned().unwrap();
+    let plan = WorkflowDefinition::parse(CHAIN, Format::Yaml)
+        .unwrap()
+        .plan_for(&stack.settings.core, &inputs, |_, _| true)
+        .unwrap();
+    let original = store.submit(&plan).await.unwrap().run_id;
+    let (status, _) = stack.run_until_finished(original, LIMIT).await;
+    assert_eq!(status, "failed");
+    assert_eq!(called(&echo), ["s1", "s2", "s3"]);
+    let s1 = store.run(original).await.unwrap().steps.into_iter().find(|s| s.name == "s1").unwrap();
+    sqlx::query("INSERT INTO artifacts (step_id, attempt, fence, name, uri) VALUES ($1, 1, 1, 'report', 'file:///r')")
+        .bind(s1.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    // Refusals: no such step; a carried step that did not succeed; a changed input a carried
+    // step read (s2 read /n).
+    let refused = |r: Result<_, rara_store::Error>| match r {
+        Err(rara_store::Error::RerunRefused(why)) => why,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let why = refused(store.rerun(original, &request("s9", json!({}), false)).await);
+    assert!(why.contains("no step \"s9\"") && why.contains("s1, s2, s3, s4, s5"), "{why}");
+    let why = refused(store.rerun(original, &request("s5", json!({}), false)).await);
+    assert!(why.contains("step \"s4\" is failed"), "{why}");
+    let why = refused(store.rerun(original, &request("s4", json!({"n": 3, "fail_attempts": 0}), false)).await);
+    assert!(why.contains("step \"s2\"") && why.contains("/n"), "{why}");
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs").fetch_one(&pool).await.unwrap();
+    assert_eq!(runs, 1, "a refused rerun makes nothing");
+
+    // The rerun with the fourth step's input corrected: steps 4 and 5 run, 1 to 3 do not.
+    let rerun = store.rerun(original, &request("s4", json!({"fail_attempts": 0}), false)).await.unwrap();
+    assert_eq!(
+        (rerun.carried.clone(), rerun.rerun.clone()),
+        (vec!["s1".into(), "s2".into(), "s3".into()], vec!["s4".into(), "s5".into()])
+    );
+    let (status, _) = stack.run_until_finished(rerun.run_id, LIMIT).await;
+    assert_eq!(status, "succeeded");
+    assert_eq!(called(&echo), ["s1", "s2", "s3", "s5"], "only s5 of the echo steps ran again");
+    let echoed = echo.0.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(echoed["from3"], json!({"step": "s3", "from2": 2}), "a carried output flows into the rerun");
+
+    let view = store.run(rerun.run_id).await.unwrap();
+    assert_eq!(view.rerun_of, Some(original));
+    assert_eq!(store.run(original).await.unwrap().reruns, vec![rerun.run_id]);
+    assert_eq!(view.inputs, json!({"n": 2, "fail_attempts": 0}));
+    for step in &view.steps {
+        let carried = ["s1", "s2", "s3"].contains(&step.name.as_str());
+        assert_eq!(step.carried_from.is_some(), carried, "{}", step.name);
+        assert_eq!(step.status.as_str(), "succeeded");
+        assert_eq!(step.attempts.len(), 1, "{}: the original's attempt, or its own", step.name);
+        if carried {
+            assert_eq!(step.status_text(), "succeeded (carried over)");
+        }
+    }
+    let carried_s1 = view.steps.iter().find(|s| s.name == "s1").unwrap();
+    assert_eq!(carried_s1.artifacts.iter().map(|a| a.uri.as_str()).collect::<Vec<_>>(), ["file:///r"]);
+    let s4 = view.steps.iter().find(|s| s.name == "s4").unwrap();
+    assert_eq!(s4.attempts[0].outcome, rara_domain::state::AttemptOutcome::Succeeded);
+
+    // Forced: the changed input is accepted, and a rerun of a rerun carries from the first run.
+    let forced = store.rerun(rerun.run_id, &request("s5", json!({"n": 3}), true)).await.unwrap();
+    let view = store.run(forced.run_id).await.unwrap();
+    let s1_again = view.steps.iter().find(|s| s.name == "s1").unwrap();
+    assert_eq!(s1_again.carried_from, Some(s1.id), "carried from the step that ran");
+    assert_eq!(view.inputs["n"], json!(3));
+}
