@@ -13,7 +13,12 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(error: E) -> Self {
         let error = error.into();
         let code = match error.downcast_ref::<rara_store::Error>() {
-            Some(rara_store::Error::RunNotFound(_) | rara_store::Error::StepNotFound(_)) => ExitCode::NotFound,
+            Some(
+                rara_store::Error::RunNotFound(_)
+                | rara_store::Error::StepNotFound(_)
+                | rara_store::Error::DefinitionNotFound { .. }
+                | rara_store::Error::ScheduleNotFound(_),
+            ) => ExitCode::NotFound,
             Some(rara_store::Error::IdempotencyConflict { .. }) => ExitCode::IdempotencyConflict,
             _ if error.downcast_ref::<rara_domain::workflow::Error>().is_some() => ExitCode::InvalidWorkflow,
             _ => ExitCode::Failure,

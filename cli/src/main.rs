@@ -43,6 +43,8 @@ struct Cli {
 enum Command {
     Migrate(cmd::migrate::Migrate),
     Submit(cmd::submit::Submit),
+    Workflow(cmd::workflow::Workflow),
+    Schedule(cmd::schedule::Schedule),
     Status(cmd::status::Status),
     Trace(cmd::trace::Trace),
     Watch(cmd::watch::Watch),
@@ -117,6 +119,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Migrate(args) => cmd::migrate::run(args, json).await,
         Command::Submit(args) => cmd::submit::run(args, json).await,
+        Command::Workflow(args) => cmd::workflow::run(args, json).await,
+        Command::Schedule(args) => cmd::schedule::run(args, json).await,
         Command::Status(args) => cmd::status::run(args, json).await,
         Command::Trace(args) => cmd::trace::run(args, json).await,
         Command::Watch(args) => cmd::watch::run(args, json).await,

@@ -33,7 +33,11 @@ pub(crate) fn render(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 pub fn run(run: &RunView) -> String {
-    let mut out = format!("run {}  {}  {}\n", run.id, run.name, run.status);
+    let name = match run.workflow_version {
+        Some(version) => format!("{}@{version}", run.name),
+        None => run.name.clone(),
+    };
+    let mut out = format!("run {}  {name}  {}\n", run.id, run.status);
     if let Some(key) = &run.idempotency_key {
         let _ = writeln!(out, "idempotency key {key}");
     }
@@ -131,6 +135,55 @@ pub fn runs(runs: &[RunSummary]) -> String {
         })
         .collect();
     render(&["RUN", "NAME", "STATUS", "STEPS DONE", "CREATED (UTC)"], &rows)
+}
+
+/// `rara workflow list`.
+pub fn registrations(registrations: &[rara_store::definitions::Registration]) -> String {
+    let rows: Vec<Vec<String>> = registrations
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.version.to_string(),
+                r.versions.to_string(),
+                r.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ]
+        })
+        .collect();
+    render(&["WORKFLOW", "NEWEST", "VERSIONS", "REGISTERED (UTC)"], &rows)
+}
+
+/// `rara schedule list`.
+pub fn schedules(schedules: &[rara_store::schedules::ScheduleView]) -> String {
+    let time = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M:%S").to_string();
+    let rows: Vec<Vec<String>> = schedules
+        .iter()
+        .map(|s| {
+            let spec = match (&s.spec.cron, s.spec.every_ms) {
+                (Some(cron), _) => cron.clone(),
+                (None, Some(ms)) => {
+                    format!("every {}", rara_domain::human::duration(std::time::Duration::from_millis(ms as u64)))
+                }
+                (None, None) => "-".into(),
+            };
+            let last = match (s.last_run_id, s.last_run_status) {
+                (Some(run), Some(status)) => format!("{run} {status}"),
+                (Some(run), None) => format!("{run} (pruned)"),
+                (None, _) => "-".into(),
+            };
+            let paused = if s.paused { "yes" } else { "" };
+            vec![
+                s.name.clone(),
+                s.workflow_ref(),
+                spec,
+                s.spec.timezone.clone(),
+                time(s.next_fire_at),
+                last,
+                paused.into(),
+            ]
+        })
+        .collect();
+    render(&["SCHEDULE", "WORKFLOW", "SPEC", "TIMEZONE", "NEXT FIRE (UTC)", "LAST RUN", "PAUSED"], &rows)
 }
 
 pub fn dead_letters(rows: &[serde_json::Value]) -> String {

@@ -53,24 +53,52 @@ pub async fn run(command: Command, url: &str, json: bool) -> Result<(), Failure>
 /// The commands, each as the same command over the database prints it.
 impl Remote {
     async fn submit(&self, args: Submit, json: bool) -> Result<(), Failure> {
-        let text =
-            std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-        // The inputs typed by the definition's declarations, as a local submit types them;
-        // the API checks them again against the same declarations.
-        let mut definition = WorkflowDefinition::parse(&text, Format::from_path(&args.file))
-            .with_context(|| format!("{} is not a valid workflow definition", args.file.display()))?;
-        let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
-        // `--timeout` replaces the definition's deadline: the definition goes as JSON then.
-        let definition = match args.timeout {
-            Some(timeout) => {
-                definition.timeout_seconds = Some(timeout.as_secs());
-                serde_json::to_value(&definition).context("cannot encode the definition")?
+        // A file goes whole to /api/runs; a registered workflow is read first (its declarations
+        // type the inputs, as a local submit types them) and run by name. The API checks the
+        // inputs again against the same declarations.
+        let submitted = match (&args.file, &args.workflow) {
+            (Some(file), _) => {
+                let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+                let mut definition = WorkflowDefinition::parse(&text, Format::from_path(file))
+                    .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
+                let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
+                // `--timeout` replaces the definition's deadline: the definition goes as JSON then.
+                let definition = match args.timeout {
+                    Some(timeout) => {
+                        definition.timeout_seconds = Some(timeout.as_secs());
+                        serde_json::to_value(&definition).context("cannot encode the definition")?
+                    }
+                    None => Value::String(text),
+                };
+                let body = json!({"definition": definition, "inputs": inputs});
+                self.send(reqwest::Method::POST, "/api/runs", Some(body)).await?
             }
-            None => Value::String(text),
+            (None, Some(_)) if args.timeout.is_some() => {
+                return Err(Failure::new(
+                    ExitCode::Usage,
+                    "--timeout with --workflow needs DATABASE_URL (or put timeout_seconds in the registered definition)",
+                ));
+            }
+            (None, Some(workflow)) => {
+                let name = workflow.name.replace('/', "%2F");
+                let version = match workflow.version {
+                    Some(version) => version,
+                    None => {
+                        let versions = self.send(reqwest::Method::GET, &format!("/api/workflows/{name}"), None).await?;
+                        versions["versions"][0]["version"].as_i64().unwrap_or_default() as i32
+                    }
+                };
+                let path = format!("/api/workflows/{name}/versions/{version}");
+                let found = self.send(reqwest::Method::GET, &path, None).await?;
+                let definition: WorkflowDefinition = serde_json::from_value(found["definition"].clone())
+                    .map_err(rara_domain::workflow::Error::from)
+                    .with_context(|| format!("{}@{version} is not a valid workflow definition", workflow.name))?;
+                let inputs = crate::cmd::submit::given_inputs(&args, &definition.inputs)?;
+                let body = json!({"version": version, "inputs": inputs});
+                self.send(reqwest::Method::POST, &format!("/api/workflows/{name}/runs"), Some(body)).await?
+            }
+            (None, None) => return Err(Failure::new(ExitCode::Usage, "give a definition FILE or --workflow NAME")),
         };
-        let submitted = self
-            .send(reqwest::Method::POST, "/api/runs", Some(json!({"definition": definition, "inputs": inputs})))
-            .await?;
         let id = submitted["id"].as_str().unwrap_or_default().to_owned();
         if json {
             println!("{submitted}");

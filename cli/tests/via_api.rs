@@ -55,6 +55,16 @@ fn commands_run_through_the_api_with_the_cli_exit_codes() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(stderr(&refused).contains("401"), "{}", stderr(&refused));
 
+    // A registered workflow by name, through the API: the newest version, inputs typed.
+    assert!(db.rara(&["workflow", "register", demo]).status.success());
+    let by_name = rara(&url, Some(TOKEN), &["submit", "--workflow", "demo", "--json"]);
+    assert!(by_name.status.success(), "{}", stderr(&by_name));
+    let by_name: serde_json::Value = serde_json::from_str(&stdout(&by_name)).unwrap();
+    let shown = rara(&url, None, &["status", by_name["id"].as_str().unwrap()]);
+    assert!(stdout(&shown).contains("demo@1"), "{}", stdout(&shown));
+    let missing = rara(&url, Some(TOKEN), &["submit", "--workflow", "demo@9"]);
+    assert_eq!(missing.status.code(), Some(3), "{}", stderr(&missing));
+
     let submitted = rara(&url, Some(TOKEN), &["submit", demo]);
     assert!(submitted.status.success(), "{}", stderr(&submitted));
     let run = stdout(&submitted).trim().to_owned();

@@ -18,6 +18,7 @@ pub mod queue;
 pub mod replay;
 pub mod rerun;
 pub mod retry;
+pub mod schedule;
 pub mod scheduler;
 pub mod secrets;
 pub mod signal;
@@ -26,6 +27,7 @@ pub mod submit;
 pub mod trace;
 pub mod ui;
 pub mod watch;
+pub mod workflow;
 
 use anyhow::Context;
 use rara_domain::config::Config;

@@ -16,7 +16,7 @@ use crate::Failure;
 pub struct Prune {
     /// How long ago a run must have finished: a whole number with a unit, `s`, `m`, `h` or `d`
     /// (`0s`, `90m`, `12h`, `7d`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = rara_domain::human::parse_duration)]
     older_than: Duration,
     /// Print how many runs (and steps) would be deleted, and delete nothing.
     #[arg(long)]
@@ -106,42 +106,4 @@ fn report(args: &Prune, pruned: Pruned) -> serde_json::Value {
         "runs": pruned.runs,
         "steps": pruned.steps,
     })
-}
-
-/// A duration as an operator writes one: a whole number and a unit (`s`, `m`, `h`, `d`).
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a duration: expected a whole number and a unit s, m, h or d (`90m`, `7d`)");
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3_600,
-        "d" => 86_400,
-        _ => return Err(bad()),
-    };
-    // Beyond a hundred thousand years the cutoff is before any timestamp Postgres keeps.
-    const MAX_SECONDS: u64 = 100_000 * 365 * 86_400;
-    match number.checked_mul(seconds) {
-        Some(total) if total <= MAX_SECONDS => Ok(Duration::from_secs(total)),
-        _ => Err(format!("{text:?} is too long a duration (at most 100000 years)")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_are_a_number_and_a_unit() {
-        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        assert_eq!(parse_duration("90m"), Ok(Duration::from_secs(5_400)));
-        assert_eq!(parse_duration("12h"), Ok(Duration::from_secs(43_200)));
-        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
-        for bad in ["", "7", "d", "7 d", "7w", "-1d", "1.5h", "7dd", "99999999999999999999d", "9999999999d"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?} is refused");
-        }
-    }
 }

@@ -12,23 +12,29 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use rara_domain::inputs;
-use rara_domain::workflow::{Format, WorkflowDefinition};
+use rara_domain::workflow::{Format, WorkflowDefinition, WorkflowRef};
+use rara_store::submit::Origin;
 use serde_json::{Map, Value};
 
 use crate::Failure;
 use crate::exit::ExitCode;
 
-/// Submit a workflow definition (JSON or YAML) and print the run id.
+/// Submit a workflow definition (JSON or YAML), or a registered one, and print the run id.
 #[derive(Debug, Args)]
 pub struct Submit {
     /// The definition file; `.json` is read as JSON, anything else as YAML.
-    pub(crate) file: PathBuf,
+    #[arg(required_unless_present = "workflow", conflicts_with = "workflow")]
+    pub(crate) file: Option<PathBuf>,
+    /// A registered workflow (`rara workflow register`) instead of a file: `NAME` runs its
+    /// newest version, `NAME@VERSION` that version.
+    #[arg(long, value_name = "NAME[@VERSION]")]
+    pub(crate) workflow: Option<WorkflowRef>,
     /// Watch the run until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
     pub(crate) watch: bool,
     /// The run's deadline from now (`90s`, `30m`, `12h`, `2d`): a run still running then is
     /// cancelled with RUN_TIMED_OUT. Replaces the definition's `timeout_seconds`.
-    #[arg(long, value_name = "DURATION", value_parser = super::prune::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = rara_domain::human::parse_duration)]
     pub(crate) timeout: Option<Duration>,
     #[command(flatten)]
     pub(crate) input: InputArgs,
@@ -119,12 +125,32 @@ impl InputArgs {
     }
 }
 
+/// The definition in `file`, parsed (not yet checked: see `plan_for`).
+pub(crate) fn read_definition(file: &std::path::Path) -> Result<WorkflowDefinition, Failure> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(WorkflowDefinition::parse(&text, Format::from_path(file))
+        .with_context(|| format!("{} is not a valid workflow definition", file.display()))?)
+}
+
 pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     let config = super::config()?;
-    let file = &args.file;
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let mut definition = WorkflowDefinition::parse(&text, Format::from_path(file))
-        .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
+    // A file (checked before the database is asked anything), or a registered version (the
+    // run records which).
+    let mut store = None;
+    let (definition, origin, what) = match (&args.file, &args.workflow) {
+        (Some(file), _) => (read_definition(file)?, Origin::default(), file.display().to_string()),
+        (None, Some(workflow)) => {
+            let found =
+                store.insert(super::connect(&config).await?).definition(&workflow.name, workflow.version).await?;
+            let what = format!("{}@{}", found.name, found.version);
+            let definition: WorkflowDefinition = serde_json::from_value(found.definition)
+                .map_err(rara_domain::workflow::Error::from)
+                .with_context(|| format!("{what} is not a valid workflow definition"))?;
+            (definition, Origin { workflow_version: Some(found.version), ..Origin::default() }, what)
+        }
+        (None, None) => return Err(usage(anyhow::anyhow!("give a definition FILE or --workflow NAME"))),
+    };
+    let mut definition = definition;
     if let Some(timeout) = args.timeout {
         definition.timeout_seconds = Some(timeout.as_secs());
     }
@@ -134,14 +160,17 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     let in_process = |operation: &str, version: Option<&str>| builtins.in_process(operation, version).is_some();
     let plan = definition
         .plan_for(&config, &given, in_process)
-        .with_context(|| format!("{} is not a valid workflow definition", file.display()))?;
-    let store = super::connect(&config).await?;
+        .with_context(|| format!("{what} is not a valid workflow definition"))?;
+    let store = match store {
+        Some(store) => store,
+        None => super::connect(&config).await?,
+    };
     // The run's trace: a new root span, in the caller's trace when TRACEPARENT is set.
     rara_platform::telemetry::install("rara-cli", &rara_platform::telemetry::Config::from_env()?)?;
     let caller = std::env::var("TRACEPARENT").ok().and_then(|t| rara_runtime::telemetry::parse_traceparent(&t));
     let trace_context = rara_runtime::telemetry::new_traceparent(caller.as_ref());
     let started = std::time::SystemTime::now();
-    let submitted = store.submit_traced(&plan, Some(&trace_context)).await?;
+    let submitted = store.submit_from(&plan, Some(&trace_context), origin).await?;
     if let (true, Some(run)) = (submitted.created, rara_runtime::telemetry::parse_traceparent(&trace_context)) {
         rara_runtime::telemetry::emit_run_span(
             &run,

@@ -41,6 +41,15 @@ impl ScratchDb {
     }
 }
 
+impl ScratchDb {
+    /// The rows of a query (one text column) through `psql`.
+    pub fn psql_rows(&self, sql: &str) -> Vec<String> {
+        let out = Command::new("psql").args([self.url.as_str(), "-At", "-c", sql]).output().expect("run psql");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+    }
+}
+
 impl Drop for ScratchDb {
     fn drop(&mut self) {
         self.db.drop_blocking();
@@ -59,6 +68,12 @@ pub fn stack_env(queues: &rara_testkit::Queues) -> Vec<(&'static str, String)> {
         ("RARA_DLQ_URL", queues.dlq_url.clone()),
         ("RARA_SCHEDULER_POLL_MS", "100".into()),
     ]
+}
+
+/// The standard output of a command that must succeed.
+pub fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", stderr(o));
+    stdout(o)
 }
 
 pub fn stdout(o: &Output) -> String {

@@ -92,6 +92,10 @@ impl From<rara_store::Error> for Error {
         match &e {
             rara_store::Error::RunNotFound(_) => Self::not_found(e.to_string()),
             rara_store::Error::StepNotFound(_) => Self::not_found(e.to_string()),
+            rara_store::Error::DefinitionNotFound { .. } | rara_store::Error::ScheduleNotFound(_) => {
+                Self::not_found(e.to_string())
+            }
+            rara_store::Error::ScheduleExists(_) => Self::conflict(e.to_string()).with_field("name"),
             rara_store::Error::SecretNotGranted { path, .. } => {
                 let code = rara_domain::step_error::codes::SECRET_NOT_GRANTED;
                 Self::new(StatusCode::FORBIDDEN, code, e.to_string(), 1).with_field(format!("definition.{path}"))

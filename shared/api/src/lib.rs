@@ -6,6 +6,11 @@
 //! - [`runs`]: the JSON API under `/api`: submit, list (filters, cursor), a run, cancel a run or
 //!   a step, retry a step, bulk cancel/retry by filter with a dry run.
 //! - [`artifacts`]: `GET /api/artifacts/{id}`: a presigned redirect (S3) or the bytes streamed.
+//! - [`submit`]: a definition submitted, whole or registered (what `runs` and `workflows` share).
+//! - [`workflows`]: registered definitions under `/api/workflows`: register, list, a version, a
+//!   run of one.
+//! - [`schedules`]: schedules under `/api/schedules`: create, list, pause, resume, delete,
+//!   trigger, backfill.
 //! - [`openapi`]: the OpenAPI document generated from [`runs`] (served at `/openapi.json`,
 //!   committed as `docs/openapi.json`).
 //! - [`console`]: the server-rendered console: runs list, run page (SVG DAG, attempts
@@ -34,7 +39,10 @@ pub mod openapi;
 pub mod redact;
 pub mod rerun;
 pub mod runs;
+pub mod schedules;
+pub mod submit;
 pub mod waits;
+pub mod workflows;
 
 use std::sync::Arc;
 
@@ -162,6 +170,8 @@ impl Api {
         Router::new()
             .merge(runs::routes())
             .merge(waits::routes())
+            .merge(workflows::routes())
+            .merge(schedules::routes())
             .merge(rerun::routes())
             .merge(artifacts::routes())
             .merge(console::routes())

@@ -18,12 +18,20 @@ use crate::runs;
     paths(runs::submit, runs::list, runs::run, runs::cancel_run, runs::cancel_step, runs::retry_step,
           runs::bulk_cancel, runs::bulk_retry, crate::login::issue, crate::waits::signal, crate::waits::event,
           crate::waits::complete, crate::waits::waits, crate::rerun::rerun, crate::rerun::replay,
-          crate::artifacts::download),
+          crate::artifacts::download,
+          crate::workflows::register, crate::workflows::list,
+          crate::workflows::versions, crate::workflows::version, crate::workflows::submit,
+          crate::schedules::create, crate::schedules::list, crate::schedules::one, crate::schedules::delete,
+          crate::schedules::pause, crate::schedules::resume, crate::schedules::trigger, crate::schedules::backfill),
     components(schemas(crate::ErrorBody, crate::waits::SignalRequest, crate::waits::SignalResponse,
         crate::waits::EventRequest, crate::waits::EventResponse, crate::waits::CompletionResponse, runs::SubmitRequest, runs::SubmitResponse, runs::RunPage,
         runs::CancelRequest, runs::CancelResponse, runs::RetryResponse, runs::BulkRequest, runs::BulkResponse,
         crate::login::LoginResponse, crate::rerun::RerunBody, crate::rerun::RerunResponse,
-        crate::rerun::ReplayResponse, crate::rerun::ReplayRefusal, crate::rerun::ReplayMade)),
+        crate::rerun::ReplayResponse, crate::rerun::ReplayRefusal, crate::rerun::ReplayMade,
+        crate::workflows::RegisterRequest, crate::workflows::RegisterResponse,
+        crate::workflows::WorkflowList, crate::workflows::WorkflowVersions, crate::workflows::WorkflowRunRequest,
+        crate::schedules::CreateRequest, crate::schedules::BackfillRequest, crate::schedules::FiredResponse,
+        crate::schedules::ScheduleList)),
     modifiers(&Token)
 )]
 pub struct ApiDoc;

@@ -12,15 +12,16 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use rara_domain::state::RunStatus;
-use rara_domain::workflow::{Format, WorkflowDefinition};
 use rara_operator::bulk;
 use rara_store::browse::{Cursor, RunFilter};
 use rara_store::read::{RunSummary, RunView};
+use rara_store::submit::Origin;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use crate::error::{json, optional_json};
+pub use crate::submit::SubmitResponse;
 use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
 /// Runs per page unless `limit` says otherwise, and the most a page holds.
@@ -53,14 +54,6 @@ pub struct SubmitRequest {
     /// Overrides the definition's idempotency key: the same key returns the existing run.
     #[serde(default)]
     pub idempotency_key: Option<String>,
-}
-
-/// The run a submission created or found.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct SubmitResponse {
-    pub id: Uuid,
-    /// `false` when the idempotency key matched an existing run (status 200, not 201).
-    pub created: bool,
 }
 
 /// Which runs to list, newest first.
@@ -164,22 +157,9 @@ pub async fn submit(
 ) -> Result<(StatusCode, Json<SubmitResponse>), Error> {
     api.auth().check_request(&credentials)?;
     let request = json(body)?;
-    let mut definition: WorkflowDefinition = match request.definition {
-        serde_json::Value::String(text) => WorkflowDefinition::parse(&text, Format::Yaml)?,
-        object @ serde_json::Value::Object(_) => {
-            serde_json::from_value(object).map_err(rara_domain::workflow::Error::from)?
-        }
-        _ => return Err(Error::bad_request("a definition is a JSON object or its text").with_field("definition")),
-    };
-    if request.idempotency_key.is_some() {
-        definition.idempotency_key = request.idempotency_key;
-    }
-    let builtins = &api.inner.builtins;
-    let plan = definition
-        .plan_for(&api.inner.config, &request.inputs, |op, version| builtins.in_process(op, version).is_some())?;
-    let submitted = api.store().submit(&plan).await?;
-    let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(SubmitResponse { id: submitted.run_id, created: submitted.created })))
+    let definition = crate::submit::definition_of(request.definition)?;
+    crate::submit::submit_definition(&api, definition, &request.inputs, request.idempotency_key, Origin::default())
+        .await
 }
 
 impl ListQuery {

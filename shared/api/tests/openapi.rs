@@ -37,6 +37,16 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/bulk/retry",
         "/api/login",
         "/api/artifacts/{id}",
+        "/api/workflows",
+        "/api/workflows/{name}",
+        "/api/workflows/{name}/versions/{version}",
+        "/api/workflows/{name}/runs",
+        "/api/schedules",
+        "/api/schedules/{name}",
+        "/api/schedules/{name}/pause",
+        "/api/schedules/{name}/resume",
+        "/api/schedules/{name}/trigger",
+        "/api/schedules/{name}/backfill",
     ] {
         assert!(document["paths"][path].is_object(), "{path} is missing");
     }

@@ -8,7 +8,7 @@
 //!   and the check that a URI lies inside the store (anything else is never read or served).
 //! - [`port`]: the [`ArtifactStore`] trait, [`Stored`] (size, digest) and [`Error`].
 //! - [`digest`]: sha256 as it streams, `sha256:<hex>`.
-//! - [`file`]: the directory store (a temporary file renamed into place).
+//! - [`mod@file`]: the directory store (a temporary file renamed into place).
 //! - [`s3`]: the S3 adapter (multipart beyond one part, presigned GETs, batched deletes).
 
 pub mod digest;

@@ -23,6 +23,28 @@ pub fn ratio(value: f64) -> String {
     trim(format!("{value:.2}"))
 }
 
+/// A duration as an operator writes one: a whole number and a unit (`s`, `m`, `h`, `d`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration: expected a whole number and a unit s, m, h or d (`90m`, `7d`)");
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    // Beyond a hundred thousand years the cutoff is before any timestamp Postgres keeps.
+    const MAX_SECONDS: u64 = 100_000 * 365 * 86_400;
+    match number.checked_mul(seconds) {
+        Some(total) if total <= MAX_SECONDS => Ok(Duration::from_secs(total)),
+        _ => Err(format!("{text:?} is too long a duration (at most 100000 years)")),
+    }
+}
+
 fn trim(text: String) -> String {
     if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text }
 }
@@ -76,6 +98,17 @@ pub fn kind(value: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_a_number_and_a_unit() {
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("90m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("12h"), Ok(Duration::from_secs(43_200)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
+        for bad in ["", "7", "d", "7 d", "7w", "-1d", "1.5h", "7dd", "99999999999999999999d", "9999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} is refused");
+        }
+    }
 
     #[test]
     fn durations_read_as_a_person_writes_them() {

@@ -11,6 +11,8 @@
 //! - [`human`]: durations and ratios rounded for people (`2.67 s`), in every message.
 //! - [`executor`]: the [`executor::Executor`] trait and the context an execution receives.
 //! - [`registry`]: explicit name → executor registrations, and routing of an operation.
+//! - [`schedule`]: schedules: the calendar (cron in a zone, or every), overlap, a slot's key,
+//!   jitter and run.
 //! - [`secret_material`]: secret references (`{"$secret": "name"}`) and the detection of
 //!   secrets embedded in a step's input.
 //! - [`stored`]: the reference an offloaded output becomes (`{"$stored": {uri, size, digest}}`).
@@ -26,6 +28,7 @@ pub mod flow;
 pub mod human;
 pub mod registry;
 pub mod retry;
+pub mod schedule;
 pub mod secret_material;
 pub mod state;
 pub mod step_error;

@@ -10,8 +10,12 @@
 //! - [`replay`]: one new run per finished run a filter matches (or a rerun from its first failed
 //!   step), once per run.
 //!
+//! - [`schedules`]: create a schedule (checked as its runs will be), trigger one run now, backfill
+//!   a range of slots (bounded; the slots' keys make a second backfill add nothing).
+//!
 //! [`DETACHED_CANCEL_TIMEOUT`]: cancel::DETACHED_CANCEL_TIMEOUT
 
 pub mod bulk;
 pub mod cancel;
 pub mod replay;
+pub mod schedules;

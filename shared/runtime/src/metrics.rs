@@ -76,6 +76,14 @@ pub struct Counters {
     /// Scheduler: decided completions it applied to their steps (those of a resumed run, and
     /// its own decisions; a signal, event or token applies its own at once).
     pub waits_applied: u64,
+    /// Scheduler: schedule slots that made a run (docs/src/guide/schedules.md).
+    pub slots_fired: u64,
+    /// Scheduler: schedule slots skipped by their overlap policy (the previous run still going).
+    pub slots_skipped: u64,
+    /// Scheduler: schedule slots older than their catch-up window when looked at.
+    pub slots_missed: u64,
+    /// Scheduler: schedule slots whose run could not be made (its definition gone or invalid).
+    pub slots_failed: u64,
     /// Scheduler: signal and event waits whose timeout came (of `waits_decided`).
     pub waits_timed_out: u64,
     /// Scheduler: waits that ended (whoever decided them), each traced as a span.
@@ -119,6 +127,10 @@ impl std::ops::AddAssign for Counters {
         self.waits_started += c.waits_started;
         self.waits_decided += c.waits_decided;
         self.waits_applied += c.waits_applied;
+        self.slots_fired += c.slots_fired;
+        self.slots_skipped += c.slots_skipped;
+        self.slots_missed += c.slots_missed;
+        self.slots_failed += c.slots_failed;
         self.waits_timed_out += c.waits_timed_out;
         self.waits_ended += c.waits_ended;
         self.runs_timed_out += c.runs_timed_out;

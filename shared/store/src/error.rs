@@ -33,6 +33,16 @@ pub enum Error {
          submitted (an operator grants it: rara secrets grant {secret} --workflow {workflow})"
     )]
     SecretNotGranted { path: String, secret: String, workflow: String, operation: String },
+    /// No registered definition of this name (at this version).
+    #[error("{}", definition_not_found(name, *version))]
+    DefinitionNotFound { name: String, version: Option<i32> },
+    /// Registrations of one name kept taking the next version first: try again.
+    #[error("workflow {name:?}: concurrent registrations kept taking the next version; try again")]
+    RegisterContended { name: String },
+    #[error("no schedule is named {0:?} (rara schedule list)")]
+    ScheduleNotFound(String),
+    #[error("a schedule named {0:?} exists already (rara schedule delete {0} first)")]
+    ScheduleExists(String),
     /// A rerun that cannot be made as asked (`rara rerun`): why, for a person. Nothing was made.
     #[error("{0}; nothing was made")]
     RerunRefused(String),
@@ -45,6 +55,13 @@ pub enum Error {
     /// A migration failed; like [`Error::Database`], sqlx's message holds its causes.
     #[error("{0}")]
     Migrate(sqlx::migrate::MigrateError),
+}
+
+fn definition_not_found(name: &str, version: Option<i32>) -> String {
+    match version {
+        Some(v) => format!("workflow {name:?} has no registered version {v} (rara workflow show {name})"),
+        None => format!("no workflow {name:?} is registered (rara workflow register FILE)"),
+    }
 }
 
 impl From<sqlx::Error> for Error {
@@ -72,6 +89,7 @@ impl Error {
                     matches!(c.as_ref(), "40001" | "40P01" | "57P01" | "57P03")
                 })
             }
+            Error::RegisterContended { .. } => true,
             _ => false,
         }
     }

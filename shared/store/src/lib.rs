@@ -6,6 +6,8 @@
 //! - [`submit`]: store a validated workflow plan as a run with its steps (idempotency key aware).
 //! - [`lease`]: the scheduler's side: lease due steps (flow control included: keys, limits,
 //!   fair share, priority, rates, pauses; one statement), release a lease, reap expired leases.
+//! - [`definitions`]: registered workflow definitions, by name and version (the same content is
+//!   the same version).
 //! - [`grants`]: which workflows and operations may resolve which secrets, towards which
 //!   hosts; checked at submit and, cached, at claim.
 //! - [`flow`]: flow control's operator side: limits per key or group, pauses of runs, keys
@@ -34,6 +36,8 @@
 //!   detached attempts they hold), one statement per batch.
 //! - [`waits`]: durable waits: the scheduler's round (start, decide by timer, timeout, a
 //!   signal or event already there, apply), signals, events, completion tokens, what waits.
+//! - [`schedules`]: schedules: created, paused, deleted; the scheduler's round that locks the
+//!   due ones in one bounded statement and fires their slots (one run per slot, by its key).
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`artifacts`]: an artifact by id, with its run (what the API serves).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
@@ -76,6 +80,7 @@ pub mod artifacts;
 pub mod browse;
 pub mod bulk;
 pub mod claim;
+pub mod definitions;
 pub mod detach;
 pub mod dlq;
 pub mod due;
@@ -95,6 +100,7 @@ pub mod rerun;
 pub mod retention;
 pub mod roles;
 pub mod running;
+pub mod schedules;
 pub mod sql;
 pub mod statistics;
 pub mod submit;

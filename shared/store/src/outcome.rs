@@ -137,20 +137,31 @@ impl Store {
     /// Cancels every unfinished step of a run; the run ends `cancelled` (or `failed` if a
     /// step had already failed). Returns how many steps were cancelled.
     pub async fn cancel_run(&self, run_id: Uuid, reason: &str) -> Result<u64, Error> {
-        let error = StepError::permanent(codes::CANCELLED, reason)
-            .with_details(serde_json::json!({"cancelled": "run"}))
-            .to_json();
-        let cancelled: Vec<Uuid> = sqlx::query_scalar(sql::CANCEL_RUN.as_str())
-            .bind(run_id)
-            .bind(&error)
-            .bind(dependency_failed())
-            .fetch_all(&self.pool)
-            .await?;
-        if cancelled.is_empty() && !self.run_exists(run_id).await? {
+        let mut connection = self.pool.acquire().await?;
+        let cancelled = cancel_run_in(&mut connection, run_id, reason).await?;
+        if cancelled == 0 && !self.run_exists(run_id).await? {
             return Err(Error::RunNotFound(run_id));
         }
-        Ok(cancelled.len() as u64)
+        Ok(cancelled)
     }
+}
+
+/// Cancels every unfinished step of the run `run_id` on `connection` (a schedule's round
+/// cancels a previous run in its transaction); how many steps it cancelled.
+pub(crate) async fn cancel_run_in(
+    connection: &mut sqlx::PgConnection,
+    run_id: Uuid,
+    reason: &str,
+) -> Result<u64, Error> {
+    let error =
+        StepError::permanent(codes::CANCELLED, reason).with_details(serde_json::json!({"cancelled": "run"})).to_json();
+    let cancelled: Vec<Uuid> = sqlx::query_scalar(sql::CANCEL_RUN.as_str())
+        .bind(run_id)
+        .bind(&error)
+        .bind(dependency_failed())
+        .fetch_all(&mut *connection)
+        .await?;
+    Ok(cancelled.len() as u64)
 }
 
 impl Store {

@@ -29,6 +29,10 @@ pub struct RunView {
     pub name: String,
     pub status: RunStatus,
     pub idempotency_key: Option<String>,
+    /// The registered version the run was made from (`rara submit --workflow`); `None` for a
+    /// definition given whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_version: Option<i32>,
     /// The run's inputs as submit resolved them (given, or else defaults); `{"$input":
     /// "/pointer"}` references read them.
     pub inputs: serde_json::Value,
@@ -40,10 +44,9 @@ pub struct RunView {
     pub output_error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
-    /// A rerun: the run it was made from (docs/src/guide/recover.md).
+    /// A rerun: the run it was made from; then the reruns made from this run, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<Uuid>,
-    /// The reruns made from this run, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reruns: Vec<Uuid>,
     pub steps: Vec<StepView>,
@@ -81,8 +84,7 @@ pub struct StepView {
     pub depends_on: Vec<String>,
     pub attempts: Vec<AttemptView>,
     pub artifacts: Vec<ArtifactView>,
-    /// Carried over by a rerun (not run again): the step whose output, attempts and artifacts
-    /// it shows.
+    /// Carried over by a rerun (not run again): the step whose attempts and artifacts it shows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_from: Option<Uuid>,
     /// A waiting step: what it waits for and how long it may still wait
@@ -106,8 +108,7 @@ impl StepView {
         self.status == StepStatus::Leased && self.remote_endpoint.is_some()
     }
 
-    /// The status as people read it: a detached attempt is `running (detached)`, a step a
-    /// rerun carried over `succeeded (carried over)`.
+    /// The status as people read it: `running (detached)`, `succeeded (carried over)`, `waiting (…)`.
     pub fn status_text(&self) -> String {
         match &self.waiting_for {
             _ if self.is_detached() => "running (detached)".to_owned(),
@@ -224,6 +225,7 @@ impl Store {
             name: run.name,
             status: run.status,
             idempotency_key: run.idempotency_key,
+            workflow_version: run.workflow_version,
             inputs: run.inputs,
             output,
             output_error,

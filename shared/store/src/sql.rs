@@ -108,13 +108,6 @@ pub const RETRYABLE_STEPS: &str = sql_file!("retryable_steps");
 pub const STEP_INPUTS: &str = sql_file!("step_inputs");
 pub const RUN_STATUS: &str = sql_file!("run_status");
 
-// Rerun from a step (rerun.rs).
-pub const RERUN_STEPS_OF: &str = sql_file!("rerun_steps_of");
-pub const RERUN_RUN: &str = sql_file!("rerun_run");
-pub const RERUN_STEPS: &str = sql_file!("rerun_steps");
-pub const REPLAY_CANDIDATES: &str = sql_file!("replay_candidates");
-pub const OVERDUE_RUNS: &str = sql_file!("overdue_runs");
-
 // Set-based operator actions, one statement per batch (bulk.rs).
 pub const RETRY_STEPS: &str = sql_file!("retry_steps");
 pub static CANCEL_RUNS: LazyLock<String> = LazyLock::new(|| finish(sql_file!("cancel_runs_targets"), 3));
@@ -149,6 +142,26 @@ pub const WAIT_TOKEN: &str = sql_file!("wait_token");
 pub const WAIT_TOKEN_DECIDE: &str = sql_file!("wait_token_decide");
 pub const WAITS_OF_RUN: &str = sql_file!("waits_of_run");
 pub const PRUNE_EVENTS: &str = sql_file!("prune_events");
+
+// Registered definitions (definitions.rs).
+pub const REGISTER_DEFINITION: &str = sql_file!("register_definition");
+pub const DEFINITION: &str = sql_file!("definition");
+pub const DEFINITIONS_LIST: &str = sql_file!("definitions_list");
+pub const DEFINITION_VERSIONS: &str = sql_file!("definition_versions");
+// Schedules (schedules/).
+pub const SCHEDULE_CREATE: &str = sql_file!("schedule_create");
+pub const SCHEDULES_LIST: &str = sql_file!("schedules_list");
+pub const SCHEDULE_PAUSE: &str = sql_file!("schedule_pause");
+pub const SCHEDULE_DELETE: &str = sql_file!("schedule_delete");
+pub const SCHEDULE_DUE: &str = sql_file!("schedule_due");
+pub const SCHEDULE_ADVANCE: &str = sql_file!("schedule_advance");
+pub const SCHEDULE_FIRED: &str = sql_file!("schedule_fired");
+#[rustfmt::skip]
+const SCHEDULE_CREATE_PARAMS: &[&str] = &["uuid", "text", "text", "int4", "text", "int8", "text", "jsonb", "text",
+    "int8", "int8", "timestamptz", "timestamptz"];
+#[rustfmt::skip]
+const SCHEDULE_ADVANCE_PARAMS: &[&str] = &["uuid", "timestamptz", "timestamptz", "timestamptz", "uuid", "timestamptz",
+    "int8", "int8", "int8", "int8", "text"];
 
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
@@ -207,6 +220,7 @@ fn succeed(statement: &str, dependents: Dependents) -> String {
     statement.replace("{succeed_tail}", &format!("{release}{}", sql_file!("succeed_tail").trim_end()))
 }
 
+const FILTERED_LIMIT: &[&str] = &["rara_run_status", "text", "timestamptz", "timestamptz", "int8"];
 const HOLDER: [&str; 3] = ["uuid", "text", "int8"];
 const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
 
@@ -273,7 +287,11 @@ fn operators() -> Vec<Statement> {
         s("cancel_run", CANCEL_RUN.as_str(), &["uuid", "jsonb", "jsonb"]),
         s("retry_step", RETRY_STEP, &["uuid"]),
         s("notify_due", NOTIFY_DUE, &["text"]),
-        s("submit_run", SUBMIT_RUN, &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text", "int8"]),
+        s(
+            "submit_run",
+            SUBMIT_RUN,
+            &["uuid", "text", "text", "int4", "jsonb", "jsonb", "text", "int4", "uuid", "timestamptz", "int8"],
+        ),
         s("run_by_key", RUN_BY_KEY, &["text", "jsonb"]),
         s(
             "submit_steps",
@@ -284,11 +302,11 @@ fn operators() -> Vec<Statement> {
             ],
         ),
         s("submit_dependencies", SUBMIT_DEPENDENCIES, &["uuid[]", "uuid[]"]),
-        s("rerun_steps_of", RERUN_STEPS_OF, &["uuid"]),
-        s("rerun_run", RERUN_RUN, &["uuid", "uuid", "int4", "int4", "jsonb", "text"]),
-        s("rerun_steps", RERUN_STEPS, &["uuid", "uuid[]", "uuid[]", "bool[]", "int4[]"]),
-        s("overdue_runs", OVERDUE_RUNS, &["int8"]),
-        s("replay_candidates", REPLAY_CANDIDATES, &["rara_run_status", "text", "timestamptz", "timestamptz", "int8"]),
+        s("rerun_steps_of", sql_file!("rerun_steps_of"), &["uuid"]),
+        s("rerun_run", sql_file!("rerun_run"), &["uuid", "uuid", "int4", "int4", "jsonb", "text"]),
+        s("rerun_steps", sql_file!("rerun_steps"), &["uuid", "uuid[]", "uuid[]", "bool[]", "int4[]"]),
+        s("overdue_runs", sql_file!("overdue_runs"), &["int8"]),
+        s("replay_candidates", sql_file!("replay_candidates"), FILTERED_LIMIT),
         s("read_run", READ_RUN, &["uuid"]),
         s("run_trace", RUN_TRACE, &["uuid"]),
         s("read_steps", READ_STEPS, &["uuid"]),
@@ -347,6 +365,17 @@ fn waits() -> Vec<Statement> {
         s("wait_token_decide", WAIT_TOKEN_DECIDE, &["text", "jsonb"]),
         s("waits_of_run", WAITS_OF_RUN, &["uuid", "int8"]),
         s("prune_events", PRUNE_EVENTS, &["int8", "int8"]),
+        s("register_definition", REGISTER_DEFINITION, &["text", "jsonb"]),
+        s("definition", DEFINITION, &["text", "int4"]),
+        s("definitions_list", DEFINITIONS_LIST, &["int8"]),
+        s("definition_versions", DEFINITION_VERSIONS, &["text", "int8"]),
+        s("schedule_create", SCHEDULE_CREATE, SCHEDULE_CREATE_PARAMS),
+        s("schedules_list", SCHEDULES_LIST, &["int8", "text"]),
+        s("schedule_pause", SCHEDULE_PAUSE, &["text", "bool"]),
+        s("schedule_delete", SCHEDULE_DELETE, &["text"]),
+        s("schedule_due", SCHEDULE_DUE, &["int8"]),
+        s("schedule_advance", SCHEDULE_ADVANCE, SCHEDULE_ADVANCE_PARAMS),
+        s("schedule_fired", SCHEDULE_FIRED, &["uuid", "int8", "uuid", "timestamptz", "bool"]),
     ]
 }
 

@@ -8,6 +8,16 @@ use uuid::Uuid;
 
 use crate::{DUE_CHANNEL, Error, Store, millis};
 
+/// Where a run comes from beyond its definition: the registered version it was made from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The registered version (`rara submit --workflow NAME[@VERSION]`); `None` for a
+    /// definition given whole.
+    pub workflow_version: Option<i32>,
+    /// The schedule and slot the run was made for.
+    pub schedule: Option<(Uuid, chrono::DateTime<chrono::Utc>)>,
+}
+
 /// The run a submission created or found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Submitted {
@@ -26,85 +36,120 @@ impl Store {
     /// [`Store::submit`], the run's trace context being `trace_context` (a W3C `traceparent`:
     /// the run's root span) instead of a fresh one.
     pub async fn submit_traced(&self, plan: &Plan, trace_context: Option<&str>) -> Result<Submitted, Error> {
-        let mut tx = self.pool.begin().await?;
-        // Secrets are granted, not ambient: an ungranted reference stores nothing.
-        if crate::grants::plan_references_secrets(plan) {
-            crate::grants::check_plan(&crate::grants::read_grants(&mut *tx).await?, plan)?;
-        }
-        let run_id = Uuid::now_v7();
-        let no_output = serde_json::json!({});
-        let inserted: Option<Uuid> = sqlx::query_file_scalar!(
-            "sql/submit_run.sql",
-            run_id,
-            &plan.name,
-            plan.idempotency_key.as_deref(),
-            plan.steps.len() as i32,
-            &plan.inputs,
-            plan.output.as_ref().unwrap_or(&no_output),
-            trace_context,
-            plan.timeout_seconds.map(|t| t.min(i64::MAX as u64) as i64)
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        if inserted.is_none() {
-            let existing = sqlx::query_file!("sql/run_by_key.sql", plan.idempotency_key.as_deref(), &plan.inputs)
-                .fetch_one(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            if !existing.same_inputs {
-                return Err(Error::IdempotencyConflict {
-                    key: plan.idempotency_key.clone().unwrap_or_default(),
-                    run_id: existing.id,
-                });
-            }
-            return Ok(Submitted { run_id: existing.id, created: false });
-        }
-
-        let ids: Vec<Uuid> = plan.steps.iter().map(|_| Uuid::now_v7()).collect();
-        let steps = &plan.steps;
-        let column = |f: fn(&PlannedStep) -> i32| steps.iter().map(f).collect::<Vec<i32>>();
-        sqlx::query_file!(
-            "sql/submit_steps.sql",
-            &ids,
-            run_id,
-            &(0..steps.len() as i32).collect::<Vec<_>>(),
-            &steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>() as &[&str],
-            &steps.iter().map(|s| s.operation.as_str()).collect::<Vec<_>>() as &[&str],
-            &steps.iter().map(|s| s.version.as_deref()).collect::<Vec<_>>() as &[Option<&str>],
-            &steps.iter().map(|s| &s.input).collect::<Vec<_>>() as &[&serde_json::Value],
-            &column(|s| s.depends_on.len() as i32),
-            &column(|s| s.retry.max_attempts as i32),
-            &column(|s| s.timeout.as_secs().min(i32::MAX as u64) as i32),
-            &steps.iter().map(|s| millis(s.retry.initial_delay)).collect::<Vec<_>>(),
-            &steps.iter().map(|s| millis(s.retry.max_delay)).collect::<Vec<_>>(),
-            &steps.iter().map(|s| s.retry.multiplier).collect::<Vec<_>>(),
-            &steps.iter().map(|s| s.map.as_ref().map(|m| &m.items)).collect::<Vec<_>>()
-                as &[Option<&serde_json::Value>],
-            &map_column(steps, |m| m.max_concurrency) as &[Option<i32>],
-            &map_column(steps, |m| m.tolerated_failures) as &[Option<i32>],
-            &steps.iter().map(|s| s.concurrency.as_ref().map(|c| c.key.as_str())).collect::<Vec<_>>()
-                as &[Option<&str>],
-            &steps
-                .iter()
-                .map(|s| s.concurrency.as_ref().and_then(|c| c.limit).map(|n| n.min(i32::MAX as u32) as i32))
-                .collect::<Vec<_>>() as &[Option<i32>],
-            &column(|s| s.priority),
-            &waits_column(steps) as &[Option<serde_json::Value>],
-        )
-        .execute(&mut *tx)
-        .await?;
-
-        let ids = &ids;
-        let (from, to): (Vec<Uuid>, Vec<Uuid>) =
-            steps.iter().enumerate().flat_map(|(i, s)| s.depends_on.iter().map(move |&d| (ids[i], ids[d]))).unzip();
-        if !from.is_empty() {
-            sqlx::query_file!("sql/submit_dependencies.sql", &from, &to).execute(&mut *tx).await?;
-        }
-        // Delivered at commit, and only if it commits.
-        sqlx::query_file!("sql/notify_due.sql", DUE_CHANNEL).execute(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(Submitted { run_id, created: true })
+        self.submit_from(plan, trace_context, Origin::default()).await
     }
+
+    /// [`Store::submit_traced`] of a run that records its `origin`.
+    pub async fn submit_from(
+        &self,
+        plan: &Plan,
+        trace_context: Option<&str>,
+        origin: Origin,
+    ) -> Result<Submitted, Error> {
+        let mut tx = self.pool.begin().await?;
+        let submitted = submit_in(&mut tx, plan, trace_context, origin).await?;
+        tx.commit().await?;
+        Ok(submitted)
+    }
+}
+
+/// Stores `plan` in the caller's transaction `tx` (see [`Store::submit`]); the run and its
+/// notification exist when `tx` commits.
+pub(crate) async fn submit_in(
+    tx: &mut sqlx::PgConnection,
+    plan: &Plan,
+    trace_context: Option<&str>,
+    origin: Origin,
+) -> Result<Submitted, Error> {
+    // Secrets are granted, not ambient: an ungranted reference stores nothing.
+    if crate::grants::plan_references_secrets(plan) {
+        crate::grants::check_plan(&crate::grants::read_grants(&mut *tx).await?, plan)?;
+    }
+    let Some(run_id) = insert_run(&mut *tx, plan, trace_context, origin).await? else {
+        return existing_run(&mut *tx, plan).await;
+    };
+    let ids: Vec<Uuid> = plan.steps.iter().map(|_| Uuid::now_v7()).collect();
+    let steps = &plan.steps;
+    let column = |f: fn(&PlannedStep) -> i32| steps.iter().map(f).collect::<Vec<i32>>();
+    sqlx::query_file!(
+        "sql/submit_steps.sql",
+        &ids,
+        run_id,
+        &(0..steps.len() as i32).collect::<Vec<_>>(),
+        &steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>() as &[&str],
+        &steps.iter().map(|s| s.operation.as_str()).collect::<Vec<_>>() as &[&str],
+        &steps.iter().map(|s| s.version.as_deref()).collect::<Vec<_>>() as &[Option<&str>],
+        &steps.iter().map(|s| &s.input).collect::<Vec<_>>() as &[&serde_json::Value],
+        &column(|s| s.depends_on.len() as i32),
+        &column(|s| s.retry.max_attempts as i32),
+        &column(|s| s.timeout.as_secs().min(i32::MAX as u64) as i32),
+        &steps.iter().map(|s| millis(s.retry.initial_delay)).collect::<Vec<_>>(),
+        &steps.iter().map(|s| millis(s.retry.max_delay)).collect::<Vec<_>>(),
+        &steps.iter().map(|s| s.retry.multiplier).collect::<Vec<_>>(),
+        &steps.iter().map(|s| s.map.as_ref().map(|m| &m.items)).collect::<Vec<_>>() as &[Option<&serde_json::Value>],
+        &map_column(steps, |m| m.max_concurrency) as &[Option<i32>],
+        &map_column(steps, |m| m.tolerated_failures) as &[Option<i32>],
+        &steps.iter().map(|s| s.concurrency.as_ref().map(|c| c.key.as_str())).collect::<Vec<_>>() as &[Option<&str>],
+        &steps
+            .iter()
+            .map(|s| s.concurrency.as_ref().and_then(|c| c.limit).map(|n| n.min(i32::MAX as u32) as i32))
+            .collect::<Vec<_>>() as &[Option<i32>],
+        &column(|s| s.priority),
+        &waits_column(steps) as &[Option<serde_json::Value>],
+    )
+    .execute(&mut *tx)
+    .await?;
+
+    let ids = &ids;
+    let (from, to): (Vec<Uuid>, Vec<Uuid>) =
+        steps.iter().enumerate().flat_map(|(i, s)| s.depends_on.iter().map(move |&d| (ids[i], ids[d]))).unzip();
+    if !from.is_empty() {
+        sqlx::query_file!("sql/submit_dependencies.sql", &from, &to).execute(&mut *tx).await?;
+    }
+    // Delivered at commit, and only if it commits.
+    sqlx::query_file!("sql/notify_due.sql", DUE_CHANNEL).execute(&mut *tx).await?;
+    Ok(Submitted { run_id, created: true })
+}
+
+/// The run's row; `None` when its idempotency key is taken.
+async fn insert_run(
+    tx: &mut sqlx::PgConnection,
+    plan: &Plan,
+    trace_context: Option<&str>,
+    origin: Origin,
+) -> Result<Option<Uuid>, Error> {
+    let no_output = serde_json::json!({});
+    Ok(sqlx::query_file_scalar!(
+        "sql/submit_run.sql",
+        Uuid::now_v7(),
+        &plan.name,
+        plan.idempotency_key.as_deref(),
+        plan.steps.len() as i32,
+        &plan.inputs,
+        plan.output.as_ref().unwrap_or(&no_output),
+        trace_context,
+        origin.workflow_version,
+        origin.schedule.map(|s| s.0),
+        origin.schedule.map(|s| s.1),
+        plan.timeout_seconds.map(|t| t.min(i64::MAX as u64) as i64)
+    )
+    .fetch_optional(&mut *tx)
+    .await?)
+}
+
+/// The run the plan's idempotency key names: it, when submitted with the same inputs, else
+/// [`Error::IdempotencyConflict`].
+async fn existing_run(tx: &mut sqlx::PgConnection, plan: &Plan) -> Result<Submitted, Error> {
+    let existing = sqlx::query_file!("sql/run_by_key.sql", plan.idempotency_key.as_deref(), &plan.inputs)
+        .fetch_one(&mut *tx)
+        .await?;
+    if !existing.same_inputs {
+        return Err(Error::IdempotencyConflict {
+            key: plan.idempotency_key.clone().unwrap_or_default(),
+            run_id: existing.id,
+        });
+    }
+    Ok(Submitted { run_id: existing.id, created: false })
 }
 
 /// The column of the waits (`NULL` for a step that runs an operation).

@@ -52,6 +52,7 @@
 //! - `plan.rs`: [`Plan`] and [`PlannedStep`], what a valid definition becomes.
 //! - `cycle.rs`: the first dependency cycle among planned steps.
 //! - `planner/`: [`WorkflowDefinition::plan_for`], every check, in parts.
+//! - `registered.rs`: [`WorkflowRef`] (`NAME[@VERSION]`) and the checks of a registration.
 
 mod cycle;
 mod definition;
@@ -61,6 +62,7 @@ mod plan;
 mod planner;
 mod problem;
 pub mod references;
+mod registered;
 
 pub use definition::{Format, RetrySpec, StepDefinition, WorkflowDefinition};
 pub use limits::{
@@ -69,3 +71,4 @@ pub use limits::{
 };
 pub use plan::{MapSpec, Plan, PlannedStep};
 pub use problem::{Error, Problem};
+pub use registered::WorkflowRef;

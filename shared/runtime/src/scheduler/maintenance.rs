@@ -55,6 +55,13 @@ pub const FLOW_KEYS_SLICE: u32 = 1000;
 /// The shortest wait of the maintenance task between two looks at its timers.
 const MAINTENANCE_TICK: Duration = Duration::from_millis(100);
 
+/// Forgets when the task of `last` ran: it is tried again at the next look.
+fn forget(last: &Mutex<Option<Instant>>) {
+    if let Ok(mut last) = last.lock() {
+        *last = None;
+    }
+}
+
 /// Whether the task whose last run `last` records is due after `interval`; marks it as run.
 fn due(last: &Mutex<Option<Instant>>, interval: Duration) -> bool {
     let Ok(mut last) = last.lock() else { return true };
@@ -94,6 +101,9 @@ impl Scheduler {
         }
         if due(&self.last_waits, WAIT_INTERVAL.min(reap_interval)) {
             self.waits(&mut counters).await?;
+        }
+        if due(&self.last_schedules, super::SCHEDULE_INTERVAL.min(reap_interval)) {
+            self.schedules(&mut counters).await.inspect_err(|_| forget(&self.last_schedules))?;
         }
         Ok(counters)
     }

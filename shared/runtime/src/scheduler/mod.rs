@@ -19,6 +19,7 @@
 //! - `lease.rs`: one lease round: lease, pack the steps into messages, release the unsent.
 //! - `send.rs`: sending a round's messages, given up at the cut.
 //! - `maintenance.rs`: reap, statistics, retention and the console's triggers, on timers.
+//! - `schedules.rs`: the round of schedules: their due slots fired, skipped or missed.
 //! - `listen.rs`: the wake-ups on [`rara_store::DUE_CHANNEL`].
 //! - `trace.rs`: the spans of a round (lease, send, each attempt's `rara.schedule`).
 
@@ -39,10 +40,12 @@ use crate::settings::Settings;
 mod lease;
 mod listen;
 mod maintenance;
+mod schedules;
 mod send;
 mod trace;
 
 pub use maintenance::{CONSOLE_INTERVAL, EVENT_RETENTION_SECONDS, PRUNE_INTERVAL, STATISTICS_INTERVAL, WAIT_INTERVAL};
+pub use schedules::{SCHEDULE_BATCH, SCHEDULE_INTERVAL, SLOTS_PER_ROUND};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -79,6 +82,11 @@ pub struct Scheduler {
     last_flow_keys: Arc<Mutex<Option<Instant>>>,
     /// When the last round of durable waits ran.
     last_waits: Arc<Mutex<Option<Instant>>>,
+    /// When the last round of schedules ran.
+    last_schedules: Arc<Mutex<Option<Instant>>>,
+    /// The in-process executors, for planning a schedule's runs as submit plans them (built at
+    /// the first slot that fires; `None` if they cannot be).
+    builtins: Arc<std::sync::OnceLock<Option<rara_domain::registry::Registry>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
     /// The artifact store (`RARA_ARTIFACTS_URI`): pruned runs' objects are deleted from it.
@@ -110,6 +118,8 @@ impl Scheduler {
             last_console: Arc::default(),
             last_flow_keys: Arc::default(),
             last_waits: Arc::default(),
+            last_schedules: Arc::default(),
+            builtins: Arc::default(),
             sends,
             artifacts: None,
         }
@@ -135,6 +145,11 @@ impl Scheduler {
                 return Ok(counters);
             }
         }
+    }
+
+    /// The in-process executors (see the field `builtins`).
+    fn builtins(&self) -> Option<&rara_domain::registry::Registry> {
+        self.builtins.get_or_init(|| rara_builtins::registry().ok()).as_ref()
     }
 
     /// One Postgres call, bounded client-side ([`Timeouts::db_call`](crate::timeouts::Timeouts::db_call)):
