@@ -28,7 +28,16 @@ import boto3
 import localstack_executor_service
 import template_checks as tc
 
-KEEP_TYPES = {"AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "AWS::Logs::LogGroup", "AWS::IAM::Role", "AWS::IAM::ManagedPolicy"}
+KEEP_TYPES = {
+    "AWS::SQS::Queue",
+    "AWS::SQS::QueuePolicy",
+    "AWS::Logs::LogGroup",
+    "AWS::IAM::Role",
+    "AWS::IAM::ManagedPolicy",
+    # The artifact bucket (and its TLS-only policy): the roles grant on it.
+    "AWS::S3::Bucket",
+    "AWS::S3::BucketPolicy",
+}
 
 
 def _references(node: Any) -> set[str]:
