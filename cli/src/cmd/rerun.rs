@@ -38,7 +38,7 @@ pub struct RerunArgs {
 pub async fn run(args: RerunArgs, json: bool) -> Result<(), Failure> {
     let config = super::config()?;
     let store = super::connect(&config).await?;
-    let original = store.run(args.run_id).await?.inputs;
+    let original = store.run_inputs(args.run_id).await?;
     // `--input`'s text is typed as the original value is: a string input stays text.
     let declared: Map<String, Value> = original
         .as_object()

@@ -62,7 +62,7 @@ pub(crate) async fn make(api: &Api, run_id: Uuid, body: RerunBody) -> Result<Rer
     if body.from.is_empty() || body.from.len() > rara_domain::workflow::MAX_NAME_LEN {
         return Err(Error::bad_request("a step name").with_field("from"));
     }
-    let original = api.store().run(run_id).await?.inputs;
+    let original = api.store().run_inputs(run_id).await?;
     let max = api.inner.config.max_input_bytes;
     let inputs = rara_domain::inputs::replace(&original, &body.inputs, max).map_err(|problems| {
         let first = problems.first().map(|p| p.path.clone()).unwrap_or_default();

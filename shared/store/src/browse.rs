@@ -130,6 +130,15 @@ impl Store {
             .ok_or(Error::RunNotFound(run_id))
     }
 
+    /// A run's inputs as submit resolved them, or [`Error::RunNotFound`] (what a rerun replaces,
+    /// without reading the run's steps).
+    pub async fn run_inputs(&self, run_id: Uuid) -> Result<serde_json::Value, Error> {
+        sqlx::query_file_scalar!("sql/run_inputs.sql", run_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::RunNotFound(run_id))
+    }
+
     /// Registers the console listener `id` (or refreshes it) for `ttl`: while any
     /// registration lasts, every change is notified on [`CONSOLE_CHANNEL`]; while none does,
     /// nothing is, and the hot path pays nothing: the console's triggers are enabled here, when

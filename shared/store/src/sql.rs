@@ -162,7 +162,6 @@ const SCHEDULE_CREATE_PARAMS: &[&str] = &["uuid", "text", "text", "int4", "text"
 #[rustfmt::skip]
 const SCHEDULE_ADVANCE_PARAMS: &[&str] = &["uuid", "timestamptz", "timestamptz", "timestamptz", "uuid", "timestamptz",
     "int8", "int8", "int8", "int8", "text"];
-
 // Retention (retention.rs).
 pub const PRUNE_RUNS: &str = sql_file!("prune_runs");
 pub const PRUNE_ARCHIVE_RUNS: &str = sql_file!("prune_archive_runs");
@@ -332,6 +331,7 @@ fn operators() -> Vec<Statement> {
         s("retryable_steps", RETRYABLE_STEPS, &["rara_run_status", "text", "timestamptz", "timestamptz"]),
         s("step_inputs", STEP_INPUTS, &["uuid"]),
         s("run_status", RUN_STATUS, &["uuid"]),
+        s("run_inputs", sql_file!("run_inputs"), &["uuid"]),
         s("retry_steps", RETRY_STEPS, &["uuid[]"]),
         s("cancel_runs", CANCEL_RUNS.as_str(), &["uuid[]", "jsonb", "jsonb"]),
         s("detached_attempts_of_runs", DETACHED_ATTEMPTS_OF_RUNS, &["uuid[]"]),
