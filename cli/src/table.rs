@@ -48,6 +48,12 @@ pub fn run(run: &RunView) -> String {
         let reruns: Vec<String> = run.reruns.iter().map(Uuid::to_string).collect();
         let _ = writeln!(out, "reruns {}", reruns.join(", "));
     }
+    if let Some(parent) = &run.parent {
+        let _ = writeln!(out, "child of run {} step {} (attempt {})", parent.run_id, parent.step, parent.attempt);
+    }
+    for child in &run.children {
+        let _ = writeln!(out, "child run {} of step {} (attempt {})", child.run_id, child.step, child.attempt);
+    }
     if run.inputs.as_object().is_some_and(|i| !i.is_empty()) {
         let _ = writeln!(out, "inputs {}", run.inputs);
     }

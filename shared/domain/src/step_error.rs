@@ -69,6 +69,15 @@ pub mod codes {
     /// could not be offloaded, an offloaded output a reference points into could not be
     /// read): retryable.
     pub const ARTIFACT_STORE_UNAVAILABLE: &str = "ARTIFACT_STORE_UNAVAILABLE";
+    /// A child workflow step's child run failed or was cancelled: the step fails for good
+    /// (details: the child run, how it ended, its first failed step and that step's code).
+    pub const CHILD_WORKFLOW_FAILED: &str = "CHILD_WORKFLOW_FAILED";
+    /// A child workflow step's workflow is not registered, or does not plan with the inputs
+    /// given (the problems, each at its field): permanent.
+    pub const CHILD_WORKFLOW_INVALID: &str = "CHILD_WORKFLOW_INVALID";
+    /// A child workflow would nest deeper than
+    /// [`MAX_CHILD_DEPTH`](crate::workflow::child::MAX_CHILD_DEPTH): permanent.
+    pub const CHILD_DEPTH_EXCEEDED: &str = "CHILD_DEPTH_EXCEEDED";
 }
 
 /// A structured, classified failure. `retryable` alone decides between "retry" and "fail".

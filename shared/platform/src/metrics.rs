@@ -64,6 +64,8 @@ impl EmfLine for Counters {
             ("WaitsTimedOut", self.waits_timed_out),
             ("WaitsEnded", self.waits_ended),
             ("RunsTimedOut", self.runs_timed_out),
+            ("ChildrenStarted", self.children_started),
+            ("ChildrenCancelled", self.children_cancelled),
         ];
         let mut doc = serde_json::json!({
             "_aws": {

@@ -90,6 +90,10 @@ pub struct Counters {
     pub waits_ended: u64,
     /// Scheduler: runs past their deadline it timed out (`RUN_TIMED_OUT`).
     pub runs_timed_out: u64,
+    /// Executor: child workflow runs made (each step that runs a workflow now waits for it).
+    pub children_started: u64,
+    /// Scheduler: child runs cancelled because their parent step stopped waiting for them.
+    pub children_cancelled: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -134,6 +138,8 @@ impl std::ops::AddAssign for Counters {
         self.waits_timed_out += c.waits_timed_out;
         self.waits_ended += c.waits_ended;
         self.runs_timed_out += c.runs_timed_out;
+        self.children_started += c.children_started;
+        self.children_cancelled += c.children_cancelled;
     }
 }
 

@@ -1,13 +1,13 @@
-//! What the HTTP API and the console read beyond [`read`](crate::read): runs filtered by status,
+//! What the HTTP API and the console read beyond `read.rs`: runs filtered by status,
 //! name and creation time, a page at a time behind an opaque cursor; and the console's live
 //! channel ([`CONSOLE_CHANNEL`], fed by the triggers of migration `…000009_console.sql` while a
 //! console listener is registered, migration `…000013_console_listeners.sql`).
 
 use chrono::{DateTime, Utc};
 use rara_domain::state::RunStatus;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::read::RunSummary;
 use crate::{Error, Store};
 
 /// The channel the console listens on: the payload is the id of a run that changed (its status,
@@ -184,6 +184,36 @@ impl Store {
 
 /// The console's live channel: each `recv` is a run that changed.
 pub type ConsoleListener = crate::listen::IdListener;
+
+/// A link between a child run and the step that made it: the step's run and name, and the
+/// attempt (each attempt of the step makes its own child); `run_id` is the other run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLink {
+    pub run_id: Uuid,
+    pub step: String,
+    pub attempt: i32,
+}
+
+/// One line of `rara list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: Uuid,
+    pub name: String,
+    pub status: RunStatus,
+    pub steps_total: i32,
+    pub steps_finished: i32,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// The most recent runs, newest first, optionally only those in `status`.
+    pub async fn list_runs(&self, status: Option<RunStatus>, limit: u32) -> Result<Vec<RunSummary>, Error> {
+        Ok(sqlx::query_file_as!(RunSummary, "sql/list_runs.sql", status as Option<RunStatus>, i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+}
 
 #[cfg(test)]
 mod tests {

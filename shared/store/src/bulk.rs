@@ -68,22 +68,33 @@ impl Store {
         if runs.is_empty() {
             return Ok((runs, Vec::new()));
         }
-        let detached = sqlx::query_file_as!(DetachedRow, "sql/detached_attempts_of_runs.sql", &runs)
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .map(DetachedAttempt::from)
-            .collect();
         let error = StepError::permanent(codes::RUN_TIMED_OUT, "the run passed its deadline (its timeout_seconds)")
-            .with_details(serde_json::json!({"cancelled": "run"}))
-            .to_json();
-        sqlx::query_scalar::<_, Uuid>(sql::CANCEL_RUNS.as_str())
-            .bind(&runs)
-            .bind(&error)
-            .bind(dependency_failed())
-            .fetch_all(&mut *tx)
-            .await?;
+            .with_details(serde_json::json!({"cancelled": "run"}));
+        let detached = cancel_locked(&mut tx, &runs, &error).await?;
         tx.commit().await?;
         Ok((runs, detached))
     }
+}
+
+/// Cancels the runs `runs`, locked by the caller's transaction `tx`, every unfinished step with
+/// `error` (as [`Store::cancel_runs`] cancels them); returns their attempts that ran detached,
+/// read before the cancel, for their executors to be told.
+pub(crate) async fn cancel_locked(
+    tx: &mut sqlx::PgConnection,
+    runs: &[Uuid],
+    error: &StepError,
+) -> Result<Vec<DetachedAttempt>, Error> {
+    let detached = sqlx::query_file_as!(DetachedRow, "sql/detached_attempts_of_runs.sql", runs)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(DetachedAttempt::from)
+        .collect();
+    sqlx::query_scalar::<_, Uuid>(sql::CANCEL_RUNS.as_str())
+        .bind(runs)
+        .bind(error.to_json())
+        .bind(dependency_failed())
+        .fetch_all(&mut *tx)
+        .await?;
+    Ok(detached)
 }

@@ -38,6 +38,8 @@
 //!   signal or event already there, apply), signals, events, completion tokens, what waits.
 //! - [`schedules`]: schedules: created, paused, deleted; the scheduler's round that locks the
 //!   due ones in one bounded statement and fires their slots (one run per slot, by its key).
+//! - [`children`]: child workflows: a child made and waited for, decided when it ends,
+//!   cancelled when its parent stops waiting.
 //! - [`read`]: a run with its steps, attempts and artifacts, typed (errors, progress).
 //! - [`artifacts`]: an artifact by id, with its run (what the API serves).
 //! - [`retention`]: bounded history: finished runs older than a retention deleted in batches,
@@ -79,6 +81,7 @@
 pub mod artifacts;
 pub mod browse;
 pub mod bulk;
+pub mod children;
 pub mod claim;
 pub mod definitions;
 pub mod detach;

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
 use uuid::Uuid;
 
+pub use crate::browse::RunLink;
+pub use crate::browse::RunSummary;
 use crate::{Error, Store};
 
 /// A step's latest progress report, as `running.rs` records it.
@@ -49,6 +51,12 @@ pub struct RunView {
     pub rerun_of: Option<Uuid>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reruns: Vec<Uuid>,
+    /// A child run: the step that made it (and waits for it); then the child runs this run's
+    /// steps made, oldest first (docs/src/guide/recover.md "Child workflows").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<RunLink>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<RunLink>,
     pub steps: Vec<StepView>,
 }
 
@@ -233,6 +241,8 @@ impl Store {
             finished_at: run.finished_at,
             rerun_of: run.rerun_of,
             reruns: run.reruns,
+            parent: run.parent.and_then(|p| serde_json::from_value(p).ok()),
+            children: serde_json::from_value(run.children).unwrap_or_default(),
             steps,
         })
     }
@@ -370,26 +380,7 @@ impl Sources for Finished<'_> {
     }
 }
 
-/// One line of `rara list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSummary {
-    pub id: Uuid,
-    pub name: String,
-    pub status: RunStatus,
-    pub steps_total: i32,
-    pub steps_finished: i32,
-    pub created_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
-}
-
 impl Store {
-    /// The most recent runs, newest first, optionally only those in `status`.
-    pub async fn list_runs(&self, status: Option<RunStatus>, limit: u32) -> Result<Vec<RunSummary>, Error> {
-        Ok(sqlx::query_file_as!(RunSummary, "sql/list_runs.sql", status as Option<RunStatus>, i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
     /// The run a step belongs to.
     pub async fn run_of_step(&self, step_id: Uuid) -> Result<Uuid, Error> {
         sqlx::query_file_scalar!("sql/run_of_step.sql", step_id)

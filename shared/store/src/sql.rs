@@ -128,34 +128,13 @@ pub const FLOW_PAUSES: &str = sql_file!("flow_pauses");
 pub const FLOW_OVERRUNS: &str = sql_file!("flow_overruns");
 
 // Durable waits (waits.rs).
-pub const WAIT_START: &str = sql_file!("wait_start");
-pub const WAIT_MATCH: &str = sql_file!("wait_match");
-pub const WAIT_DUE: &str = sql_file!("wait_due");
 pub static WAIT_SUCCEED: LazyLock<String> =
     LazyLock::new(|| succeed(sql_file!("wait_succeed"), Dependents::Release(3)));
 pub static WAIT_FAIL: LazyLock<String> = LazyLock::new(|| finish(sql_file!("wait_fail_targets"), 3));
-pub const WAIT_FORGET: &str = sql_file!("wait_forget");
-pub const SIGNAL_STEPS: &str = sql_file!("signal_steps");
-pub const SIGNAL: &str = sql_file!("signal");
-pub const EVENT: &str = sql_file!("event");
-pub const WAIT_TOKEN: &str = sql_file!("wait_token");
-pub const WAIT_TOKEN_DECIDE: &str = sql_file!("wait_token_decide");
-pub const WAITS_OF_RUN: &str = sql_file!("waits_of_run");
-pub const PRUNE_EVENTS: &str = sql_file!("prune_events");
+// Child workflows (children.rs); the other statements of waits, definitions and schedules are
+// only in the catalogue below.
+pub static CHILD_WAIT: LazyLock<String> = LazyLock::new(|| fence::one(sql_file!("child_wait")));
 
-// Registered definitions (definitions.rs).
-pub const REGISTER_DEFINITION: &str = sql_file!("register_definition");
-pub const DEFINITION: &str = sql_file!("definition");
-pub const DEFINITIONS_LIST: &str = sql_file!("definitions_list");
-pub const DEFINITION_VERSIONS: &str = sql_file!("definition_versions");
-// Schedules (schedules/).
-pub const SCHEDULE_CREATE: &str = sql_file!("schedule_create");
-pub const SCHEDULES_LIST: &str = sql_file!("schedules_list");
-pub const SCHEDULE_PAUSE: &str = sql_file!("schedule_pause");
-pub const SCHEDULE_DELETE: &str = sql_file!("schedule_delete");
-pub const SCHEDULE_DUE: &str = sql_file!("schedule_due");
-pub const SCHEDULE_ADVANCE: &str = sql_file!("schedule_advance");
-pub const SCHEDULE_FIRED: &str = sql_file!("schedule_fired");
 #[rustfmt::skip]
 const SCHEDULE_CREATE_PARAMS: &[&str] = &["uuid", "text", "text", "int4", "text", "int8", "text", "jsonb", "text",
     "int8", "int8", "timestamptz", "timestamptz"];
@@ -352,30 +331,35 @@ fn operators() -> Vec<Statement> {
 /// Durable waits: the scheduler's round, signals, events, completion tokens, what waits.
 fn waits() -> Vec<Statement> {
     vec![
-        s("wait_start", WAIT_START, &["int8"]),
-        s("wait_match", WAIT_MATCH, &[]),
-        s("wait_due", WAIT_DUE, &["int8"]),
+        s("wait_start", sql_file!("wait_start"), &["int8"]),
+        s("wait_match", sql_file!("wait_match"), &[]),
+        s("wait_due", sql_file!("wait_due"), &["int8"]),
         s("wait_succeed", WAIT_SUCCEED.as_str(), &["int8", "uuid[]", "text"]),
         s("wait_fail", WAIT_FAIL.as_str(), &["int8", "uuid[]", "jsonb"]),
-        s("wait_forget", WAIT_FORGET, &["int8"]),
-        s("signal_steps", SIGNAL_STEPS, &["uuid", "text"]),
-        s("signal", SIGNAL, &["uuid", "text", "text", "jsonb", "text", "bool"]),
-        s("event", EVENT, &["text", "text", "text", "jsonb"]),
-        s("wait_token", WAIT_TOKEN, &["text"]),
-        s("wait_token_decide", WAIT_TOKEN_DECIDE, &["text", "jsonb"]),
-        s("waits_of_run", WAITS_OF_RUN, &["uuid", "int8"]),
-        s("prune_events", PRUNE_EVENTS, &["int8", "int8"]),
-        s("register_definition", REGISTER_DEFINITION, &["text", "jsonb"]),
-        s("definition", DEFINITION, &["text", "int4"]),
-        s("definitions_list", DEFINITIONS_LIST, &["int8"]),
-        s("definition_versions", DEFINITION_VERSIONS, &["text", "int8"]),
-        s("schedule_create", SCHEDULE_CREATE, SCHEDULE_CREATE_PARAMS),
-        s("schedules_list", SCHEDULES_LIST, &["int8", "text"]),
-        s("schedule_pause", SCHEDULE_PAUSE, &["text", "bool"]),
-        s("schedule_delete", SCHEDULE_DELETE, &["text"]),
-        s("schedule_due", SCHEDULE_DUE, &["int8"]),
-        s("schedule_advance", SCHEDULE_ADVANCE, SCHEDULE_ADVANCE_PARAMS),
-        s("schedule_fired", SCHEDULE_FIRED, &["uuid", "int8", "uuid", "timestamptz", "bool"]),
+        s("wait_forget", sql_file!("wait_forget"), &["int8"]),
+        s("signal_steps", sql_file!("signal_steps"), &["uuid", "text"]),
+        s("signal", sql_file!("signal"), &["uuid", "text", "text", "jsonb", "text", "bool"]),
+        s("event", sql_file!("event"), &["text", "text", "text", "jsonb"]),
+        s("wait_token", sql_file!("wait_token"), &["text"]),
+        s("wait_token_decide", sql_file!("wait_token_decide"), &["text", "jsonb"]),
+        s("waits_of_run", sql_file!("waits_of_run"), &["uuid", "int8"]),
+        s("prune_events", sql_file!("prune_events"), &["int8", "int8"]),
+        s("register_definition", sql_file!("register_definition"), &["text", "jsonb"]),
+        s("definition", sql_file!("definition"), &["text", "int4"]),
+        s("definitions_list", sql_file!("definitions_list"), &["int8"]),
+        s("definition_versions", sql_file!("definition_versions"), &["text", "int8"]),
+        s("schedule_create", sql_file!("schedule_create"), SCHEDULE_CREATE_PARAMS),
+        s("schedules_list", sql_file!("schedules_list"), &["int8", "text"]),
+        s("schedule_pause", sql_file!("schedule_pause"), &["text", "bool"]),
+        s("schedule_delete", sql_file!("schedule_delete"), &["text"]),
+        s("schedule_due", sql_file!("schedule_due"), &["int8"]),
+        s("schedule_advance", sql_file!("schedule_advance"), SCHEDULE_ADVANCE_PARAMS),
+        s("schedule_fired", sql_file!("schedule_fired"), &["uuid", "int8", "uuid", "timestamptz", "bool"]),
+        s("child_wait", CHILD_WAIT.as_str(), &[HOLDER[0], HOLDER[1], HOLDER[2], "uuid", "text"]),
+        s("child_depth", sql_file!("child_depth"), &["uuid", "int4"]),
+        s("children_ended", sql_file!("children_ended"), &["int8"]),
+        s("child_decide", sql_file!("child_decide"), &["uuid", "int4", "jsonb"]),
+        s("children_running", sql_file!("children_running"), &["uuid[]"]),
     ]
 }
 

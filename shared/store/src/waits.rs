@@ -49,6 +49,8 @@ pub struct EndedWait {
     pub failed: bool,
     /// The run's `traceparent`.
     pub trace_context: Option<String>,
+    /// A child workflow's wait: its child run.
+    pub child_run_id: Option<Uuid>,
 }
 
 /// A signal as sent (`rara signal`, `POST /api/runs/{id}/signals/{name}`).
@@ -122,14 +124,15 @@ pub struct WaitView {
 
 impl Store {
     /// One round of the scheduler's waits, each part at most `batch` rows: start the due
-    /// waits, decide those a signal or event came for while they started and those whose
-    /// timer or timeout came, apply what was decided (runs not paused), forget what was applied.
+    /// waits, decide those a signal or event came for while they started, those whose
+    /// timer or timeout came and those whose child run ended (`children.rs`), apply what was decided (runs not paused), forget what was applied.
     pub async fn wait_round(&self, batch: u32) -> Result<WaitRound, Error> {
         let batch = i64::from(batch);
         let started = sqlx::query_file_scalar!("sql/wait_start.sql", batch).fetch_all(&self.pool).await?.len();
         let matched = sqlx::query_file_scalar!("sql/wait_match.sql").fetch_all(&self.pool).await?.len();
         let due = sqlx::query_file!("sql/wait_due.sql", batch).fetch_all(&self.pool).await?;
         let timed_out = due.iter().filter(|d| d.timed_out).count();
+        let children = self.decide_children(batch).await?;
         let applied = apply(&mut *self.pool.acquire().await?, None, batch).await?;
         let ended = sqlx::query_file!("sql/wait_forget.sql", batch)
             .fetch_all(&self.pool)
@@ -146,11 +149,12 @@ impl Store {
                 decided_by: r.decided_by,
                 failed: r.failed,
                 trace_context: r.trace_context,
+                child_run_id: r.child_run_id,
             })
             .collect();
         Ok(WaitRound {
             started: started as u64,
-            decided: (matched + due.len()) as u64,
+            decided: (matched + due.len() + children) as u64,
             timed_out: timed_out as u64,
             applied: applied as u64,
             ended,
@@ -289,6 +293,9 @@ impl WaitView {
     pub fn describe(&self, now: chrono::DateTime<chrono::Utc>) -> String {
         let what = match (self.kind.as_str(), &self.name, &self.key) {
             ("event", Some(name), Some(key)) => format!("event {name} (key {key})"),
+            ("child", Some(name), Some(run)) if self.decided_by.is_none() => {
+                return format!("workflow {name}, run {run}");
+            }
             (kind, Some(name), _) => format!("{kind} {name}"),
             (kind, _, _) => kind.to_owned(),
         };

@@ -212,6 +212,12 @@ pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Vie
     html! {
         h1 { (run.name) " " span #run-status { (badge(run.status.as_str())) } }
         @if let Some(of) = run.rerun_of { p #rerun-of { "Rerun of " a href={ "/runs/" (of) } { code { (of) } } } }
+        @if let Some(parent) = &run.parent {
+            p #parent { "Child of " a href={ "/runs/" (parent.run_id) } { code { (parent.run_id) } } " (step " (parent.step) ")" }
+        }
+        @if !run.children.is_empty() {
+            p #children { "Child runs: " @for c in &run.children { a href={ "/runs/" (c.run_id) } { (c.step) " " code { (c.run_id) } } " " } }
+        }
         @if !run.reruns.is_empty() {
             p #reruns { "Reruns: " @for r in &run.reruns { a href={ "/runs/" (r) } { code { (r) } } " " } }
         }

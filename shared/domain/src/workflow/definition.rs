@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::flow::ConcurrencySpec;
 use crate::wait::WaitSpec;
+use crate::workflow::child::ChildRunSpec;
 use crate::workflow::problem::Error;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,7 +34,7 @@ pub struct WorkflowDefinition {
 #[serde(deny_unknown_fields)]
 pub struct StepDefinition {
     pub name: String,
-    /// The executor the step runs with; empty for a step that waits instead.
+    /// The executor the step runs with; empty for a step that waits or runs a child workflow.
     #[serde(default)]
     pub operation: String,
     #[serde(default)]
@@ -41,6 +42,10 @@ pub struct StepDefinition {
     /// A durable wait instead of an operation (a timer, a signal, an event: [`crate::wait`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<WaitSpec>,
+    /// A child workflow instead of an operation: a registered workflow run and waited for
+    /// ([`crate::workflow::child`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<ChildRunSpec>,
     #[serde(default = "empty_object")]
     pub input: serde_json::Value,
     #[serde(default)]

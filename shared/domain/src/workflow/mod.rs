@@ -52,8 +52,10 @@
 //! - `plan.rs`: [`Plan`] and [`PlannedStep`], what a valid definition becomes.
 //! - `cycle.rs`: the first dependency cycle among planned steps.
 //! - `planner/`: [`WorkflowDefinition::plan_for`], every check, in parts.
+//! - [`child`]: a step that runs a registered workflow (`run:`) and waits for it.
 //! - `registered.rs`: [`WorkflowRef`] (`NAME[@VERSION]`) and the checks of a registration.
 
+pub mod child;
 mod cycle;
 mod definition;
 pub mod inputs;

@@ -16,6 +16,7 @@ use std::task::Poll;
 use rara_domain::StepError;
 use rara_domain::executor::{Detach, Resume};
 use rara_domain::step_error::codes;
+use rara_store::children::ChildStart;
 use rara_store::claim::ClaimedStep;
 use rara_store::map::Expansion;
 use tokio::task::JoinError;
@@ -39,6 +40,8 @@ pub enum Execution {
     Parked(Resume),
     /// A map step's first claim: create its children (fenced); it waits on them.
     Expanded(Expansion),
+    /// A child workflow step's claim: make its child run and let it wait for it (fenced).
+    Child(Box<ChildStart>),
 }
 
 /// What an executor's task returned.

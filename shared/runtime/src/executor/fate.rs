@@ -17,6 +17,7 @@ use rara_domain::StepError;
 use rara_domain::config::MAX_VISIBILITY_DELAY;
 use rara_domain::executor::Resume;
 use rara_domain::retry::{RetryDecision, RetryPolicy};
+use rara_store::children::ChildStart;
 use rara_store::claim::StaleReason;
 use rara_store::map::Expansion;
 
@@ -57,6 +58,9 @@ pub enum Ack {
     DeadLettered { code: String },
     /// A map step was expanded into its children; its next claim gathers their outputs.
     Expanded,
+    /// A child workflow step's child run was made and the step waits for it (the scheduler
+    /// ends the wait when the child ends).
+    Waiting,
     /// A step of a message of several that must come back was sent in a message of its own,
     /// hidden until then (the other steps' message is deleted when they settle).
     Moved,
@@ -209,6 +213,8 @@ pub enum Verdict {
     Park(Resume),
     /// A map step's first claim: create its children and let it wait on them.
     Expand(Expansion),
+    /// A child workflow step's claim: make the child run and let the step wait for it.
+    StartChild(Box<ChildStart>),
 }
 
 /// Decides what to record for an execution of attempt `attempt` under `policy`. Pure: the
@@ -220,6 +226,7 @@ pub fn judge(execution: Execution, attempt: u32, policy: &RetryPolicy, rng: &mut
         Execution::Interrupted => Verdict::Release,
         Execution::Parked(resume) => Verdict::Park(resume),
         Execution::Expanded(expansion) => Verdict::Expand(expansion),
+        Execution::Child(start) => Verdict::StartChild(start),
         Execution::Failed(error) => match policy.decide(attempt, &error, rng) {
             RetryDecision::RetryAfter(delay) if delay <= MAX_VISIBILITY_DELAY => {
                 Verdict::RetryByMessage { error, delay }

@@ -192,6 +192,7 @@ impl Scheduler {
         counters.waits_applied += round.applied;
         counters.waits_timed_out += round.timed_out;
         self.deadlines(counters).await?;
+        self.orphans(&round.ended, counters).await?;
         counters.waits_ended += round.ended.len() as u64;
         super::trace::emit_waits(&round.ended);
         if round != rara_store::waits::WaitRound::default() {
@@ -212,13 +213,38 @@ impl Scheduler {
         }
         counters.runs_timed_out += runs.len() as u64;
         tracing::info!(runs = runs.len(), detached = detached.len(), "runs past their deadline timed out");
-        let why = "the run passed its deadline (RUN_TIMED_OUT)";
+        self.tell(detached, "the run passed its deadline (RUN_TIMED_OUT)").await;
+        Ok(())
+    }
+
+    /// The child runs of the child workflow waits that ended otherwise than by their child
+    /// (the parent step cancelled, timed out, failed), cancelled if still running; their
+    /// detached attempts told as [`deadlines`](Self::deadlines) tells them. A child's own
+    /// children follow at the next round (their parent step is cancelled with it).
+    async fn orphans(&self, ended: &[rara_store::waits::EndedWait], counters: &mut Counters) -> Result<(), Error> {
+        let children: Vec<uuid::Uuid> = ended.iter().filter_map(|w| w.child_run_id).collect();
+        let (runs, detached) = self.db(self.store.cancel_children(&children)).await?;
+        if runs.is_empty() {
+            return Ok(());
+        }
+        counters.children_cancelled += runs.len() as u64;
+        tracing::info!(
+            runs = runs.len(),
+            detached = detached.len(),
+            "child runs cancelled: their parent step stopped waiting"
+        );
+        self.tell(detached, "its parent step no longer waits for it (CANCELLED)").await;
+        Ok(())
+    }
+
+    /// Tells the executors of `detached` attempts that their runs were cancelled (`why`), each
+    /// within `DETACHED_CANCEL_TIMEOUT`, with the remote credential the scheduler has.
+    async fn tell(&self, detached: Vec<rara_store::detach::DetachedAttempt>, why: &str) {
         for (attempt, told) in rara_operator::cancel::tell_with(&self.settings.remote_security, detached, why).await {
             if let Err(e) = told {
-                tracing::warn!(step_id = %attempt.step_id, error = %e, "could not tell a detached attempt its run timed out");
+                tracing::warn!(step_id = %attempt.step_id, error = %e, "could not tell a detached attempt its run was cancelled");
             }
         }
-        Ok(())
     }
 
     /// One slice of `flow_keys`' idle rows. They only cost space: a failure here is logged,

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::workflow::child::CHILD_OPERATION;
 use crate::workflow::inputs::RunInputs;
 use crate::workflow::limits::MAX_MAP_ITEMS;
 use crate::workflow::plan::PlannedStep;
@@ -28,7 +29,9 @@ pub(super) fn check(steps: &[PlannedStep], inputs: &RunInputs) -> Vec<Problem> {
             problems.extend(check_for_each(&map.items, &step.name, &upstream, inputs, &format!("steps[{i}].for_each")));
         }
         for Found { path, reference } in found {
-            let path = join(&format!("steps[{i}].input"), &path);
+            // A child step's input is its `run:` as written (`run.inputs.model`).
+            let field = if step.operation == CHILD_OPERATION { "run" } else { "input" };
+            let path = join(&format!("steps[{i}].{field}"), &path);
             let message = match reference {
                 Err(malformed) => malformed.to_string(),
                 Ok(r @ (Reference::Output { step: name, .. } | Reference::Artifact { step: name, .. })) => {

@@ -9,12 +9,14 @@ use crate::flow::{self, Concurrency};
 use crate::retry::RetryPolicy;
 use crate::secret_material;
 use crate::wait::WaitSpec;
+use crate::workflow::child::{CHILD_OPERATION, ChildRunSpec};
 use crate::workflow::definition::{RetrySpec, StepDefinition};
 use crate::workflow::inputs::RunInputs;
 use crate::workflow::limits::{
     MAX_OPERATION_LEN, MAX_RETRY_DELAY_SECONDS, MAX_RETRY_MULTIPLIER, MAX_TIMEOUT_SECONDS, valid_operation,
 };
 use crate::workflow::plan::{MapSpec, PlannedStep};
+use crate::workflow::references::join;
 
 use super::check_name;
 
@@ -35,6 +37,18 @@ impl StepRules<'_> {
             let depends_on = self.dependencies(i, step, problem);
             return self.plan_wait(step, wait, depends_on, &at, problem);
         }
+        if let Some(run) = &step.run {
+            return self.plan_child(i, step, run, problem);
+        }
+        if step.operation == CHILD_OPERATION {
+            problem(at("operation"), format!("{CHILD_OPERATION:?} is reserved: a step runs a workflow with `run:`"));
+        }
+        self.plan_operation(i, step, problem)
+    }
+
+    /// A step that runs an operation (an executor's, or [`CHILD_OPERATION`]).
+    fn plan_operation(&self, i: usize, step: &StepDefinition, problem: &mut impl FnMut(String, String)) -> PlannedStep {
+        let at = |field: &str| format!("steps[{i}].{field}");
         self.check_fields(step, &at, problem);
         let depends_on = self.dependencies(i, step, problem);
         let max_attempts = self.max_attempts(step, &at, problem);
@@ -79,21 +93,18 @@ impl StepRules<'_> {
         if step.version.as_deref().is_some_and(str::is_empty) {
             problem(at("version"), "must not be empty; leave it out to accept any version".into());
         }
+        // A child step's input is its `run:` (`{"workflow", "version", "inputs"}`).
+        let input = if step.operation == CHILD_OPERATION { "run" } else { "input" };
         if !step.input.is_object() {
-            problem(at("input"), "must be an object".into());
+            problem(at(input), "must be an object".into());
         }
         for finding in secret_material::scan(&step.input) {
-            let path = match finding.path.as_str() {
-                "" => at("input"),
-                p if p.starts_with('[') => at(&format!("input{p}")),
-                p => at(&format!("input.{p}")),
-            };
-            problem(path, finding.kind.to_string());
+            problem(join(&at(input), &finding.path), finding.kind.to_string());
         }
         let input_bytes = step.input.to_string().len();
         if input_bytes > self.config.max_input_bytes {
             problem(
-                at("input"),
+                at(input),
                 format!(
                     "{input_bytes} bytes; at most {} are allowed (RARA_MAX_INPUT_BYTES)",
                     self.config.max_input_bytes
@@ -124,6 +135,7 @@ impl StepRules<'_> {
             ("for_each", step.for_each.is_some()),
             ("concurrency", step.concurrency.is_some()),
             ("priority", step.priority.is_some()),
+            ("run", step.run.is_some()),
         ];
         for (field, _) in runs_an_operation.iter().filter(|(_, set)| *set) {
             problem(
@@ -147,6 +159,35 @@ impl StepRules<'_> {
             priority: 0,
             wait,
         }
+    }
+
+    /// A step that runs a registered workflow (`run:`, [`crate::workflow::child`]): planned as
+    /// an operation step of [`CHILD_OPERATION`] whose input is the child's spec (its inputs'
+    /// references substituted at claim), with every setting of an operation step but the
+    /// operation, its version and its input, which `run:` replaces.
+    fn plan_child(
+        &self,
+        i: usize,
+        step: &StepDefinition,
+        run: &ChildRunSpec,
+        problem: &mut impl FnMut(String, String),
+    ) -> PlannedStep {
+        let at = |field: &str| format!("steps[{i}].{field}");
+        let replaced = [
+            ("operation", !step.operation.is_empty()),
+            ("version", step.version.is_some()),
+            ("input", step.input.as_object().is_none_or(|o| !o.is_empty())),
+        ];
+        for (field, _) in replaced.iter().filter(|(_, set)| *set) {
+            problem(at(field), "a step that runs a workflow takes its inputs in run.inputs".into());
+        }
+        let input = run.plan().unwrap_or_else(|(field, message)| {
+            problem(at(&format!("run.{field}")), message);
+            serde_json::json!({})
+        });
+        let written =
+            StepDefinition { operation: CHILD_OPERATION.to_owned(), version: None, input, run: None, ..step.clone() };
+        self.plan_operation(i, &written, problem)
     }
 
     /// The indices of the steps `depends_on` names: each one known, not the step itself, listed

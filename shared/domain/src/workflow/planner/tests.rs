@@ -329,3 +329,33 @@ fn a_run_deadline_is_one_second_to_a_year() {
         assert!(err.contains("timeout_seconds: must be 1 to 31622400 (a year)"), "{err}");
     }
 }
+
+#[test]
+fn a_child_workflow_step_plans_as_the_reserved_operation_with_its_run_as_input() {
+    let yaml = "name: r\nsteps:\n  - {name: train, operation: noop}\n  - name: evaluate\n    depends_on: [train]\n    run: { workflow: eval-suite, version: \"3\", inputs: { model: { $output: train, pointer: /uri } } }\n";
+    let plan = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap().plan(&config()).unwrap();
+    let step = &plan.steps[1];
+    assert_eq!(step.operation, crate::workflow::child::CHILD_OPERATION);
+    assert_eq!(step.input["workflow"], "eval-suite");
+    assert_eq!(step.input["version"], 3);
+    assert_eq!(step.input["inputs"]["model"]["$output"], "train");
+    assert_eq!(step.depends_on, vec![0]);
+
+    // A map over children: `$item` in the child's inputs.
+    let map = "name: r\nsteps:\n  - name: each\n    for_each: [1, 2]\n    max_concurrency: 1\n    run: { workflow: w, inputs: { n: { $item: \"\" } } }\n";
+    let plan = WorkflowDefinition::parse(map, Format::Yaml).unwrap().plan(&config()).unwrap();
+    assert!(plan.steps[0].map.is_some());
+    assert_eq!(plan.steps[0].input["version"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_child_workflow_step_is_refused_at_the_field_at_fault() {
+    let p = problems(
+        "name: r\nsteps:\n  - {name: a, operation: noop}\n  - {name: b, operation: noop, run: {workflow: w}}\n  - {name: c, run: {workflow: w, inputs: {x: {$output: a}}}}\n  - {name: d, operation: workflow.run}\n  - {name: e, run: {workflow: \"\"}}\n  - {name: f, wait: {seconds: 5}, run: {workflow: w}}\n",
+    );
+    assert!(p.iter().any(|l| l.starts_with("steps[1].operation: a step that runs a workflow")), "{p:?}");
+    assert!(p.iter().any(|l| l == "steps[2].run.inputs.x: $output \"a\" is not a dependency of \"c\""), "{p:?}");
+    assert!(p.iter().any(|l| l.starts_with("steps[3].operation: \"workflow.run\" is reserved")), "{p:?}");
+    assert!(p.iter().any(|l| l.starts_with("steps[4].run.workflow: a workflow name is 1 to")), "{p:?}");
+    assert!(p.iter().any(|l| l.starts_with("steps[5].run: a step that waits has no operation")), "{p:?}");
+}

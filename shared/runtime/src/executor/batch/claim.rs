@@ -14,9 +14,10 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::trace::AttemptTrace;
-use super::{BatchExecutor, InFlight, references, step_span};
+use super::{BatchExecutor, InFlight, child, references, step_span};
 use crate::executor::execution::{self, Execution};
 use crate::executor::fate::{Ack, BatchReport, Record};
+use rara_domain::workflow::child::CHILD_OPERATION;
 
 impl BatchExecutor {
     /// Claims the batch in one statement and starts every claimed step in `running`.
@@ -59,6 +60,15 @@ impl BatchExecutor {
                     }
                     let id = match ended.remove(&step.holder.step_id) {
                         Some(execution) => references::spawn_ended(running, &step, execution),
+                        None if step.operation == CHILD_OPERATION => {
+                            let task = child::task(
+                                self.env.store.clone(),
+                                self.core.clone(),
+                                self.env.registry.clone(),
+                                step.clone(),
+                            );
+                            running.spawn(task.instrument(super::step_span(&step))).id()
+                        }
                         None => self.spawn(running, &record, step.clone(), trace.as_ref(), deadline),
                     };
                     in_flight.insert(id, InFlight { record, step, trace });

@@ -34,7 +34,7 @@
 //! - `quick.rs`: quick steps, run and recorded in the transaction of their lock.
 //! - `claim.rs`: the claim in one statement and the spawn of each claimed step.
 //! - `references.rs`: the claimed inputs' references substituted (data flow); `map.rs`: the
-//!   map steps' claims.
+//!   map steps' claims; `child.rs`: the claims of steps that run a workflow (child runs).
 //! - `collect.rs`: executions collected as they finish and judged ([`crate::executor::fate`]).
 //! - `record.rs`: the verdicts recorded in micro-batches, one statement per kind.
 //! - `comeback.rs`: visibility, moved steps and dead letters.
@@ -70,6 +70,7 @@ pub use quick::QUICK_BOUND;
 /// each other; a step that takes longer is recorded on its own, at most this much later.
 pub const RECORD_WINDOW: Duration = Duration::from_millis(2);
 
+mod child;
 mod claim;
 mod collect;
 mod comeback;
@@ -120,6 +121,8 @@ pub struct BatchExecutor {
     reattach_interval: Duration,
     /// `RARA_MAX_INPUT_BYTES`: the largest input a step runs with, references substituted.
     max_input_bytes: usize,
+    /// The configuration child workflow runs are planned with (`child.rs`).
+    core: Arc<rara_domain::config::Config>,
     /// `RARA_MAX_GATHERED_BYTES`: the most a map step gathers of its children's outputs.
     max_gathered_bytes: usize,
     /// How long one Postgres call may take ([`Timeouts::db_call`](crate::timeouts::Timeouts::db_call)).
@@ -177,6 +180,7 @@ impl BatchExecutor {
             delivery_timeout: settings.delivery_timeout,
             reattach_interval: settings.reattach_interval,
             max_input_bytes: core.max_input_bytes,
+            core: Arc::new(core.clone()),
             max_gathered_bytes: settings.max_gathered_bytes,
             db_call: settings.timeouts.db_call(),
             quick_operations,

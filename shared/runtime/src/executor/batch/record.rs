@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use rara_domain::StepError;
 use rara_domain::step_error::codes;
 use rara_store::Holder;
+use rara_store::children::ChildStart;
 use rara_store::detach::Park;
 use rara_store::map::Expansion;
 use rara_store::outcome::RetryVia;
@@ -33,6 +34,7 @@ struct Sorted {
     released: Vec<(Record, Holder)>,
     parks: Vec<(Record, Park)>,
     expansions: Vec<(Record, Expansion)>,
+    children: Vec<(Record, Box<ChildStart>)>,
 }
 
 impl Sorted {
@@ -51,6 +53,7 @@ impl Sorted {
                 Verdict::Release => sorted.released.push((record, holder)),
                 Verdict::Park(resume) => sorted.parks.push((record, Park { holder, resume, attached_at })),
                 Verdict::Expand(expansion) => sorted.expansions.push((record, expansion)),
+                Verdict::StartChild(start) => sorted.children.push((record, start)),
                 Verdict::Nothing => {
                     report.counters.lease_lost += 1;
                     tracing::info!(step_id = %holder.step_id, "lease lost; nothing recorded");
@@ -75,7 +78,7 @@ impl BatchExecutor {
     /// Successes, expansions, failures for good and retries in Postgres: each acknowledged once
     /// recorded. Returns the rest.
     async fn record_ends(&self, sorted: Sorted, report: &mut BatchReport) -> Sorted {
-        let Sorted { successes, failures, via_postgres, via_message, released, parks, expansions } = sorted;
+        let Sorted { successes, failures, via_postgres, via_message, released, parks, expansions, children } = sorted;
         let rest = Sorted { via_message, released, parks, ..Sorted::default() };
         if !successes.is_empty() {
             let (records, items) = unzip(successes);
@@ -92,6 +95,15 @@ impl BatchExecutor {
                 report.counters.expanded += 1;
                 tracing::info!(step_id = %expansion.holder.step_id, children = expansion.children.len(), "map step expanded");
                 report.acknowledge(record.message_id, Ack::Expanded);
+            }
+        }
+        if !children.is_empty() {
+            let (records, items) = unzip(children);
+            let results = Ok(self.start_children(&items).await);
+            for (record, start) in self.settle(records, items, results, report) {
+                report.counters.children_started += 1;
+                tracing::info!(step_id = %start.holder.step_id, workflow = %start.plan.name, "child run made; the step waits for it");
+                report.acknowledge(record.message_id, Ack::Waiting);
             }
         }
         if !failures.is_empty() {

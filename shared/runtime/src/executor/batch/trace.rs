@@ -132,5 +132,6 @@ pub(super) fn outcome(verdict: &Verdict) -> (&'static str, &'static str) {
         Verdict::Release => ("released", "Released"),
         Verdict::Park(_) => (PARKED, "Parked"),
         Verdict::Expand(_) => ("expanded", "Expanded"),
+        Verdict::StartChild(_) => ("waiting", "ChildStarted"),
     }
 }
