@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use clap::Args;
+use rara_domain::workflow::WorkflowRef;
 use rara_store::rerun::RerunRequest;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -30,6 +31,10 @@ pub struct RerunArgs {
     /// it made from the old value).
     #[arg(long)]
     pub(crate) force: bool,
+    /// Make the rerun from this registered version (`NAME@VERSION`, `NAME` for the newest)
+    /// instead of the original's steps: refused unless the steps carried over are unchanged in it.
+    #[arg(long, value_name = "NAME@VERSION")]
+    pub(crate) workflow: Option<WorkflowRef>,
     /// Watch the rerun until it ends (exit code 5 if it does not succeed).
     #[arg(long)]
     pub(crate) watch: bool,
@@ -52,13 +57,24 @@ pub async fn run(args: RerunArgs, json: bool) -> Result<(), Failure> {
         let lines: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
         Failure::new(ExitCode::Usage, lines.join("\n"))
     })?;
-    let request = RerunRequest {
-        from: Some(args.from),
-        idempotency_key: None,
-        inputs: inputs.as_object().cloned().unwrap_or_default(),
-        force: args.force,
+    let inputs = inputs.as_object().cloned().unwrap_or_default();
+    let version = match &args.workflow {
+        None => None,
+        Some(workflow) => {
+            let builtins = rara_builtins::registry()?;
+            let in_process = |op: &str, v: Option<&str>| builtins.in_process(op, v).is_some();
+            Some(rara_operator::rerun::plan_version(&store, &config, &in_process, &inputs, workflow).await)
+        }
     };
-    let rerun = match store.rerun(args.run_id, &request).await {
+    let made = match version.transpose() {
+        Ok(version) => {
+            let request =
+                RerunRequest { from: Some(args.from), idempotency_key: None, inputs, force: args.force, version };
+            store.rerun(args.run_id, &request).await
+        }
+        Err(e) => Err(e),
+    };
+    let rerun = match made {
         Ok(rerun) => rerun,
         Err(e @ rara_store::Error::RerunRefused(_)) => return Err(Failure::new(ExitCode::RerunRefused, e)),
         Err(e) => return Err(e.into()),

@@ -38,6 +38,10 @@ pub struct RerunBody {
     /// Rerun even when a carried-over step read a run input that changes.
     #[serde(default)]
     pub force: bool,
+    /// A registered version to make the rerun from (`NAME@VERSION`, `NAME` for the newest):
+    /// refused, naming the first difference, unless the steps carried over are unchanged in it.
+    #[serde(default)]
+    pub workflow: Option<String>,
 }
 
 /// The rerun made.
@@ -70,8 +74,24 @@ pub(crate) async fn make(api: &Api, run_id: Uuid, body: RerunBody) -> Result<Rer
         Error::bad_request(said.join("\n")).with_field(first)
     })?;
     let inputs = inputs.as_object().cloned().unwrap_or_default();
-    let request = RerunRequest { from: Some(body.from), idempotency_key: None, inputs, force: body.force };
-    match api.store().rerun(run_id, &request).await {
+    let version = match &body.workflow {
+        None => None,
+        Some(text) => {
+            let workflow = text.parse().map_err(|e: String| Error::bad_request(e).with_field("workflow"))?;
+            let in_process = |op: &str, v: Option<&str>| api.inner.builtins.in_process(op, v).is_some();
+            let config = &api.inner.config;
+            Some(rara_operator::rerun::plan_version(api.store(), config, &in_process, &inputs, &workflow).await)
+        }
+    };
+    let made = match version.transpose() {
+        Ok(version) => {
+            let request =
+                RerunRequest { from: Some(body.from), idempotency_key: None, inputs, force: body.force, version };
+            api.store().rerun(run_id, &request).await
+        }
+        Err(e) => Err(e),
+    };
+    match made {
         Ok(made) => Ok(made.into()),
         Err(e @ rara_store::Error::RerunRefused(_)) => {
             Err(Error::new(StatusCode::CONFLICT, "rerun_refused", e.to_string(), RERUN_REFUSED_EXIT))

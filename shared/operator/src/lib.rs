@@ -7,6 +7,7 @@
 //!   runs detached on a remote executor, concurrently, each within [`DETACHED_CANCEL_TIMEOUT`].
 //! - [`bulk`]: the set-based actions over what a filter matches: retry the failed and cancelled
 //!   steps, cancel the unfinished runs; one statement per batch, a bounded number per request.
+//! - [`rerun`]: the registered version a rerun is made from, planned with its inputs.
 //! - [`replay`]: one new run per finished run a filter matches (or a rerun from its first failed
 //!   step), once per run.
 //!
@@ -18,4 +19,5 @@
 pub mod bulk;
 pub mod cancel;
 pub mod replay;
+pub mod rerun;
 pub mod schedules;

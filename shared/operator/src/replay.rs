@@ -56,6 +56,7 @@ pub async fn replay(store: &Store, filter: &RunFilter, from_failed: bool, dry_ru
             continue;
         }
         let request = RerunRequest {
+            version: None,
             from,
             idempotency_key: Some(replay_key(candidate.run_id)),
             inputs: serde_json::Map::new(),

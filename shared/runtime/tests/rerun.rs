@@ -35,7 +35,7 @@ steps:
 
 fn request(from: &str, inputs: Value, force: bool) -> RerunRequest {
     let inputs = inputs.as_object().cloned().unwrap_or_default();
-    RerunRequest { from: Some(from.into()), idempotency_key: None, inputs, force }
+    RerunRequest { from: Some(from.into()), idempotency_key: None, inputs, force, version: None }
 }
 
 fn called(echo: &Echo) -> Vec<String> {
@@ -148,4 +148,54 @@ async fn a_run_past_its_deadline_is_cancelled_with_run_timed_out(pool: PgPool) {
     .await
     .unwrap();
     assert!((3.0..3.1).contains(&deadline), "the deadline is 3 s after submission: {deadline}");
+}
+
+/// `--workflow NAME@VERSION`: a rerun made from a newer registered version whose steps upstream
+/// of the step are unchanged runs the new version's downstream (here a changed s4, and an s6
+/// the original did not have) and carries s1–s3; a version that changed a carried step is
+/// refused naming it, one without the step too.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_rerun_from_a_newer_version_keeps_the_carried_steps_and_runs_the_new_downstream(pool: PgPool) {
+    let (store, _queues, stack, echo) = Stack::with_echo(pool.clone()).await;
+    let inputs: Map<String, Value> = json!({"n": 2, "fail_attempts": 1}).as_object().cloned().unwrap();
+    let original = WorkflowDefinition::parse(CHAIN, Format::Yaml).unwrap();
+    let plan = original.plan_for(&stack.settings.core, &inputs, |_, _| true).unwrap();
+    let run = store.submit(&plan).await.unwrap().run_id;
+    assert_eq!(stack.run_until_finished(run, LIMIT).await.0, "failed");
+
+    let fixed = CHAIN.replace("fail_attempts: {$input: /fail_attempts}", "fail_attempts: 0")
+        + "  - {name: s6, operation: test.echo, depends_on: [s5], input: {step: s6}}\n";
+    let changed = CHAIN.replace("input: {step: s2, n: {$input: /n}}", "input: {step: s2, n: 7}");
+    let without = CHAIN.replace("name: s4", "name: s4b").replace("depends_on: [s4]", "depends_on: [s4b]");
+    for (i, yaml) in [&fixed, &changed, &without].into_iter().enumerate() {
+        let definition = WorkflowDefinition::parse(yaml, Format::Yaml).unwrap();
+        store.register_definition("chain", &serde_json::to_value(&definition).unwrap()).await.unwrap();
+        assert_eq!(store.definition("chain", None).await.unwrap().version, i as i32 + 1);
+    }
+    let in_process = |_: &str, _: Option<&str>| true;
+    let version = |v: i32| {
+        let (store, config) = (store.clone(), stack.settings.core.clone());
+        let inputs = inputs.clone();
+        async move {
+            let workflow = rara_domain::workflow::WorkflowRef { name: "chain".into(), version: Some(v) };
+            rara_operator::rerun::plan_version(&store, &config, &in_process, &inputs, &workflow).await.unwrap()
+        }
+    };
+    let with = |v| RerunRequest { version: Some(v), ..request("s4", json!({}), false) };
+
+    for (v, expected) in [(2, "step \"s2\" (carried over) changed: its input differs"), (3, "it has no step \"s4\"")] {
+        match store.rerun(run, &with(version(v).await)).await {
+            Err(rara_store::Error::RerunRefused(why)) => assert!(why.contains(expected), "{why}"),
+            other => panic!("version {v}: expected a refusal, got {other:?}"),
+        }
+    }
+    let rerun = store.rerun(run, &with(version(1).await)).await.unwrap();
+    assert_eq!(rerun.carried, ["s1", "s2", "s3"]);
+    assert_eq!(rerun.rerun, ["s4", "s5", "s6"]);
+    assert_eq!(stack.run_until_finished(rerun.run_id, LIMIT).await.0, "succeeded");
+    assert_eq!(called(&echo), ["s1", "s2", "s3", "s5", "s6"], "the carried steps did not run again");
+    let view = store.run(rerun.run_id).await.unwrap();
+    assert_eq!((view.workflow_version, view.rerun_of), (Some(1), Some(run)));
+    let carried: Vec<_> = view.steps.iter().filter(|s| s.carried_from.is_some()).map(|s| s.name.as_str()).collect();
+    assert_eq!(carried, ["s1", "s2", "s3"]);
 }

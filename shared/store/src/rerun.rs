@@ -17,6 +17,8 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::browse::RunFilter;
+
+mod version;
 use crate::{DUE_CHANNEL, Error, Store};
 
 /// What to rerun.
@@ -31,6 +33,19 @@ pub struct RerunRequest {
     pub inputs: Map<String, Value>,
     /// Rerun even when a carried step read a run input that changed.
     pub force: bool,
+    /// A registered version to make the rerun from instead of the original's steps
+    /// (`--workflow NAME@VERSION`): planned with the rerun's inputs; its steps upstream of
+    /// `from` must be the original's unchanged (`rerun/version.rs`).
+    pub version: Option<NewVersion>,
+}
+
+/// The definition a rerun is made from (see [`RerunRequest::version`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewVersion {
+    /// The registered definition, planned with the rerun's inputs (the original's with the
+    /// given ones replaced).
+    pub plan: rara_domain::workflow::Plan,
+    pub version: i32,
 }
 
 /// A rerun made.
@@ -62,13 +77,15 @@ pub fn replay_key(run_id: Uuid) -> String {
 }
 
 /// A step of the original, as `rerun_steps_of.sql` reads it.
-struct Original {
-    id: Uuid,
-    name: String,
+pub(crate) struct Original {
+    pub(crate) id: Uuid,
+    pub(crate) name: String,
     status: StepStatus,
-    input: Value,
+    pub(crate) input: Value,
     for_each: Option<Value>,
-    depends_on: Vec<Uuid>,
+    pub(crate) operation: String,
+    pub(crate) version: Option<String>,
+    pub(crate) depends_on: Vec<Uuid>,
 }
 
 impl Store {
@@ -92,6 +109,8 @@ impl Store {
                 status: r.status,
                 input: r.input,
                 for_each: r.for_each,
+                operation: r.operation,
+                version: r.version,
                 depends_on: r.depends_on,
             })
             .collect();
@@ -103,24 +122,11 @@ impl Store {
         if let Some(object) = inputs.as_object_mut() {
             object.extend(request.inputs.clone());
         }
-        for step in steps.iter().filter(|s| !again.contains(&s.id)) {
-            if step.status != StepStatus::Succeeded {
-                return Err(Error::RerunRefused(format!(
-                    "step {:?} is {} and is not downstream of {:?}: it would be carried over without an output \
-                     (rerun from {:?}, or from a step upstream of both)",
-                    step.name,
-                    step.status,
-                    request.from.as_deref().unwrap_or_default(),
-                    step.name
-                )));
-            }
-            if let Some(pointer) = changed_input(step, &run.inputs, &inputs).filter(|_| !request.force) {
-                return Err(Error::RerunRefused(format!(
-                    "step {:?} is carried over but read the run input {pointer}, which changes: its output was made \
-                     from the old value (rerun from {:?}, or pass --force to keep it)",
-                    step.name, step.name
-                )));
-            }
+        refuse_carried(&steps, &again, &run.inputs, &inputs, request)?;
+        if let Some(version) = &request.version {
+            let made = version::make(&mut tx, run_id, &steps, &again, version, request).await?;
+            tx.commit().await?;
+            return Ok(made);
         }
         let new_id = Uuid::now_v7();
         let total = steps.len() as i32;
@@ -174,6 +180,37 @@ impl Store {
         .map(|r| ReplayCandidate { run_id: r.id, replayed: r.replayed, first_failed: r.first_failed })
         .collect())
     }
+}
+
+/// Why the steps `steps` not in `again` cannot be carried over, if they cannot: one that did not
+/// succeed, or (unless forced) one that read a run input that changes from `before` to `after`.
+fn refuse_carried(
+    steps: &[Original],
+    again: &HashSet<Uuid>,
+    before: &Value,
+    after: &Value,
+    request: &RerunRequest,
+) -> Result<(), Error> {
+    for step in steps.iter().filter(|s| !again.contains(&s.id)) {
+        if step.status != StepStatus::Succeeded {
+            return Err(Error::RerunRefused(format!(
+                "step {:?} is {} and is not downstream of {:?}: it would be carried over without an output \
+                     (rerun from {:?}, or from a step upstream of both)",
+                step.name,
+                step.status,
+                request.from.as_deref().unwrap_or_default(),
+                step.name
+            )));
+        }
+        if let Some(pointer) = changed_input(step, before, after).filter(|_| !request.force) {
+            return Err(Error::RerunRefused(format!(
+                "step {:?} is carried over but read the run input {pointer}, which changes: its output was made \
+                     from the old value (rerun from {:?}, or pass --force to keep it)",
+                step.name, step.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The step named `from` and every step downstream of it.

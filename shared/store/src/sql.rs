@@ -283,6 +283,7 @@ fn operators() -> Vec<Statement> {
         s("rerun_steps_of", sql_file!("rerun_steps_of"), &["uuid"]),
         s("rerun_run", sql_file!("rerun_run"), &["uuid", "uuid", "int4", "int4", "jsonb", "text"]),
         s("rerun_steps", sql_file!("rerun_steps"), &["uuid", "uuid[]", "uuid[]", "bool[]", "int4[]"]),
+        s("rerun_carry", sql_file!("rerun_carry"), &["uuid", "uuid", "text[]"]),
         s("overdue_runs", sql_file!("overdue_runs"), &["int8"]),
         s("replay_candidates", sql_file!("replay_candidates"), FILTERED_LIMIT),
         s("read_run", READ_RUN, &["uuid"]),

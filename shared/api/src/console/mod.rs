@@ -341,7 +341,8 @@ async fn rerun_form(
 ) -> Result<Redirect, Error> {
     let (Path(id), Form(form)) = (id?, form?);
     api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    let body = crate::rerun::RerunBody { from: form.from, inputs: serde_json::Map::new(), force: false };
+    let body =
+        crate::rerun::RerunBody { from: form.from, inputs: serde_json::Map::new(), force: false, workflow: None };
     let made = crate::rerun::make(&api, id, body).await?;
     Ok(Redirect::to(&format!("/runs/{}", made.id)))
 }

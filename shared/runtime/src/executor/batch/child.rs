@@ -72,15 +72,9 @@ async fn planned(
         serde_json::from_value(found.definition).map_err(|e| invalid(format!("{shown} does not read: {e}")))?;
     definition.idempotency_key = Some(child_key(step.holder.step_id, step.attempt));
     let in_process = |op: &str, v: Option<&str>| registry.in_process(op, v).is_some();
-    let plan = definition.plan_for(config, &input.inputs, in_process).map_err(|e| {
-        let problems = match &e {
-            rara_domain::workflow::Error::Invalid(problems) => {
-                problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
-            }
-            other => other.to_string(),
-        };
-        invalid(format!("{shown} does not plan with the inputs given: {problems}"))
-    })?;
+    let plan = definition
+        .plan_for(config, &input.inputs, in_process)
+        .map_err(|e| invalid(format!("{shown} does not plan with the inputs given: {e}")))?;
     Ok(ChildStart { holder: step.holder.clone(), plan, version: found.version })
 }
 
