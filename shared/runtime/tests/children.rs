@@ -215,4 +215,17 @@ async fn a_failed_child_fails_its_step_a_map_runs_one_child_each_and_depth_is_bo
     .unwrap();
     assert!(deepest["message"].as_str().unwrap().contains("at most 8"), "{deepest}");
     assert_eq!(step("deep").error.unwrap().0.code, "CHILD_WORKFLOW_FAILED");
+
+    // A retry of the failed step makes a new child, keyed by the new attempt.
+    let bad_id = step("bad").id;
+    assert!(store.retry_step(bad_id).await.unwrap() > 0, "the step comes back");
+    run_until(&stack, holds(&pool, "SELECT status <> 'running' FROM workflow_runs WHERE id = $1", parent)).await;
+    let keys: Vec<String> = sqlx::query_scalar(
+        "SELECT idempotency_key FROM workflow_runs WHERE parent_step_id = $1 ORDER BY parent_attempt",
+    )
+    .bind(bad_id)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(keys, [format!("child:{bad_id}:1"), format!("child:{bad_id}:2")]);
 }
