@@ -195,7 +195,25 @@ pub trait Reporter: Send + Sync {
     async fn version(&self, _version: &str) -> Result<(), ReportError> {
         Ok(())
     }
+
+    /// Streams `body` into the artifact store (`RARA_ARTIFACTS_URI`) as this attempt's artifact
+    /// `name` (memory bounded by one part, its sha256 computed while it is written) and records
+    /// it as [`artifact`](Self::artifact) does; the artifact recorded, for the executor's
+    /// output. By default there is no store: [`ReportError::Unavailable`].
+    async fn store_artifact(
+        &self,
+        name: &str,
+        _body: ArtifactBody,
+        _media_type: Option<&str>,
+    ) -> Result<Artifact, ReportError> {
+        Err(ReportError::Unavailable(format!(
+            "artifact {name:?}: no artifact store is configured (RARA_ARTIFACTS_URI)"
+        )))
+    }
 }
+
+/// The bytes an in-process executor stores as an artifact ([`Reporter::store_artifact`]).
+pub type ArtifactBody = std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>;
 
 /// A reporter that drops everything, for executions nobody watches (tests, tools).
 #[derive(Debug, Default, Clone, Copy)]

@@ -231,6 +231,16 @@ impl<R: Reporter + ?Sized + 'static> Reporter for RedactingReporter<R> {
     async fn version(&self, version: &str) -> Result<(), ReportError> {
         self.inner.version(&self.redactor.text(version)).await
     }
+
+    async fn store_artifact(
+        &self,
+        name: &str,
+        body: rara_domain::executor::ArtifactBody,
+        media_type: Option<&str>,
+    ) -> Result<Artifact, ReportError> {
+        let media_type = media_type.map(|m| self.redactor.text(m).into_owned());
+        self.inner.store_artifact(&self.redactor.text(name), body, media_type.as_deref()).await
+    }
 }
 #[cfg(test)]
 mod tests {

@@ -4,13 +4,71 @@
 use std::time::Duration;
 
 use rara_domain::StepError;
+use rara_domain::executor::{ReportError, Reporter};
 use rara_domain::retry::MAX_RETRY_AFTER;
 use rara_domain::step_error::codes;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use tokio::io::AsyncReadExt;
 
 use super::{HTTP_4XX, HTTP_5XX, HTTP_CONNECT, HTTP_REDIRECT, HTTP_TIMEOUT, HTTP_TRANSPORT, NAME, RETURNED_HEADERS};
 use crate::egress::Denied;
+
+/// The largest body `save_body` stores (whole; a longer one is cut there and marked
+/// `truncated`).
+pub const MAX_SAVED_BODY_BYTES: u64 = 5 * 1024 * 1024 * 1024;
+
+/// The [`RETURNED_HEADERS`] of `response`.
+fn returned_headers(response: &reqwest::Response) -> serde_json::Map<String, serde_json::Value> {
+    RETURNED_HEADERS
+        .iter()
+        .filter_map(|&name| {
+            let value = response.headers().get(name)?.to_str().ok()?;
+            Some((name.to_owned(), value.into()))
+        })
+        .collect()
+}
+
+/// The output of a response whose body is stored as the artifact `name` (`save_body`), streamed
+/// to the artifact store through `reporter`: status, [`RETURNED_HEADERS`], the artifact.
+pub async fn saved(
+    target: &str,
+    response: reqwest::Response,
+    name: &str,
+    reporter: &dyn Reporter,
+) -> Result<serde_json::Value, StepError> {
+    let status = response.status();
+    let headers = returned_headers(&response);
+    let media_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    // A transport error's text never carries the URL (its path and query may hold secrets).
+    let chunks = futures::stream::unfold(Some(response), |response| async move {
+        let mut response = response?;
+        match response.chunk().await {
+            Ok(Some(chunk)) => Some((Ok(chunk), Some(response))),
+            Ok(None) => None,
+            Err(e) => Some((Err(std::io::Error::other(e.without_url())), None)),
+        }
+    });
+    let body = tokio_util::io::StreamReader::new(Box::pin(chunks)).take(MAX_SAVED_BODY_BYTES);
+    let artifact = reporter.store_artifact(name, Box::pin(body), media_type.as_deref()).await.map_err(|e| match e {
+        ReportError::LeaseLost => StepError::permanent(codes::CANCELLED, format!("{NAME}: the lease was lost")),
+        ReportError::Unavailable(why) => StepError::retryable(
+            codes::ARTIFACT_STORE_UNAVAILABLE,
+            format!("{NAME} {target}: the body could not be stored: {why}"),
+        ),
+    })?;
+    tracing::debug!(target = %target, status = status.as_u16(), bytes = artifact.size_bytes, "http.request body stored");
+    let truncated = artifact.size_bytes.is_some_and(|n| n as u64 >= MAX_SAVED_BODY_BYTES);
+    Ok(serde_json::json!({
+        "status": status.as_u16(),
+        "headers": headers,
+        "artifact": {
+            "name": artifact.name, "uri": artifact.uri, "media_type": artifact.media_type,
+            "size_bytes": artifact.size_bytes, "digest": artifact.digest,
+        },
+        "truncated": truncated,
+    }))
+}
 
 /// The output of a response that is not an error: status, [`RETURNED_HEADERS`], the body cut
 /// to `limit` bytes, and `json` when the response says it is JSON, was not cut and parses.
@@ -21,13 +79,7 @@ pub async fn output(
 ) -> Result<serde_json::Value, StepError> {
     let status = response.status();
     tracing::debug!(target = %target, status = status.as_u16(), "http.request answered");
-    let headers: serde_json::Map<String, serde_json::Value> = RETURNED_HEADERS
-        .iter()
-        .filter_map(|&name| {
-            let value = response.headers().get(name)?.to_str().ok()?;
-            Some((name.to_owned(), value.into()))
-        })
-        .collect();
+    let headers = returned_headers(&response);
     let is_json = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json_media_type);
     let (body, truncated) = read_limited(&mut response, limit).await.map_err(|err| transport_error(target, err))?;
 

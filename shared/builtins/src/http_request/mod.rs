@@ -9,7 +9,10 @@
 //! Output: `{"status": 200, "headers": {..}, "body": "<text>", "truncated": false, "json": ..}`
 //! with the headers of [`RETURNED_HEADERS`] only, the body cut to
 //! [`BuiltinsConfig::max_response_bytes`], and `json` when the response says it is JSON, was
-//! not cut and parses.
+//! not cut and parses. With `"save_body": "NAME"` the body is streamed into the artifact store
+//! instead, as the attempt's artifact NAME (whole, up to [`MAX_SAVED_BODY_BYTES`]), and the
+//! output has `"artifact": {name, uri, media_type, size_bytes, digest}` in place of `body`; a
+//! run without an artifact store fails the step (retryable `ARTIFACT_STORE_UNAVAILABLE`).
 //!
 //! Failures: 5xx, 408, 429, timeouts and transport errors are retryable (`HTTP_5XX`,
 //! `HTTP_4XX`, `HTTP_TIMEOUT`, `HTTP_CONNECT`, `HTTP_TRANSPORT`); other 4xx are permanent
@@ -31,6 +34,7 @@
 mod answer;
 mod redirect;
 
+pub use answer::MAX_SAVED_BODY_BYTES;
 pub use redirect::{MAX_REDIRECTS, SAFE_HEADERS};
 
 use std::collections::BTreeMap;
@@ -130,6 +134,8 @@ struct Input {
     body: Option<serde_json::Value>,
     #[serde(default)]
     timeout_seconds: Option<f64>,
+    #[serde(default)]
+    save_body: Option<String>,
 }
 
 /// A validated request, and what errors may say about it.
@@ -142,6 +148,8 @@ struct Request {
     timeout: Duration,
     /// `"GET https://host:port"`: all that messages and logs may show of the request.
     target: String,
+    /// The artifact the body is stored as, instead of being returned.
+    save_body: Option<String>,
 }
 
 #[async_trait::async_trait]
@@ -151,7 +159,7 @@ impl Executor for HttpRequest {
         let target = request.target.clone();
         let timeout = request.timeout;
         let result = guard(&ctx, async {
-            tokio::time::timeout(timeout, self.send(request))
+            tokio::time::timeout(timeout, self.send(request, &ctx))
                 .await
                 .unwrap_or_else(|_| Err(answer::timed_out(&target, timeout)))
         })
@@ -167,7 +175,7 @@ impl HttpRequest {
     /// Sends the request and follows redirects hop by hop (module `redirect`), each hop
     /// checked by the egress policy before it connects (a literal address) and while it
     /// connects (a name, in the resolver).
-    async fn send(&self, request: Request) -> Result<serde_json::Value, StepError> {
+    async fn send(&self, request: Request, ctx: &ExecutionContext) -> Result<serde_json::Value, StepError> {
         let Request { mut method, mut url, mut headers, mut body, .. } = request;
         let mut hops = 0;
         loop {
@@ -201,7 +209,10 @@ impl HttpRequest {
             if status.is_client_error() || status.is_server_error() {
                 return Err(answer::status_error(&target, status, response.headers()));
             }
-            return answer::output(&target, response, self.max_response_bytes).await;
+            return match &request.save_body {
+                Some(name) => answer::saved(&target, response, name, ctx.reporter.as_ref()).await,
+                None => answer::output(&target, response, self.max_response_bytes).await,
+            };
         }
     }
 }
@@ -263,7 +274,12 @@ fn validate(input: Input, default_timeout: Duration) -> Result<Request, StepErro
     };
 
     let target = target(&method, &url);
-    Ok(Request { method, url, headers, body: input.body, timeout, target })
+    if let Some(name) = &input.save_body
+        && (name.is_empty() || name.len() > 200 || name.contains('/'))
+    {
+        return Err(input::invalid(NAME, "save_body", "an artifact name: 1 to 200 characters, no '/'"));
+    }
+    Ok(Request { method, url, headers, body: input.body, timeout, target, save_body: input.save_body })
 }
 
 #[cfg(test)]
@@ -278,6 +294,7 @@ mod tests {
             headers: BTreeMap::new(),
             body: None,
             timeout_seconds: None,
+            save_body: None,
         };
         let request = validate(input, Duration::from_secs(1)).unwrap();
         assert_eq!(request.target, "POST https://example.com:8443");

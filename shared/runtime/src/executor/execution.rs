@@ -226,13 +226,16 @@ fn context(
     let stop_reason = StopReason::default();
     let reporter = Arc::new(RedactingReporter {
         redactor,
-        inner: Arc::new(StoreReporter::new(
-            env.store.clone(),
-            step.holder.clone(),
-            env.progress_interval,
-            Loss { lost: lost.clone(), reason: stop_reason.clone() },
-            env.lease,
-        )),
+        inner: Arc::new(
+            StoreReporter::new(
+                env.store.clone(),
+                step.holder.clone(),
+                env.progress_interval,
+                Loss { lost: lost.clone(), reason: stop_reason.clone() },
+                env.lease,
+            )
+            .with_artifacts(env.artifacts.store().cloned(), step.run_id, step.attempt),
+        ),
     });
     let ctx = ExecutionContext {
         run_id: step.run_id,

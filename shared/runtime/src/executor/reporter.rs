@@ -9,10 +9,14 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rara_domain::executor::{Artifact, ReportError, Reporter, StopReason};
+use std::sync::Arc;
+
+use rara_artifacts::{ArtifactStore, Key};
+use rara_domain::executor::{Artifact, ArtifactBody, DiscardReporter, ReportError, Reporter, StopReason};
 use rara_store::{Holder, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 pub struct StoreReporter {
     store: Store,
@@ -26,6 +30,8 @@ pub struct StoreReporter {
     /// How long one write may take (the lease: a later one is worthless): a silent Postgres
     /// fails the write instead of holding the execution.
     write_bound: Duration,
+    /// Where [`Reporter::store_artifact`] writes: the store, the run and the attempt.
+    artifacts: Option<(Arc<dyn ArtifactStore>, Uuid, u32)>,
 }
 
 impl std::fmt::Debug for StoreReporter {
@@ -44,7 +50,15 @@ impl StoreReporter {
             last_write: Mutex::new(None),
             final_written: AtomicBool::new(false),
             write_bound,
+            artifacts: None,
         }
+    }
+
+    /// Artifacts an executor streams ([`Reporter::store_artifact`]) go to `store`, under the
+    /// run `run_id` and the attempt `attempt` (`runs/{run}/{step}/{attempt}/{name}`).
+    pub fn with_artifacts(mut self, store: Option<Arc<dyn ArtifactStore>>, run_id: Uuid, attempt: u32) -> Self {
+        self.artifacts = store.map(|store| (store, run_id, attempt));
+        self
     }
 
     async fn map(&self, e: rara_store::Error) -> ReportError {
@@ -97,6 +111,32 @@ impl Reporter for StoreReporter {
             Ok(()) => Ok(()),
             Err(e) => Err(self.map(e).await),
         }
+    }
+
+    async fn store_artifact(
+        &self,
+        name: &str,
+        body: ArtifactBody,
+        media_type: Option<&str>,
+    ) -> Result<Artifact, ReportError> {
+        if self.loss.lost.is_cancelled() {
+            return Err(ReportError::LeaseLost);
+        }
+        let Some((store, run_id, attempt)) = &self.artifacts else {
+            return DiscardReporter.store_artifact(name, body, media_type).await;
+        };
+        let unavailable = |e: rara_artifacts::Error| ReportError::Unavailable(format!("artifact {name:?}: {e}"));
+        let key = Key::artifact(*run_id, self.holder.step_id, *attempt, name).map_err(unavailable)?;
+        let stored = store.put(&key, body, media_type).await.map_err(unavailable)?;
+        let artifact = Artifact {
+            name: name.to_owned(),
+            uri: stored.uri,
+            media_type: stored.media_type,
+            size_bytes: i64::try_from(stored.size_bytes).ok(),
+            digest: Some(stored.digest),
+        };
+        self.artifact(artifact.clone()).await?;
+        Ok(artifact)
     }
 
     async fn version(&self, version: &str) -> Result<(), ReportError> {
