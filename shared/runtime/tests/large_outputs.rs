@@ -107,3 +107,32 @@ async fn a_5_mib_output_is_stored_by_reference_and_pointers_into_it_resolve(pool
     let forged = run.steps.iter().find(|s| s.name == "forged").unwrap();
     assert!(forged.output.as_ref().unwrap().get("$$stored").is_some(), "{:?}", forged.output);
 }
+
+/// A rerun carries a step with an offloaded output over: a pointer into it from a step that
+/// runs again reads the object under the original run's prefix (where it was made).
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_pointer_into_a_carried_offloaded_output_resolves_in_the_rerun(pool: PgPool) {
+    let (store, stack, echo, _artifacts) = stack(pool).await;
+    let flow = "name: carried\ninputs: {fail: {type: integer}}\nsteps:\n  - {name: big, operation: test.big}\n  \
+                - {name: gate, operation: fail, depends_on: [big], max_attempts: 1, input: {fail_attempts: {$input: /fail}, retryable: false}}\n  \
+                - {name: use, operation: test.echo, depends_on: [gate], input: {row: {$output: big, pointer: /rows/7/i}}}\n";
+    let inputs = json!({"fail": 1}).as_object().cloned().unwrap();
+    let definition =
+        rara_domain::workflow::WorkflowDefinition::parse(flow, rara_domain::workflow::Format::Yaml).unwrap();
+    let plan = definition.plan_for(&stack.settings.core, &inputs, |_, _| true).unwrap();
+    let original = store.submit(&plan).await.unwrap().run_id;
+    assert_eq!(stack.run_until_finished(original, LIMIT).await.0, "failed");
+
+    let fixed = json!({"fail": 0}).as_object().cloned().unwrap();
+    let request = rara_store::rerun::RerunRequest {
+        from: Some("gate".into()),
+        idempotency_key: None,
+        inputs: fixed,
+        force: false,
+        version: None,
+    };
+    let rerun = store.rerun(original, &request).await.unwrap();
+    assert_eq!(rerun.carried, ["big"]);
+    assert_eq!(stack.run_until_finished(rerun.run_id, LIMIT).await.0, "succeeded");
+    assert_eq!(echo.0.lock().unwrap().clone(), [json!({"row": 7})], "read from the original's object");
+}

@@ -2,15 +2,18 @@
 -- named by the pairs ($1 run, $2 step name); the descriptors of the artifacts named by the
 -- triples ($3 run, $4 step name, $5 artifact name), from each step's succeeded attempt (the
 -- latest of that name); the inputs of the runs $6. One row per thing found: a step that has
--- not succeeded gives no output, a missing artifact no row.
+-- not succeeded gives no output, a missing artifact no row. An output's `home` is the run it
+-- was made in: the step's, or for a step a rerun carried over, the run of the step it was
+-- carried from (its offloaded output lies under that run's prefix).
 SELECT 'output' AS "kind!", s.run_id AS "run_id!", s.name AS "step?", NULL::text AS "artifact?",
-       coalesce(s.output, 'null'::jsonb) AS "value!"
+       coalesce(s.output, 'null'::jsonb) AS "value!",
+       coalesce((SELECT c.run_id FROM steps c WHERE c.id = s.carried_from), s.run_id) AS "home?"
 FROM unnest($1::uuid[], $2::text[]) AS t(run_id, step)
 JOIN step_names n ON n.run_id = t.run_id AND n.name = t.step
 JOIN steps s ON s.id = n.step_id
 WHERE s.status = 'succeeded'
 UNION ALL
-SELECT 'artifact', s.run_id, s.name, t.artifact, d.descriptor
+SELECT 'artifact', s.run_id, s.name, t.artifact, d.descriptor, NULL::uuid
 FROM unnest($3::uuid[], $4::text[], $5::text[]) AS t(run_id, step, artifact)
 JOIN step_names n ON n.run_id = t.run_id AND n.name = t.step
 JOIN steps s ON s.id = n.step_id
@@ -23,4 +26,4 @@ CROSS JOIN LATERAL (
 ) d
 WHERE s.status = 'succeeded'
 UNION ALL
-SELECT 'inputs', w.id, NULL, NULL, w.inputs FROM workflow_runs w WHERE w.id = ANY($6::uuid[])
+SELECT 'inputs', w.id, NULL, NULL, w.inputs, NULL::uuid FROM workflow_runs w WHERE w.id = ANY($6::uuid[])

@@ -59,6 +59,16 @@ pub struct Upstream {
     /// Offloaded outputs (`{"$stored": …}` in `outputs`) read whole from the artifact store, for
     /// the references that point into them (the runtime reads them; this store never does).
     pub loaded: HashMap<(Uuid, String), Value>,
+    /// The run each output was made in, where it is not the step's own run (a step a rerun
+    /// carried over): its offloaded output lies under that run's prefix.
+    pub homes: HashMap<(Uuid, String), Uuid>,
+}
+
+impl Upstream {
+    /// The run the output of `step` of `run_id` was made in (its offloaded output's prefix).
+    pub fn home_of(&self, run_id: Uuid, step: &str) -> Uuid {
+        self.homes.get(&(run_id, step.to_owned())).copied().unwrap_or(run_id)
+    }
 }
 
 impl Upstream {
@@ -122,6 +132,9 @@ impl Store {
         for row in rows {
             match (row.kind.as_str(), row.step, row.artifact) {
                 ("output", Some(step), _) => {
+                    if let Some(home) = row.home.filter(|home| *home != row.run_id) {
+                        upstream.homes.insert((row.run_id, step.clone()), home);
+                    }
                     upstream.outputs.insert((row.run_id, step), row.value);
                 }
                 ("artifact", Some(step), Some(name)) => {

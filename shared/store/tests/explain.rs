@@ -315,7 +315,7 @@ async fn rara_sessions_never_compile_statements_with_jit(pool: PgPool) {
 /// The statements that read the steps of a run (or of several): through `step_names` by run,
 /// then `steps` by primary key; `retryable_steps` through the partial index `steps_retryable`
 /// (migration 000018); `wait_start` through `steps_wait_ready`, `waits_of_run` from `waits`.
-const BY_RUN: [&str; 18] = [
+const BY_RUN: [&str; 19] = [
     "read_steps",
     "read_dependencies",
     "read_attempts",
@@ -329,6 +329,7 @@ const BY_RUN: [&str; 18] = [
     "prune_archive_runs",
     "retryable_steps",
     "rerun_steps_of",
+    "rerun_carry",
     "replay_candidates",
     "signal",
     "signal_steps",

@@ -35,8 +35,10 @@ impl BatchExecutor {
             return;
         }
         let bound = self.env.returns.max_output_bytes as u64;
+        let upstream_ref = &*upstream;
         let reads = wanted.into_iter().map(|(key, (descriptor, waiting))| async move {
-            let loaded = self.env.artifacts.load(key.0, &descriptor, bound).await;
+            let home = upstream_ref.home_of(key.0, &key.1);
+            let loaded = self.env.artifacts.load(home, &descriptor, bound).await;
             (key, waiting, loaded)
         });
         for (key, waiting, loaded) in futures::future::join_all(reads).await {
