@@ -52,7 +52,9 @@ exit_codes! {
     /// completion came first, or nothing waits for that name).
     NotWaiting = 9,
     /// `rara rerun`: the rerun cannot be made as asked (no such step; a step that would be
-    /// carried over did not succeed; a carried-over step read a run input that changes).
+    /// carried over did not succeed; a carried-over step read a run input that changes;
+    /// `--workflow`'s version changed a carried-over step, lacks STEP, or does not plan with the
+    /// rerun's inputs).
     RerunRefused = 10,
 }
 
