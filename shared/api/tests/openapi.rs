@@ -39,6 +39,7 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/artifacts/{id}",
         "/api/workflows",
         "/api/workflows/{name}",
+        "/api/workflows/validate",
         "/api/workflows/{name}/versions/{version}",
         "/api/workflows/{name}/runs",
         "/api/schedules",
