@@ -2,7 +2,9 @@
 # The clients' suites against a live rara (`make test` runs it; alone: scripts/test-clients.sh):
 # the Python client (clients/python: mypy --strict, then pytest, which starts `rara ui` and
 # `rara dev` with the Python executor on a scratch database, as scripts/demo.sh does, and runs
-# examples/python/rebuild_index.py), then the TypeScript client when it is there.
+# examples/python/rebuild_index.py), then the TypeScript client (clients/typescript: npm ci, then
+# npm test: types fresh from docs/openapi.json, its suite and examples/typescript/rebuild-index.ts
+# against a live stack started by clients/python/tests/stack.py).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -22,4 +24,10 @@ PY="$(scripts/clients-env.sh | tail -n 1)"
   "$PY" -m mypy --strict src/rara_client tests ../../examples/python/rebuild_index.py
   log "pytest clients/python"
   "$PY" -m pytest -q "$@"
+)
+(
+  cd clients/typescript
+  log "npm ci, then npm test against a live rara ui and rara dev"
+  npm ci --no-audit --no-fund --loglevel=error
+  "$PY" ../python/tests/stack.py npm test
 )

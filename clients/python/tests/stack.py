@@ -133,3 +133,19 @@ def rara_dev(stack: Stack) -> Iterator[None]:
         yield
     finally:
         processes.stop()
+
+
+def main(command: list[str]) -> int:
+    """``python clients/python/tests/stack.py COMMAND...``: COMMAND run against a live stack,
+    with ``RARA_API_URL``, ``RARA_API_TOKEN`` and ``RARA_TEST_LIVE=1`` (the TypeScript suite)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rara-stack-") as logs, rara_ui(Path(logs)) as stack, rara_dev(stack):
+        env = dict(os.environ, RARA_API_URL=stack.url, RARA_API_TOKEN=stack.token, RARA_TEST_LIVE="1")
+        return subprocess.run(command, env=env, check=False).returncode
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
