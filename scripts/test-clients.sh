@@ -4,7 +4,8 @@
 # `rara dev` with the Python executor on a scratch database, as scripts/demo.sh does, and runs
 # examples/python/rebuild_index.py), then the TypeScript client (clients/typescript: npm ci, then
 # npm test: types fresh from docs/openapi.json, its suite and examples/typescript/rebuild-index.ts
-# against a live stack started by clients/python/tests/stack.py).
+# against a live stack started by clients/python/tests/stack.py), then schemathesis against the
+# live API (scripts/schemathesis.sh: the number of requests, the findings listed or new).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -31,3 +32,5 @@ PY="$(scripts/clients-env.sh | tail -n 1)"
   npm ci --no-audit --no-fund --loglevel=error
   "$PY" ../python/tests/stack.py npm test
 )
+log "schemathesis: docs/openapi.json against the live API"
+"$PY" clients/python/tests/stack.py scripts/schemathesis.sh

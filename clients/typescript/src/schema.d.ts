@@ -418,7 +418,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * `GET /api/workflows/validate` stays what it would be without this route: the versions of a
+         *     workflow named `validate`.
+         */
+        get: operations["versions_of_validate"];
         put?: never;
         /** Check a definition (and, when given, the run's inputs) as submit would; nothing is stored. */
         post: operations["validate"];
@@ -782,11 +786,7 @@ export interface components {
         };
         /** @description A definition to check. */
         ValidateRequest: {
-            /**
-             * @description The workflow definition: a JSON object, or its text (YAML or JSON), as `POST /api/runs`
-             *     takes it.
-             */
-            definition: Record<string, never>;
+            definition: Record<string, never> | string;
             /**
              * @description The run's inputs: when given, checked as `POST /api/runs` checks them (a required input
              *     missing is a problem); when absent, as a registration checks the definition (a required
@@ -1764,6 +1764,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegisterResponse"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    versions_of_validate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the versions of the workflow named `validate` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowVersions"];
                 };
             };
             "4XX": {

@@ -10,7 +10,7 @@ use rara_domain::workflow::{Error as WorkflowError, Problem};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::error::json;
+use crate::error::{json, serde_field};
 use crate::submit::definition_of;
 use crate::{Api, Error, ErrorBody, Reader};
 
@@ -20,7 +20,10 @@ pub(crate) fn routes() -> axum::Router<Api> {
 
 /// `GET /api/workflows/validate` stays what it would be without this route: the versions of a
 /// workflow named `validate`.
-async fn versions_of_validate(
+#[utoipa::path(get, path = "/api/workflows/validate", operation_id = "versions_of_validate",
+    responses((status = 200, body = crate::workflows::WorkflowVersions, description = "the versions of the workflow named `validate`"),
+              (status = "4XX", body = ErrorBody)))]
+pub async fn versions_of_validate(
     api: State<Api>,
     reader: Reader,
 ) -> Result<Json<crate::workflows::WorkflowVersions>, Error> {
@@ -33,7 +36,7 @@ async fn versions_of_validate(
 pub struct ValidateRequest {
     /// The workflow definition: a JSON object, or its text (YAML or JSON), as `POST /api/runs`
     /// takes it.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = object_or_text)]
     pub definition: serde_json::Value,
     /// The run's inputs: when given, checked as `POST /api/runs` checks them (a required input
     /// missing is a problem); when absent, as a registration checks the definition (a required
@@ -41,6 +44,17 @@ pub struct ValidateRequest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub inputs: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A definition's schema: an object, or its text (text that does not parse is a problem).
+fn object_or_text() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::Object).description(Some("the definition as JSON")))
+            .item(ObjectBuilder::new().schema_type(Type::String).description(Some("its YAML or JSON text")))
+            .build(),
+    )
 }
 
 /// What is wrong with a definition: nothing when `valid`.
@@ -75,9 +89,16 @@ impl From<Problem> for ProblemBody {
 pub async fn validate(
     State(api): State<Api>,
     _reader: Reader,
-    body: Result<Json<ValidateRequest>, JsonRejection>,
+    body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
 ) -> Result<Json<ValidateResponse>, Error> {
-    let request = json(body)?;
+    // Read from an object only: serde would take a struct from an array too (`[{}, null]`).
+    let request: ValidateRequest = serde_json::from_value(serde_json::Value::Object(json(body)?)).map_err(|e| {
+        let error = Error::bad_request(format!("the body is not a valid request: {e}"));
+        match serde_field(&e.to_string()) {
+            Some(field) => error.with_field(field),
+            None => error,
+        }
+    })?;
     let definition = match definition_of(request.definition) {
         Ok(definition) => definition,
         // Text or an object that does not read as a definition: one problem, no path.

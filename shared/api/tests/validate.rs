@@ -98,6 +98,12 @@ async fn an_unreadable_definition_is_one_problem_and_a_bad_request_an_error(pool
     assert_eq!((status, body["code"].clone()), (StatusCode::BAD_REQUEST, json!("bad_request")));
     let (status, body) = client.post("/api/workflows/validate", json!({"definition": {}, "extra": 1})).await;
     assert_eq!((status, body["field"].clone()), (StatusCode::BAD_REQUEST, json!("extra")));
+    let (status, body) = client.post("/api/workflows/validate", json!([{}, null])).await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!("bad_request")),
+        "an array is no request"
+    );
     // Anyone who may read may validate: no token needed on loopback.
     let request = Some(("application/json", br#"{"definition": {"name": "n", "steps": []}}"#.to_vec()));
     let (status, text) = client.send(Method::POST, "/api/workflows/validate", None, request).await;
