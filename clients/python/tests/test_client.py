@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rara_client import AsyncClient, Client, RunFinished, StepChange
 
+from .proxy import proxy_to
 from .stack import Stack
 
 
@@ -92,3 +93,25 @@ async def test_the_async_client_watches_too(executing: Stack) -> None:
         changes = [c async for c in rara.watch(run["id"])]
         assert isinstance(changes[-1], RunFinished) and changes[-1].status == "succeeded"
         assert (await rara.wait(run["id"]))["status"] == "succeeded"
+
+
+def test_a_watch_whose_stream_breaks_reconnects_and_misses_nothing(executing: Stack) -> None:
+    definition = {"name": "cut", "steps": [
+        {"name": "first", "operation": "sleep", "input": {"seconds": 2}},
+        {"name": "second", "operation": "noop", "depends_on": ["first"]}]}
+    with proxy_to(executing.url) as proxy:
+        # The proxy's Host is another port: the server answers to its own address only.
+        with Client(proxy.url, token=executing.token, headers={"host": executing.url.removeprefix("http://")}) as rara:
+            run = rara.submit(definition)
+            seen: list[str] = []
+            cuts = 0
+            for change in rara.watch(run["id"], poll_interval=0.2):
+                if isinstance(change, StepChange):
+                    seen.append(f"{change.name}:{change.status}")
+                    if change.name == "first" and change.status == "running" and not cuts:
+                        cuts = proxy.cut()
+                else:
+                    assert change.status == "succeeded"
+    assert cuts > 0, "the stream was cut while the run went on"
+    assert proxy.accepted > 2, "the watch connected again"
+    assert "first:succeeded" in seen and "second:succeeded" in seen, seen

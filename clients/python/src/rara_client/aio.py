@@ -23,7 +23,7 @@ from .watch import EventLines, RunFinished, WatchEvent, changes
 class AsyncClient:
     """``AsyncClient(url, token=...)``: ``url`` and ``token`` default to ``RARA_API_URL`` and
     ``RARA_API_TOKEN``; ``sigv4=True`` (or a :class:`SigV4`) signs requests for an IAM function
-    URL instead."""
+    URL instead; ``headers`` are sent with every request."""
 
     def __init__(
         self,
@@ -33,9 +33,11 @@ class AsyncClient:
         sigv4: SigV4 | bool = False,
         retry: Retry | None = None,
         timeout: float = 30.0,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        base, headers = settings(url, token)
+        base, defaults = settings(url, token)
+        headers = {**defaults, **(headers or {})}
         auth = SigV4() if sigv4 is True else (sigv4 or None)
         self._retry = retry or Retry()
         self._http = httpx.AsyncClient(base_url=base, headers=headers, auth=auth, timeout=timeout,

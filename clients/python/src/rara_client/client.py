@@ -25,7 +25,7 @@ from .watch import RunFinished, WatchEvent
 class Client:
     """``Client(url, token=...)``: ``url`` and ``token`` default to ``RARA_API_URL`` and
     ``RARA_API_TOKEN``; ``sigv4=True`` (or a :class:`SigV4`) signs requests for an IAM function
-    URL instead."""
+    URL instead; ``headers`` are sent with every request."""
 
     def __init__(
         self,
@@ -35,11 +35,13 @@ class Client:
         sigv4: SigV4 | bool = False,
         retry: Retry | None = None,
         timeout: float = 30.0,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        base, headers = settings(url, token)
+        base, defaults = settings(url, token)
+        headers = {**defaults, **(headers or {})}
         self._auth = SigV4() if sigv4 is True else (sigv4 or None)
-        self._args = (base, headers.get("authorization", "").removeprefix("Bearer ") or None, timeout)
+        self._args = (base, headers, timeout)
         self._retry = retry or Retry()
         self._http = httpx.Client(base_url=base, headers=headers, auth=self._auth, timeout=timeout,
                                   transport=transport)
@@ -179,9 +181,10 @@ class Client:
 
     def watch(self, run_id: str, **options: Any) -> Iterator[WatchEvent]:
         """See :meth:`AsyncClient.watch`: each step change, then :class:`RunFinished`."""
-        base, token, timeout = self._args
+        base, headers, timeout = self._args
         loop = asyncio.new_event_loop()
-        client = AsyncClient(base, token=token or "", sigv4=self._auth or False, retry=self._retry, timeout=timeout)
+        client = AsyncClient(base, token="", sigv4=self._auth or False, retry=self._retry, timeout=timeout,
+                             headers=headers)
         changes = client.watch(run_id, **options)
         try:
             while True:
