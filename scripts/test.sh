@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite against real parts: Postgres (the machine's), LocalStack's
 # SQS (started here if nothing answers, stopped again afterwards), the Python executor; then
-# the IAM check of every AWS call the suites made (scripts/check-iam.sh).
+# the IAM check of every AWS call the suites made (scripts/check-iam.sh); then the clients
+# (scripts/test-clients.sh) against a live `rara ui` and `rara dev`.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -30,3 +31,5 @@ scripts/check-iam.sh test >/dev/null
 scripts/check-iam.sh "$CALLS" infra/tests/executor_service_calls.jsonl
 echo "== Python tests"
 scripts/test-python.sh
+echo "== Client tests"
+scripts/test-clients.sh

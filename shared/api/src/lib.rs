@@ -9,6 +9,7 @@
 //! - [`submit`]: a definition submitted, whole or registered (what `runs` and `workflows` share).
 //! - [`workflows`]: registered definitions under `/api/workflows`: register, list, a version, a
 //!   run of one.
+//! - [`validate`]: `POST /api/workflows/validate`: a definition checked as submit checks it.
 //! - [`schedules`]: schedules under `/api/schedules`: create, list, pause, resume, delete,
 //!   trigger, backfill.
 //! - [`openapi`]: the OpenAPI document generated from [`runs`] (served at `/openapi.json`,
@@ -41,6 +42,7 @@ pub mod rerun;
 pub mod runs;
 pub mod schedules;
 pub mod submit;
+pub mod validate;
 pub mod waits;
 pub mod workflows;
 
@@ -170,6 +172,7 @@ impl Api {
         Router::new()
             .merge(runs::routes())
             .merge(waits::routes())
+            .merge(validate::routes())
             .merge(workflows::routes())
             .merge(schedules::routes())
             .merge(rerun::routes())

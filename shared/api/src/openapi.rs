@@ -19,7 +19,7 @@ use crate::runs;
           runs::bulk_cancel, runs::bulk_retry, crate::login::issue, crate::waits::signal, crate::waits::event,
           crate::waits::complete, crate::waits::waits, crate::rerun::rerun, crate::rerun::replay,
           crate::artifacts::download,
-          crate::workflows::register, crate::workflows::list,
+          crate::workflows::register, crate::workflows::list, crate::validate::validate, crate::validate::versions_of_validate,
           crate::workflows::versions, crate::workflows::version, crate::workflows::submit,
           crate::schedules::create, crate::schedules::list, crate::schedules::one, crate::schedules::delete,
           crate::schedules::pause, crate::schedules::resume, crate::schedules::trigger, crate::schedules::backfill),
@@ -30,6 +30,7 @@ use crate::runs;
         crate::rerun::ReplayResponse, crate::rerun::ReplayRefusal, crate::rerun::ReplayMade,
         crate::workflows::RegisterRequest, crate::workflows::RegisterResponse,
         crate::workflows::WorkflowList, crate::workflows::WorkflowVersions, crate::workflows::WorkflowRunRequest,
+        crate::validate::ValidateRequest, crate::validate::ValidateResponse, crate::validate::ProblemBody,
         crate::schedules::CreateRequest, crate::schedules::BackfillRequest, crate::schedules::FiredResponse,
         crate::schedules::ScheduleList)),
     modifiers(&Token)

@@ -73,6 +73,7 @@ pub struct ListQuery {
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Runs per page, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
 }
 

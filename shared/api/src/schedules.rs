@@ -142,7 +142,7 @@ pub async fn create(
 }
 
 /// The schedules, with their next fire and their last run's status.
-#[utoipa::path(get, path = "/api/schedules", responses((status = 200, body = ScheduleList), (status = "4XX", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/schedules", operation_id = "list_schedules", responses((status = 200, body = ScheduleList), (status = "4XX", body = ErrorBody)))]
 pub async fn list(State(api): State<Api>, _reader: Reader) -> Result<Json<ScheduleList>, Error> {
     Ok(Json(ScheduleList { schedules: api.store().schedules(MAX_LISTED).await? }))
 }

@@ -95,6 +95,7 @@ pub struct WaitsQuery {
     /// Only this run's (default: every run's, the oldest first).
     pub run: Option<Uuid>,
     /// At most this many, 1 to 500 (default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
 }
 

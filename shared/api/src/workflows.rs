@@ -98,7 +98,7 @@ pub async fn register(
 }
 
 /// The registered workflows.
-#[utoipa::path(get, path = "/api/workflows",
+#[utoipa::path(get, path = "/api/workflows", operation_id = "list_workflows",
     responses((status = 200, body = WorkflowList), (status = "4XX", body = ErrorBody)))]
 pub async fn list(State(api): State<Api>, _reader: Reader) -> Result<Json<WorkflowList>, Error> {
     Ok(Json(WorkflowList { workflows: api.store().definitions(MAX_LISTED).await? }))
@@ -135,7 +135,7 @@ pub async fn version(
 }
 
 /// Submit a run of a registered workflow (its newest version unless `version` says).
-#[utoipa::path(post, path = "/api/workflows/{name}/runs", params(("name" = String, Path)),
+#[utoipa::path(post, path = "/api/workflows/{name}/runs", operation_id = "submit_workflow", params(("name" = String, Path)),
     request_body = WorkflowRunRequest, security(("token" = [])),
     responses((status = 201, body = SubmitResponse, description = "created"),
               (status = 200, body = SubmitResponse, description = "the idempotency key matched an existing run"),

@@ -39,6 +39,7 @@ fn the_document_names_every_resource_path_and_the_token() {
         "/api/artifacts/{id}",
         "/api/workflows",
         "/api/workflows/{name}",
+        "/api/workflows/validate",
         "/api/workflows/{name}/versions/{version}",
         "/api/workflows/{name}/runs",
         "/api/schedules",
@@ -52,4 +53,20 @@ fn the_document_names_every_resource_path_and_the_token() {
     }
     assert_eq!(document["components"]["securitySchemes"]["token"]["scheme"], "bearer");
     assert!(document["components"]["schemas"]["ErrorBody"]["properties"]["exit_code"].is_object());
+}
+
+#[test]
+fn every_operation_has_its_own_id() {
+    // Generators (openapi-typescript, the TypeScript client's) name an operation by its id: two
+    // operations with one id are one type, and a client that does not compile.
+    let document: serde_json::Value = serde_json::from_str(&rara_api::openapi::document()).unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, methods) in document["paths"].as_object().unwrap() {
+        for (method, operation) in methods.as_object().unwrap() {
+            let id = operation["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no id"));
+            if let Some(other) = seen.insert(id.to_owned(), format!("{method} {path}")) {
+                panic!("{method} {path} and {other} share the operationId {id:?}");
+            }
+        }
+    }
 }
