@@ -11,10 +11,12 @@
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
 //! - [`dag`], [`timeline`]: the run page's two drawings;
-//! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form.
+//! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form;
+//! - [`overview`]: the landing page's state, charts and tables above the runs list.
 
 pub mod dag;
 pub mod inbox;
+pub mod overview;
 pub mod pages;
 pub mod timeline;
 
@@ -56,6 +58,7 @@ pub(crate) fn routes() -> axum::Router<Api> {
         .route("/runs/{id}/rerun", post(rerun_form))
         .route("/bulk", post(bulk_form))
         .merge(inbox::routes())
+        .merge(overview::routes())
 }
 
 /// HTML-escapes text for the hand-written SVG (maud escapes everything else).
@@ -135,7 +138,10 @@ async fn runs_page(
     }
     let page = query.list()?.page(&api).await?;
     let csrf = forms(&api, &credentials);
-    Ok(Html(pages::runs(&query, &page, viewer(&api, reader, csrf.as_deref())).into_string()).into_response())
+    let landing = query.status.is_none() && query.name.is_none() && query.cursor.is_none();
+    let overview = if landing { Some(overview::load(&api, chrono::Utc::now()).await?) } else { None };
+    let viewer = viewer(&api, reader, csrf.as_deref());
+    Ok(Html(pages::runs(&query, &page, viewer, overview.as_ref()).into_string()).into_response())
 }
 
 async fn runs_fragment(

@@ -12,6 +12,7 @@ use rara_domain::state::{RunStatus, StepStatus};
 use rara_store::read::{RunView, StepView};
 use uuid::Uuid;
 
+use super::overview::Overview;
 use super::{BulkForm, ConsoleQuery, dag, status_colour, timeline};
 use crate::Updates;
 use crate::runs::RunPage;
@@ -25,7 +26,7 @@ th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e2e8f0;vertical-a
 .panel{background:#fff;border:1px solid #e2e8f0;border-radius:6px;padding:12px;margin:12px 0;overflow:auto}
 pre{background:#f1f5f9;padding:8px;overflow:auto;max-height:300px;margin:4px 0}
 form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
-.progress{vertical-align:middle}
+.progress{vertical-align:middle}figure{display:inline-block;margin:0 16px 8px 0}
 "#;
 
 /// The statuses and outcomes with a colour of their own (others are grey).
@@ -49,10 +50,12 @@ pub fn inline_scripts() -> [&'static str; 4] {
     [CONFIRM, RUNS_LIVE, RUN_LIVE, WAITS_LIVE]
 }
 
-/// Keeps the runs list live.
-const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
+/// Keeps the runs list live, and the overview above it (at most every 5 s).
+const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false,last=0;const es=new EventSource('/events');
 es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
-if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
+if(r.ok)document.getElementById('runs').innerHTML=await r.text();const o=document.getElementById('overview');
+if(o&&Date.now()-last>5000){last=Date.now();const f=await fetch('/fragments/overview');if(f.ok)o.outerHTML=await f.text();}}
+finally{busy=false;}});})();"#;
 
 /// Keeps the inbox live, except while the reader is filling one of its forms.
 pub(super) const WAITS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
@@ -129,12 +132,12 @@ pub(super) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
-/// The runs list, live.
-pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>) -> Markup {
+/// The landing page: the overview (when given) above the runs list, live.
+pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: Option<&Overview>) -> Markup {
     let status = query.status.clone().unwrap_or_default();
     let name = query.name.clone().unwrap_or_default();
     let body = html! {
-        h1 { "Runs" }
+        @if let Some(o) = overview { h1 { "Overview" } (super::overview::section(o)) h2 { "Runs" } } @else { h1 { "Runs" } }
         form method="get" action="/" {
             label { "status " select name="status" {
                 option value="" { "any" }

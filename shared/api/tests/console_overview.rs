@@ -1,0 +1,78 @@
+//! The landing page's overview over a real Postgres: the state now, the charts' buckets, the
+//! operations and the error codes with links to the runs they failed in, from attempts the test
+//! writes; a filtered runs list has no overview; `/fragments/overview` renders it alone.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::Client;
+use sqlx::PgPool;
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_landing_page_shows_what_failed_in_the_last_hour_and_where(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let runs = [client.submit_demo().await, client.submit_demo().await];
+    // Every step of both runs ran once 10 minutes ago for 40 ms; `work` of the second run
+    // failed with E_BROKEN, and that run failed 9 minutes ago.
+    sqlx::query(
+        "INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token, outcome, error, started_at, finished_at)
+         SELECT s.id, 1, -row_number() OVER (), 'test', gen_random_uuid(),
+                CASE WHEN s.run_id = $1 AND s.name = 'work' THEN 'failed' ELSE 'succeeded' END::rara_attempt_outcome,
+                CASE WHEN s.run_id = $1 AND s.name = 'work'
+                     THEN '{\"code\":\"E_BROKEN\",\"message\":\"broken\",\"retryable\":false}'::jsonb END,
+                now() - interval '10 minutes', now() - interval '10 minutes' + interval '40 ms'
+         FROM steps s",
+    )
+    .bind(runs[1].parse::<uuid::Uuid>().unwrap())
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE workflow_runs SET status = 'failed', steps_unfinished = 0, finished_at = now() - interval '9 minutes'
+         WHERE id = $1",
+    )
+    .bind(runs[1].parse::<uuid::Uuid>().unwrap())
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let (status, html) = client.send(Method::GET, "/", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = |id: &str| {
+        let at = html.find(&format!(r#"id="{id}""#)).unwrap_or_else(|| panic!("no #{id}"));
+        let inner = &html[at..];
+        strip(&inner[inner.find('>').unwrap() + 1..inner.find("</a>").or(inner.find("</span>")).unwrap()])
+    };
+    assert_eq!(text("running"), "1 running");
+    assert_eq!(text("failed"), "1 failed in the last hour");
+    assert!(html.contains(r#"data-succeeded="5" data-retried="0" data-failed="1""#), "one bucket of six attempts");
+    assert!(html.contains(r#"<tr data-operation="noop"><td><code>noop</code></td><td>4</td><td>0.0 %</td>"#));
+    assert!(html.contains(r#"<tr data-operation="sleep"><td><code>sleep</code></td><td>2</td><td>50.0 %</td>"#));
+    let errors = &html[html.find(r#"<tr data-code="E_BROKEN">"#).expect("the error's row")..];
+    let errors = &errors[..errors.find("</tr>").unwrap()];
+    assert!(errors.contains(&format!(r#"href="/runs/{}""#, runs[1])), "{errors}");
+    assert!(!errors.contains(&runs[0]), "only the run it failed in: {errors}");
+    assert!(html.contains(&runs[0]), "the runs list is below");
+
+    let (_, filtered) = client.send(Method::GET, "/?status=failed", None, None).await;
+    assert!(!filtered.contains(r#"id="overview""#) && filtered.contains(&runs[1]));
+    let (status, fragment) = client.send(Method::GET, "/fragments/overview", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(fragment.starts_with(r#"<section id="overview">"#) && fragment.contains("E_BROKEN"));
+}
+
+/// The text of some markup, tags removed.
+fn strip(markup: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in markup.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
