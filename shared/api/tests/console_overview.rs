@@ -55,6 +55,9 @@ async fn the_landing_page_shows_what_failed_in_the_last_hour_and_where(pool: PgP
     assert!(!errors.contains(&runs[0]), "only the run it failed in: {errors}");
     assert!(html.contains(&runs[0]), "the runs list is below");
 
+    let (_, day) = client.send(Method::GET, "/?window=day", None, None).await;
+    assert!(day.contains("Attempts, last day, per 15 minutes") && day.contains(r#"<tr data-code="E_BROKEN">"#));
+    assert!(day.contains(r#"data-succeeded="5" data-retried="0" data-failed="1""#), "the day's bucket");
     let (_, filtered) = client.send(Method::GET, "/?status=failed", None, None).await;
     assert!(!filtered.contains(r#"id="overview""#) && filtered.contains(&runs[1]));
     let (status, fragment) = client.send(Method::GET, "/fragments/overview", None, None).await;

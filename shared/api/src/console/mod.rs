@@ -12,12 +12,16 @@
 //! - [`pages`]: the markup of the pages and of the live fragments;
 //! - [`dag`], [`timeline`]: the run page's two drawings;
 //! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form;
-//! - [`overview`]: the landing page's state, charts and tables above the runs list.
+//! - [`overview`]: the landing page's state, charts and tables above the runs list;
+//! - [`schedules`], [`limits`]: the operator pages, their forms answered through [`answer`].
 
+pub mod answer;
 pub mod dag;
 pub mod inbox;
+pub mod limits;
 pub mod overview;
 pub mod pages;
+pub mod schedules;
 pub mod timeline;
 
 use std::convert::Infallible;
@@ -59,6 +63,8 @@ pub(crate) fn routes() -> axum::Router<Api> {
         .route("/bulk", post(bulk_form))
         .merge(inbox::routes())
         .merge(overview::routes())
+        .merge(schedules::routes())
+        .merge(limits::routes())
 }
 
 /// HTML-escapes text for the hand-written SVG (maud escapes everything else).
@@ -106,6 +112,8 @@ pub struct ConsoleQuery {
     pub status: Option<String>,
     pub name: Option<String>,
     pub cursor: Option<String>,
+    /// The overview's window (the landing page only).
+    pub window: Option<overview::Span>,
 }
 
 impl ConsoleQuery {
@@ -139,7 +147,8 @@ async fn runs_page(
     let page = query.list()?.page(&api).await?;
     let csrf = forms(&api, &credentials);
     let landing = query.status.is_none() && query.name.is_none() && query.cursor.is_none();
-    let overview = if landing { Some(overview::load(&api, chrono::Utc::now()).await?) } else { None };
+    let span = query.window.unwrap_or_default();
+    let overview = if landing { Some(overview::load(&api, chrono::Utc::now(), span).await?) } else { None };
     let viewer = viewer(&api, reader, csrf.as_deref());
     Ok(Html(pages::runs(&query, &page, viewer, overview.as_ref()).into_string()).into_response())
 }

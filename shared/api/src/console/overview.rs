@@ -1,13 +1,16 @@
 //! The overview, above the runs list on the landing page (`/`): the state now (runs running,
-//! waiting, failed in the last hour; due steps and the oldest one's age), the attempts of the
-//! last hour and day by outcome as two SVG charts, the operations of the last hour (attempts,
-//! failure rate, p50/p95 duration) and the commonest error codes with runs they failed in.
-//! Each number is one indexed statement of `rara_store::overview`; `/fragments/overview`
-//! renders the section again for the live page (at most every few seconds, the script says).
+//! waiting, failed in the last hour; due steps and the oldest one's age), and over a window (the
+//! last hour by minute, or with `?window=day` the last day by 15 minutes) the attempts by
+//! outcome as an SVG chart, the operations (attempts, failure rate, p50/p95 duration) and the
+//! commonest error codes with runs they failed in. Each number is one indexed statement of
+//! `rara_store::overview`; the day reads 24 times the attempts, so it is asked for, not the
+//! landing's default (`tools/console-bench --history`). `/fragments/overview` renders the
+//! section again for the live page (at most every few seconds, the script says).
 
 use std::fmt::Write;
 
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::response::Html;
 use axum::routing::get;
 use chrono::{DateTime, Duration, Utc};
@@ -31,11 +34,21 @@ pub struct Chart {
     pub buckets: Vec<Bucket>,
 }
 
+/// The overview's window: the last hour or the last day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Span {
+    #[default]
+    Hour,
+    Day,
+}
+
 /// Everything the overview shows, read at one instant.
 #[derive(Debug)]
 pub struct Overview {
+    pub span: Span,
     pub now: Now,
-    pub charts: [Chart; 2],
+    pub chart: Chart,
     pub operations: Vec<OperationStats>,
     pub errors: Vec<ErrorStats>,
 }
@@ -44,33 +57,44 @@ pub(super) fn routes() -> axum::Router<Api> {
     axum::Router::new().route("/fragments/overview", get(fragment))
 }
 
-async fn fragment(State(api): State<Api>, _: Reader) -> Result<Html<String>, Error> {
-    Ok(Html(section(&load(&api, Utc::now()).await?).into_string()))
+async fn fragment(
+    State(api): State<Api>,
+    _: Reader,
+    query: Result<Query<SpanQuery>, QueryRejection>,
+) -> Result<Html<String>, Error> {
+    let Query(query) = query?;
+    Ok(Html(section(&load(&api, Utc::now(), query.window.unwrap_or_default()).await?).into_string()))
 }
 
-/// The overview at `at`: the last hour by minute, the last day by quarter hour.
-pub async fn load(api: &Api, at: DateTime<Utc>) -> Result<Overview, Error> {
+/// The fragment's query: the window.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct SpanQuery {
+    pub window: Option<Span>,
+}
+
+/// The overview at `at` over `span`.
+pub async fn load(api: &Api, at: DateTime<Utc>, span: Span) -> Result<Overview, Error> {
     let store = api.store();
     let hour = Window { from: at - Duration::hours(1), to: at };
-    let day = Window { from: at - Duration::days(1), to: at };
-    let hourly = Chart { title: "last hour, per minute", window: hour, bucket_seconds: 60, buckets: Vec::new() };
-    let daily = Chart { title: "last day, per 15 minutes", window: day, bucket_seconds: 900, buckets: Vec::new() };
-    let mut charts = [hourly, daily];
-    for chart in &mut charts {
-        chart.buckets = store.overview_chart(chart.window, chart.bucket_seconds).await?;
-    }
+    let (title, window, bucket_seconds) = match span {
+        Span::Hour => ("last hour, per minute", hour, 60),
+        Span::Day => ("last day, per 15 minutes", Window { from: at - Duration::days(1), to: at }, 900),
+    };
+    let buckets = store.overview_chart(window, bucket_seconds).await?;
     Ok(Overview {
+        span,
         now: store.overview_now(hour).await?,
-        charts,
-        operations: store.overview_operations(hour, TOP).await?,
-        errors: store.overview_errors(hour, TOP).await?,
+        chart: Chart { title, window, bucket_seconds, buckets },
+        operations: store.overview_operations(window, TOP).await?,
+        errors: store.overview_errors(window, TOP).await?,
     })
 }
 
 /// The overview's section (what `/fragments/overview` answers).
 pub fn section(o: &Overview) -> Markup {
     let now = &o.now;
-    let age = now.oldest_due.map(|t| human_ms((o.charts[0].window.to - t).num_milliseconds().max(0) as f64));
+    let span = if o.span == Span::Day { "last day" } else { "last hour" };
+    let age = now.oldest_due.map(|t| human_ms((o.chart.window.to - t).num_milliseconds().max(0) as f64));
     html! {
         section #overview {
             div.panel #now {
@@ -81,11 +105,14 @@ pub fn section(o: &Overview) -> Markup {
                     @if let Some(age) = age { ", the oldest due " (age) " ago" } }
             }
             div.panel.charts {
-                @for chart in &o.charts {
-                    figure {
-                        figcaption { "Attempts, " (chart.title) }
-                        (chart_svg(chart))
+                p #span {
+                    @for (span, label, href) in [(Span::Hour, "last hour", "/"), (Span::Day, "last day", "/?window=day")] {
+                        @if o.span == span { strong { (label) } } @else { a href=(href) { (label) } } " "
                     }
+                }
+                figure {
+                    figcaption { "Attempts, " (o.chart.title) }
+                    (chart_svg(&o.chart))
                 }
                 p.muted.legend {
                     span.badge data-status="succeeded" { "succeeded" } " "
@@ -94,13 +121,13 @@ pub fn section(o: &Overview) -> Markup {
                     " attempts, by when they started"
                 }
             }
-            div.panel { h2 { "Operations, last hour" } (operations(&o.operations)) }
-            div.panel { h2 { "Top errors, last hour" } (errors(&o.errors)) }
+            div.panel { h2 { "Operations, " (span) } (operations(&o.operations, span)) }
+            div.panel { h2 { "Top errors, " (span) } (errors(&o.errors, span)) }
         }
     }
 }
 
-fn operations(rows: &[OperationStats]) -> Markup {
+fn operations(rows: &[OperationStats], span: &str) -> Markup {
     let ms = |v: Option<f64>| v.map(|v| human_ms(v.max(0.0))).unwrap_or_default();
     html! {
         table #operations {
@@ -114,13 +141,13 @@ fn operations(rows: &[OperationStats]) -> Markup {
                         td { (ms(r.p50_ms)) } td { (ms(r.p95_ms)) }
                     }
                 }
-                @if rows.is_empty() { tr { td colspan="5" .muted { "no attempt in the last hour" } } }
+                @if rows.is_empty() { tr { td colspan="5" .muted { "no attempt in the " (span) } } }
             }
         }
     }
 }
 
-fn errors(rows: &[ErrorStats]) -> Markup {
+fn errors(rows: &[ErrorStats], span: &str) -> Markup {
     html! {
         table #errors {
             thead { tr { th { "error code" } th { "attempts" } th { "last seen" } th { "failing runs" } } }
@@ -134,7 +161,7 @@ fn errors(rows: &[ErrorStats]) -> Markup {
                         td { @for run in &r.runs { a href={ "/runs/" (run) } { code { (run.to_string()[..8]) } } " " } }
                     }
                 }
-                @if rows.is_empty() { tr { td colspan="4" .muted { "no error in the last hour" } } }
+                @if rows.is_empty() { tr { td colspan="4" .muted { "no error in the " (span) } } }
             }
         }
     }

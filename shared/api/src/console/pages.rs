@@ -54,7 +54,7 @@ pub fn inline_scripts() -> [&'static str; 4] {
 const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false,last=0;const es=new EventSource('/events');
 es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
 if(r.ok)document.getElementById('runs').innerHTML=await r.text();const o=document.getElementById('overview');
-if(o&&Date.now()-last>5000){last=Date.now();const f=await fetch('/fragments/overview');if(f.ok)o.outerHTML=await f.text();}}
+if(o&&Date.now()-last>5000){last=Date.now();const f=await fetch('/fragments/overview'+location.search);if(f.ok)o.outerHTML=await f.text();}}
 finally{busy=false;}});})();"#;
 
 /// Keeps the inbox live, except while the reader is filling one of its forms.
@@ -115,7 +115,8 @@ pub(super) fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup 
                 style { (PreEscaped(inline_style())) }
             }
             body {
-                header { a href="/" { "rara" } " " span.muted { "console" } " · " a href="/waits" { "waiting steps" } }
+                header { nav aria-label="console" { a href="/" { "rara" } " " span.muted { "console" } " · " a href="/waits" { "waiting steps" }
+                    " · " a href="/schedules" { "schedules" } " · " a href="/limits" { "limits" } } }
                 main { (body) }
                 script { (PreEscaped(CONFIRM)) }
                 @if let Some(script) = script { script { (PreEscaped(script)) } }
