@@ -82,6 +82,18 @@ impl Browser {
         response.json::<Value>().await.unwrap()["value"].clone()
     }
 
+    /// Emulates the system's dark (or light) colour scheme through Chromium's DevTools.
+    async fn color_scheme(&self, scheme: &str) {
+        let features = json!([{"name": "prefers-color-scheme", "value": scheme}]);
+        let params = json!({"cmd": "Emulation.setEmulatedMedia", "params": {"features": features}});
+        self.command("/goog/cdp/execute", params).await;
+    }
+
+    /// Runs an asynchronous script (its last argument is the callback) and returns its value.
+    async fn exec_async(&self, script: &str) -> Value {
+        self.command("/execute/async", json!({"script": script, "args": []})).await
+    }
+
     async fn goto(&self, url: &str) {
         self.command("/url", json!({"url": url})).await;
     }
@@ -212,10 +224,10 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         .await;
     assert_eq!(browser.exec("return window.__rara_marker").await, json!("same page"), "the page was reloaded");
     // The Content-Security-Policy admits the page's own stylesheet (by its hash): a succeeded
-    // badge is green (#16a34a), not the default grey.
+    // badge is green (#15803d), not the default grey.
     let colour =
         browser.exec("return getComputedStyle(document.querySelector('#run-status .badge')).backgroundColor").await;
-    assert_eq!(colour, json!("rgb(22, 163, 74)"), "the stylesheet applies under the CSP");
+    assert_eq!(colour, json!("rgb(21, 128, 61)"), "the stylesheet applies under the CSP");
     let dag = browser
         .exec("return [...document.querySelectorAll('#dag .step')].map(g => g.dataset.step + '=' + g.dataset.status)")
         .await;
@@ -276,6 +288,7 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     assert!(refused.as_str().unwrap().contains("approved_by"), "the refusal names the field: {refused}");
     browser.wait_for("the step still in the inbox", &format!("return {row} !== null")).await;
     publish(&browser.screenshot("console-inbox.png").await, "console-inbox.png");
+    accessible(&browser, "inbox").await;
     browser.exec(&answer(r#"{"approved_by":"ana"}"#)).await;
     browser.accept_alert().await;
     browser.wait_for("what the form changed", "return document.getElementById('done') !== null").await;
@@ -318,6 +331,31 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     map_run(&browser, &http, &base).await;
     operator_pages(&browser, &http, &base, &db).await;
     browser.quit().await;
+}
+
+/// Runs axe-core (installed by `scripts/browser-env.sh`) on the page and fails on any serious or
+/// critical violation, naming the rule and the first elements.
+async fn accessible(browser: &Browser, page: &str) {
+    let axe = dirs_axe();
+    let source =
+        std::fs::read_to_string(&axe).unwrap_or_else(|e| panic!("{}: {e} (run scripts/browser-env.sh)", axe.display()));
+    browser.exec(&format!("{source}; return true")).await;
+    let found = browser
+        .exec_async(
+            "const done = arguments[arguments.length - 1]; \
+             axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations \
+               .filter(v => v.impact === 'serious' || v.impact === 'critical') \
+               .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')))) \
+             .catch(e => done(['axe failed: ' + e]));",
+        )
+        .await;
+    assert_eq!(found, json!([]), "{page}: serious or critical accessibility violations");
+}
+
+/// Where `scripts/browser-env.sh` installs axe-core.
+fn dirs_axe() -> PathBuf {
+    let cache = std::env::var("HOME").map(PathBuf::from).unwrap_or_default().join(".cache/rara/axe");
+    cache.join("node_modules/axe-core/axe.min.js")
 }
 
 /// Copies a screenshot into `docs/` when `RARA_WRITE_SCREENSHOT` is set (the book's pictures).
@@ -366,6 +404,7 @@ async fn map_run(browser: &Browser, http: &reqwest::Client, base: &str) {
         );
     }
     publish(&browser.screenshot("console-run.png").await, "console-run.png");
+    accessible(browser, "run page").await;
 
     browser.goto(&format!("{base}/")).await;
     browser.wait_for("the overview", "return document.getElementById('overview') !== null").await;
@@ -376,6 +415,7 @@ async fn map_run(browser: &Browser, http: &reqwest::Client, base: &str) {
     let failed = browser.exec("return document.querySelector('#errors tr[data-code]')?.dataset.code").await;
     assert!(failed.is_string(), "the retried attempts' error code is listed: {failed}");
     publish(&browser.screenshot("console-overview.png").await, "console-overview.png");
+    accessible(browser, "overview").await;
 }
 
 /// Clicks `selector` (a form's button), accepts its confirmation and waits for the answer's
@@ -406,6 +446,7 @@ async fn operator_pages(browser: &Browser, http: &reqwest::Client, base: &str, d
     let triggered = said.as_str().unwrap().trim_start_matches("/runs/").to_owned();
     assert_eq!(db.psql_rows(&format!("SELECT name FROM workflow_runs WHERE id = '{triggered}'")), ["nightly"]);
     publish(&browser.screenshot("console-schedules.png").await, "console-schedules.png");
+    accessible(browser, "schedules").await;
     act(browser, "button.resume[data-name=nightly-index]", "is now active").await;
     assert_eq!(db.psql_rows("SELECT paused FROM schedules WHERE name = 'nightly-index'"), ["f"]);
 
@@ -420,6 +461,14 @@ async fn operator_pages(browser: &Browser, http: &reqwest::Client, base: &str, d
     act(browser, "#pause button", "Paused key tenant-b").await;
     assert_eq!(db.psql_rows("SELECT kind || ' ' || target FROM flow_pauses"), ["key tenant-b"]);
     publish(&browser.screenshot("console-limits.png").await, "console-limits.png");
+    accessible(browser, "limits").await;
+    // The dark theme follows the system's setting, and passes the same check.
+    browser.color_scheme("dark").await;
+    let background = browser.exec("return getComputedStyle(document.body).backgroundColor").await;
+    assert_eq!(background, json!("rgb(11, 17, 32)"), "the dark theme applies");
+    publish(&browser.screenshot("console-limits-dark.png").await, "console-limits-dark.png");
+    accessible(browser, "limits, dark").await;
+    browser.color_scheme("light").await;
     act(browser, "button.resume[data-target=tenant-b]", "Resumed key tenant-b").await;
     assert!(db.psql_rows("SELECT target FROM flow_pauses").is_empty());
     act(browser, r#"button.unset[data-target=\"tenant-*\"]"#, "now no limit").await;

@@ -142,7 +142,7 @@ pub fn svg(steps: &[StepView]) -> Markup {
     let mut out = String::with_capacity(steps.len() * 600);
     let _ = write!(
         out,
-        r#"<svg id="dag" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="the run's steps and their dependencies">"#
+        r#"<svg id="dag" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="group" aria-label="the run's steps and their dependencies">"#
     );
     for (x, y, w, h) in frames {
         let _ = write!(

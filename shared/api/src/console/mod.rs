@@ -84,18 +84,18 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// The colour of a step status or an attempt outcome.
+/// The colour of a step status or an attempt outcome, dark enough for white text (WCAG AA).
 pub fn status_colour(status: &str) -> &'static str {
     match status {
-        "succeeded" => "#16a34a",
+        "succeeded" => "#15803d",
         "failed" | "lease_expired" => "#dc2626",
-        "cancelled" => "#d97706",
-        "retrying" => "#f59e0b",
+        "cancelled" => "#b45309",
+        "retrying" => "#c2410c",
         "running" => "#2563eb",
-        "leased" => "#60a5fa",
-        "skipped" => "#a8a29e",
+        "leased" => "#0369a1",
+        "skipped" => "#57534e",
         "waiting" => "#7c3aed",
-        _ => "#94a3b8",
+        _ => "#475569",
     }
 }
 

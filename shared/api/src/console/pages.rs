@@ -20,13 +20,17 @@ use crate::runs::RunPage;
 const BASE_STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#0f172a;background:#f8fafc}
 header{background:#0f172a;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
+header .muted{color:#cbd5e1}
 main{padding:16px 20px}table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e2e8f0;vertical-align:top}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;background:#94a3b8}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;background:#475569}
 .panel{background:#fff;border:1px solid #e2e8f0;border-radius:6px;padding:12px;margin:12px 0;overflow:auto}
 pre{background:#f1f5f9;padding:8px;overflow:auto;max-height:300px;margin:4px 0}
 form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
 .progress{vertical-align:middle}figure{display:inline-block;margin:0 16px 8px 0}
+@media (prefers-color-scheme:dark){body{color:#e2e8f0;background:#0b1120}header{background:#020617}
+table,.panel{background:#111827;border-color:#334155}th,td{border-color:#334155}pre{background:#1e293b}
+a{color:#93c5fd}.muted{color:#94a3b8}rect.map-group{fill:#1e1b4b;stroke:#6366f1}#timeline text{fill:#cbd5e1}}
 "#;
 
 /// The statuses and outcomes with a colour of their own (others are grey).
