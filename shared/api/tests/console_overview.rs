@@ -79,3 +79,35 @@ fn strip(markup: &str) -> String {
     }
     out
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_search_by_time_range_is_a_link_and_its_bulk_action_acts_on_it(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let (old, new) = (client.submit_demo().await, client.submit_demo().await);
+    sqlx::query("UPDATE workflow_runs SET created_at = now() - interval '2 days' WHERE id = $1")
+        .bind(old.parse::<uuid::Uuid>().unwrap())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let from = (chrono::Utc::now() - chrono::Duration::days(1)).format("%Y-%m-%dT%H:%M").to_string();
+    let session = client.session().await;
+    let cookie = Some(session.as_str());
+    let search = format!("/?name=demo-api&from={from}");
+    let (status, _, html) = common::page(&client, Method::GET, &search, cookie, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(&new) && !html.contains(&old), "only the run created since {from}");
+    assert!(!html.contains(r#"id="overview""#), "a search is not the landing page");
+    assert!(html.contains(&format!(r#"name="from" value="{from}""#)), "the form keeps the filter");
+
+    let csrf = common::csrf_of(&html);
+    let form = format!("csrf={csrf}&action=cancel&status=&name=demo-api&from={from}&to=");
+    let (_, _, confirm) = common::page(&client, Method::POST, "/bulk", cookie, Some(form.clone())).await;
+    assert!(confirm.contains("1 running runs to cancel"), "{confirm}");
+    common::page(&client, Method::POST, "/bulk", cookie, Some(format!("{form}&confirmed=yes"))).await;
+    assert_eq!(client.get(&format!("/api/runs/{new}")).await.1["status"], "cancelled");
+    assert_eq!(client.get(&format!("/api/runs/{old}")).await.1["status"], "running", "outside the search");
+
+    let (status, _, refused) = common::page(&client, Method::GET, "/?from=yesterday", None, None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(refused.contains("from"), "{refused}");
+}

@@ -13,7 +13,8 @@
 //! - [`dag`], [`timeline`]: the run page's two drawings;
 //! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form;
 //! - [`overview`]: the landing page's state, charts and tables above the runs list;
-//! - [`schedules`], [`limits`]: the operator pages, their forms answered through [`answer`].
+//! - [`schedules`], [`limits`]: the operator pages, their forms answered through [`answer`];
+//! - [`search`]: the runs list's filters, each a parameter of the URL.
 
 pub mod answer;
 pub mod dag;
@@ -22,6 +23,7 @@ pub mod limits;
 pub mod overview;
 pub mod pages;
 pub mod schedules;
+pub mod search;
 pub mod timeline;
 
 use std::convert::Infallible;
@@ -34,15 +36,16 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use futures::Stream;
-use rara_domain::state::{AttemptOutcome, RunStatus};
+use rara_domain::state::AttemptOutcome;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
 use crate::auth::Credentials;
-use crate::runs::{Bulk, ListQuery};
+use crate::runs::Bulk;
 use crate::{Api, Error, Reader, Updates, live};
 use pages::Viewer;
+pub use search::ConsoleQuery;
 
 /// How long a page's stream gathers notifications before it renders once: a batch of steps
 /// finishing together is one update.
@@ -104,32 +107,6 @@ pub fn outcome_name(outcome: AttemptOutcome) -> String {
     serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-/// The runs list's query, as a browser sends it (an empty select is no filter).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ConsoleQuery {
-    /// Refused: the token no longer goes in a URL (the login URL starts a session).
-    pub token: Option<String>,
-    pub status: Option<String>,
-    pub name: Option<String>,
-    pub cursor: Option<String>,
-    /// The overview's window (the landing page only).
-    pub window: Option<overview::Span>,
-}
-
-impl ConsoleQuery {
-    fn list(&self) -> Result<ListQuery, Error> {
-        let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
-        let status = match nonempty(&self.status) {
-            Some(s) => Some(
-                serde_json::from_value::<RunStatus>(serde_json::Value::String(s))
-                    .map_err(|_| Error::bad_request("unknown run status").with_field("status"))?,
-            ),
-            None => None,
-        };
-        Ok(ListQuery { status, name: nonempty(&self.name), cursor: nonempty(&self.cursor), ..ListQuery::default() })
-    }
-}
-
 async fn runs_page(
     State(api): State<Api>,
     reader: Reader,
@@ -146,7 +123,7 @@ async fn runs_page(
     }
     let page = query.list()?.page(&api).await?;
     let csrf = forms(&api, &credentials);
-    let landing = query.status.is_none() && query.name.is_none() && query.cursor.is_none();
+    let landing = query.is_landing();
     let span = query.window.unwrap_or_default();
     let overview = if landing { Some(overview::load(&api, chrono::Utc::now(), span).await?) } else { None };
     let viewer = viewer(&api, reader, csrf.as_deref());
@@ -371,6 +348,11 @@ pub struct BulkForm {
     pub status: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
+    /// The search's time range (`search::ConsoleQuery`).
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
     /// Set by the confirmation page.
     #[serde(default)]
     pub confirmed: Option<String>,
@@ -383,7 +365,13 @@ async fn bulk_form(
 ) -> Result<Response, Error> {
     let Form(form) = form?;
     api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    let query = ConsoleQuery { status: form.status.clone(), name: form.name.clone(), ..ConsoleQuery::default() };
+    let query = ConsoleQuery {
+        status: form.status.clone(),
+        name: form.name.clone(),
+        from: form.from.clone(),
+        to: form.to.clone(),
+        ..ConsoleQuery::default()
+    };
     let filter = query.list()?.filter();
     let action = match form.action.as_str() {
         "cancel" => Bulk::Cancel,

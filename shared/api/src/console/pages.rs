@@ -139,8 +139,8 @@ pub(super) fn time(t: DateTime<Utc>) -> String {
 
 /// The landing page: the overview (when given) above the runs list, live.
 pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: Option<&Overview>) -> Markup {
-    let status = query.status.clone().unwrap_or_default();
-    let name = query.name.clone().unwrap_or_default();
+    let [status, name, from, to] =
+        [&query.status, &query.name, &query.from, &query.to].map(|v| v.clone().unwrap_or_default());
     let body = html! {
         @if let Some(o) = overview { h1 { "Overview" } (super::overview::section(o)) h2 { "Runs" } } @else { h1 { "Runs" } }
         form method="get" action="/" {
@@ -152,7 +152,8 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: 
             } }
             " "
             label { "name " input name="name" value=(name); }
-            " " button type="submit" { "Filter" }
+            " " label { "created from " input type="datetime-local" step="1" name="from" value=(from); } " "
+            label { "to " input type="datetime-local" step="1" name="to" value=(to); } " UTC " button type="submit" { "Filter" }
         }
         div #runs { (runs_table(query, page)) }
         @if let Some(csrf) = viewer.csrf {
@@ -164,6 +165,7 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: 
                         input type="hidden" name="action" value=(action);
                         input type="hidden" name="status" value=(status);
                         input type="hidden" name="name" value=(name);
+                        input type="hidden" name="from" value=(from); input type="hidden" name="to" value=(to);
                         button type="submit" { (label) }
                     }
                     " "
@@ -197,7 +199,7 @@ pub fn runs_table(query: &ConsoleQuery, page: &RunPage) -> Markup {
             }
         }
         @if let Some(next) = &page.next_cursor {
-            p { a href={ "/?cursor=" (next) "&status=" (query.status.clone().unwrap_or_default()) "&name=" (query.name.clone().unwrap_or_default()) } { "older runs →" } }
+            p { a href={ "/?cursor=" (next) (query.params()) } { "older runs →" } }
         }
     }
 }
@@ -388,6 +390,7 @@ pub fn confirm_bulk(form: &BulkForm, matched: usize) -> Markup {
             input type="hidden" name="action" value=(form.action);
             input type="hidden" name="status" value=(form.status.clone().unwrap_or_default());
             input type="hidden" name="name" value=(form.name.clone().unwrap_or_default());
+            @for (k, v) in [("from", &form.from), ("to", &form.to)] { input type="hidden" name=(k) value=(v.clone().unwrap_or_default()); }
             input type="hidden" name="confirmed" value="yes";
             button #confirm type="submit" disabled[matched == 0] { "Yes, " (form.action) " " (matched) }
             " " a href="/" { "No, go back" }
