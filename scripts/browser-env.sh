@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Debian's Chromium and its WebDriver for the console's browser test (cli/tests/console.rs):
-# installed once, skipped when present. Prints nothing on the cached path.
+# Debian's Chromium and its WebDriver, and axe-core from npm, for the console's browser test
+# (cli/tests/console.rs): installed once, skipped when present. Prints nothing on the cached path.
 set -euo pipefail
+# axe-core, the accessibility check the test injects into each page (cached).
+axe=${HOME}/.cache/rara/axe
+if [ ! -f "$axe/node_modules/axe-core/axe.min.js" ]; then
+    mkdir -p "$axe"
+    npm install --prefix "$axe" --no-audit --no-fund --silent axe-core@4.10.2 >/dev/null
+fi
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
     exit 0
 fi

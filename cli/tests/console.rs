@@ -2,8 +2,11 @@
 //! (chromedriver), against `rara ui` and `rara dev` running the demo (and an approval answered
 //! from the inbox) with the real Python executor, Postgres and LocalStack's SQS.
 //! `scripts/browser-env.sh` installs the browser (`make test` runs it first). Screenshots are
-//! kept in `$CARGO_TARGET_DIR/console-artifacts/`; `RARA_WRITE_SCREENSHOT=1` also writes the run
-//! page to `docs/console-run.png` and the inbox to `docs/console-inbox.png`.
+//! kept in `$CARGO_TARGET_DIR/console-artifacts/`; `RARA_WRITE_SCREENSHOT=1` also writes the
+//! book's pictures: `docs/console-run.png` (a run with a map), `console-overview.png`,
+//! `console-inbox.png`, `console-schedules.png` and `console-limits.png`. After the demo, a run
+//! whose `stats` is a map, the overview, and every action of `/schedules` and `/limits` once,
+//! each checked in the database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -77,6 +80,18 @@ impl Browser {
     async fn command(&self, path: &str, body: Value) -> Value {
         let response = self.http.post(format!("{}{path}", self.session)).json(&body).send().await.unwrap();
         response.json::<Value>().await.unwrap()["value"].clone()
+    }
+
+    /// Emulates the system's dark (or light) colour scheme through Chromium's DevTools.
+    async fn color_scheme(&self, scheme: &str) {
+        let features = json!([{"name": "prefers-color-scheme", "value": scheme}]);
+        let params = json!({"cmd": "Emulation.setEmulatedMedia", "params": {"features": features}});
+        self.command("/goog/cdp/execute", params).await;
+    }
+
+    /// Runs an asynchronous script (its last argument is the callback) and returns its value.
+    async fn exec_async(&self, script: &str) -> Value {
+        self.command("/execute/async", json!({"script": script, "args": []})).await
     }
 
     async fn goto(&self, url: &str) {
@@ -209,10 +224,10 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         .await;
     assert_eq!(browser.exec("return window.__rara_marker").await, json!("same page"), "the page was reloaded");
     // The Content-Security-Policy admits the page's own stylesheet (by its hash): a succeeded
-    // badge is green (#16a34a), not the default grey.
+    // badge is green (#15803d), not the default grey.
     let colour =
         browser.exec("return getComputedStyle(document.querySelector('#run-status .badge')).backgroundColor").await;
-    assert_eq!(colour, json!("rgb(22, 163, 74)"), "the stylesheet applies under the CSP");
+    assert_eq!(colour, json!("rgb(21, 128, 61)"), "the stylesheet applies under the CSP");
     let dag = browser
         .exec("return [...document.querySelectorAll('#dag .step')].map(g => g.dataset.step + '=' + g.dataset.status)")
         .await;
@@ -223,10 +238,7 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         )
         .await;
     assert_eq!(flaky, json!(["retrying", "succeeded"]), "the retry is on the timeline");
-    let shot = browser.screenshot("console-run.png").await;
-    if std::env::var_os("RARA_WRITE_SCREENSHOT").is_some() {
-        std::fs::copy(&shot, rara_testkit::repo_root().join("docs/console-run.png")).unwrap();
-    }
+    browser.screenshot("console-run-demo.png").await;
 
     // A long step, cancelled from its page while it runs.
     let long = "name: long\nsteps:\n  - name: nap\n    operation: sleep\n    input: {seconds: 50}\n";
@@ -275,10 +287,8 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     let refused = browser.exec("return document.getElementById('refused').textContent").await;
     assert!(refused.as_str().unwrap().contains("approved_by"), "the refusal names the field: {refused}");
     browser.wait_for("the step still in the inbox", &format!("return {row} !== null")).await;
-    let shot = browser.screenshot("console-inbox.png").await;
-    if std::env::var_os("RARA_WRITE_SCREENSHOT").is_some() {
-        std::fs::copy(&shot, rara_testkit::repo_root().join("docs/console-inbox.png")).unwrap();
-    }
+    publish(&browser.screenshot("console-inbox.png").await, "console-inbox.png");
+    accessible(&browser, "inbox").await;
     browser.exec(&answer(r#"{"approved_by":"ana"}"#)).await;
     browser.accept_alert().await;
     browser.wait_for("what the form changed", "return document.getElementById('done') !== null").await;
@@ -317,5 +327,150 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         .await
         .unwrap();
     assert_eq!(forged.status(), 403);
+
+    map_run(&browser, &http, &base).await;
+    operator_pages(&browser, &http, &base, &db).await;
     browser.quit().await;
+}
+
+/// Runs axe-core (installed by `scripts/browser-env.sh`) on the page and fails on any serious or
+/// critical violation, naming the rule and the first elements.
+async fn accessible(browser: &Browser, page: &str) {
+    let axe = dirs_axe();
+    let source =
+        std::fs::read_to_string(&axe).unwrap_or_else(|e| panic!("{}: {e} (run scripts/browser-env.sh)", axe.display()));
+    browser.exec(&format!("{source}; return true")).await;
+    let found = browser
+        .exec_async(
+            "const done = arguments[arguments.length - 1]; \
+             axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations \
+               .filter(v => v.impact === 'serious' || v.impact === 'critical') \
+               .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')))) \
+             .catch(e => done(['axe failed: ' + e]));",
+        )
+        .await;
+    assert_eq!(found, json!([]), "{page}: serious or critical accessibility violations");
+}
+
+/// Where `scripts/browser-env.sh` installs axe-core.
+fn dirs_axe() -> PathBuf {
+    let cache = std::env::var("HOME").map(PathBuf::from).unwrap_or_default().join(".cache/rara/axe");
+    cache.join("node_modules/axe-core/axe.min.js")
+}
+
+/// Copies a screenshot into `docs/` when `RARA_WRITE_SCREENSHOT` is set (the book's pictures).
+fn publish(shot: &std::path::Path, name: &str) {
+    if std::env::var_os("RARA_WRITE_SCREENSHOT").is_some() {
+        std::fs::copy(shot, rara_testkit::repo_root().join("docs").join(name)).unwrap();
+    }
+}
+
+/// The demo's shape with `stats` a map over four paragraphs: its children are drawn in its frame,
+/// under it, after `prepare`'s column; then the landing page's overview counts what ran.
+async fn map_run(browser: &Browser, http: &reqwest::Client, base: &str) {
+    let yaml = "name: demo-map\nsteps:\n  - {name: prepare, operation: noop}\n  - name: flaky\n    operation: fail\n    \
+                input: {fail_attempts: 1, retryable: true}\n    depends_on: [prepare]\n    max_attempts: 3\n    \
+                retry: {initial_delay_seconds: 1, max_delay_seconds: 2}\n  - name: stats\n    operation: text.stats\n    \
+                version: '1.0.0'\n    for_each: [rara leases steps, in Postgres, and delivers them, over SQS]\n    \
+                input: {text: {$item: ''}, top: 3}\n    depends_on: [prepare]\n  - {name: merge, operation: noop, \
+                depends_on: [stats]}\n  - {name: wait, operation: noop, depends_on: [flaky, merge]}\n";
+    let run = submit(http, base, yaml).await;
+    browser.goto(&format!("{base}/runs/{run}")).await;
+    browser
+        .wait_for(
+            "the map run succeeded",
+            "return document.querySelector('#run-status .badge').dataset.status === 'succeeded'",
+        )
+        .await;
+    let geometry = browser
+        .exec(
+            "const box = e => { const r = e.getBBox(); return [r.x, r.y, r.x + r.width, r.y + r.height]; }; \
+             const node = s => box(document.querySelector(`#dag .step[data-step=\"${s}\"] rect`)); \
+             return { frame: box(document.querySelector('#dag rect.map-group')), stats: node('stats'), \
+                      prepare: node('prepare'), children: [...document.querySelectorAll('#dag .step[data-parent=stats]')] \
+                      .map(g => box(g.querySelector('rect'))) }",
+        )
+        .await;
+    let at = |v: &Value, i: usize| v[i].as_f64().unwrap();
+    let (frame, stats, prepare) = (&geometry["frame"], &geometry["stats"], &geometry["prepare"]);
+    let children = geometry["children"].as_array().unwrap();
+    assert_eq!(children.len(), 4, "stats[0..3] are drawn: {geometry}");
+    assert!(at(stats, 0) > at(prepare, 2), "stats is after prepare's column: {geometry}");
+    for child in children {
+        assert!(at(child, 0) >= at(stats, 0) && at(child, 1) > at(stats, 1), "a child under stats: {geometry}");
+        assert!(
+            at(child, 0) >= at(frame, 0) && at(child, 2) <= at(frame, 2) && at(child, 3) <= at(frame, 3),
+            "a child inside stats's frame: {geometry}"
+        );
+    }
+    publish(&browser.screenshot("console-run.png").await, "console-run.png");
+    accessible(browser, "run page").await;
+
+    browser.goto(&format!("{base}/")).await;
+    browser.wait_for("the overview", "return document.getElementById('overview') !== null").await;
+    let operations = browser
+        .exec("return [...document.querySelectorAll('#operations tr[data-operation]')].map(r => r.dataset.operation)")
+        .await;
+    assert!(operations.as_array().unwrap().contains(&json!("text.stats")), "{operations}");
+    let failed = browser.exec("return document.querySelector('#errors tr[data-code]')?.dataset.code").await;
+    assert!(failed.is_string(), "the retried attempts' error code is listed: {failed}");
+    publish(&browser.screenshot("console-overview.png").await, "console-overview.png");
+    accessible(browser, "overview").await;
+}
+
+/// Clicks `selector` (a form's button), accepts its confirmation and waits for the answer's
+/// `#done` panel to say `expected`.
+async fn act(browser: &Browser, selector: &str, expected: &str) {
+    browser.exec(&format!("document.querySelector('{selector}').click(); return true")).await;
+    browser.accept_alert().await;
+    let said = format!("return document.getElementById('done')?.textContent.includes('{expected}') === true");
+    browser.wait_for(expected, &said).await;
+}
+
+/// `/schedules` and `/limits`: each action once, its effect read from the database.
+async fn operator_pages(browser: &Browser, http: &reqwest::Client, base: &str, db: &ScratchDb) {
+    let workflow = json!({"definition": "name: nightly\nsteps: [{name: index, operation: noop}]\n"});
+    let made = http.post(format!("{base}/api/workflows")).bearer_auth(TOKEN).json(&workflow).send().await.unwrap();
+    assert_eq!(made.status(), 201);
+    let schedule = json!({"name": "nightly-index", "workflow": "nightly", "every_seconds": 3600});
+    let made = http.post(format!("{base}/api/schedules")).bearer_auth(TOKEN).json(&schedule).send().await.unwrap();
+    assert_eq!(made.status(), 201);
+
+    browser.goto(&format!("{base}/")).await;
+    browser.exec("document.querySelector('a[href=\"/schedules\"]').click(); return true").await;
+    browser.wait_for("the schedules", "return document.querySelector('tr.schedule') !== null").await;
+    act(browser, "button.pause[data-name=nightly-index]", "is now paused").await;
+    assert_eq!(db.psql_rows("SELECT paused FROM schedules WHERE name = 'nightly-index'"), ["t"]);
+    act(browser, "button.trigger[data-name=nightly-index]", "triggered").await;
+    let said = browser.exec("return document.querySelector('#done a').getAttribute('href')").await;
+    let triggered = said.as_str().unwrap().trim_start_matches("/runs/").to_owned();
+    assert_eq!(db.psql_rows(&format!("SELECT name FROM workflow_runs WHERE id = '{triggered}'")), ["nightly"]);
+    publish(&browser.screenshot("console-schedules.png").await, "console-schedules.png");
+    accessible(browser, "schedules").await;
+    act(browser, "button.resume[data-name=nightly-index]", "is now active").await;
+    assert_eq!(db.psql_rows("SELECT paused FROM schedules WHERE name = 'nightly-index'"), ["f"]);
+
+    browser.exec("document.querySelector('a[href=\"/limits\"]').click(); return true").await;
+    browser.wait_for("the limits", "return document.getElementById('set-limit') !== null").await;
+    let fill = "const f = document.getElementById('set-limit'); f.target.value = 'tenant-*'; f.limit.value = '3'; \
+                f.rate.value = '50/s'; return true";
+    browser.exec(fill).await;
+    act(browser, "#set-limit button", "now limit 3, rate 50/s").await;
+    assert_eq!(db.psql_rows("SELECT max_held, rate_count FROM flow_limits WHERE target = 'tenant-*'"), ["3|50"]);
+    browser.exec("const f = document.getElementById('pause'); f.kind.value = 'key'; f.target.value = 'tenant-b'; return true").await;
+    act(browser, "#pause button", "Paused key tenant-b").await;
+    assert_eq!(db.psql_rows("SELECT kind || ' ' || target FROM flow_pauses"), ["key tenant-b"]);
+    publish(&browser.screenshot("console-limits.png").await, "console-limits.png");
+    accessible(browser, "limits").await;
+    // The dark theme follows the system's setting, and passes the same check.
+    browser.color_scheme("dark").await;
+    let background = browser.exec("return getComputedStyle(document.body).backgroundColor").await;
+    assert_eq!(background, json!("rgb(11, 17, 32)"), "the dark theme applies");
+    publish(&browser.screenshot("console-limits-dark.png").await, "console-limits-dark.png");
+    accessible(browser, "limits, dark").await;
+    browser.color_scheme("light").await;
+    act(browser, "button.resume[data-target=tenant-b]", "Resumed key tenant-b").await;
+    assert!(db.psql_rows("SELECT target FROM flow_pauses").is_empty());
+    act(browser, r#"button.unset[data-target=\"tenant-*\"]"#, "now no limit").await;
+    assert!(db.psql_rows("SELECT target FROM flow_limits").is_empty());
 }

@@ -91,7 +91,7 @@ pub struct ScheduleList {
     pub schedules: Vec<ScheduleView>,
 }
 
-fn operator(e: schedules::Error) -> Error {
+pub(crate) fn operator(e: schedules::Error) -> Error {
     match e {
         schedules::Error::Store(e) => e.into(),
         schedules::Error::Workflow(e) => e.into(),
@@ -104,7 +104,7 @@ fn name_of(name: Result<Path<String>, PathRejection>) -> Result<String, Error> {
     Ok(name.map_err(|e| Error::bad_request(e.body_text()).with_field("name"))?.0)
 }
 
-fn in_process(api: &Api) -> impl Fn(&str, Option<&str>) -> bool + '_ {
+pub(crate) fn in_process(api: &Api) -> impl Fn(&str, Option<&str>) -> bool + '_ {
     |op, version| api.inner.builtins.in_process(op, version).is_some()
 }
 

@@ -7,41 +7,9 @@ mod common;
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode, header};
-use common::{Client, TOKEN};
+use common::{Client, TOKEN, csrf_of, page};
 use serde_json::json;
 use sqlx::PgPool;
-use tower::ServiceExt;
-
-/// Sends a console request with optional cookie and form body; the status, headers and text.
-async fn page(
-    client: &Client,
-    method: Method,
-    uri: &str,
-    cookie: Option<&str>,
-    form: Option<String>,
-) -> (StatusCode, axum::http::HeaderMap, String) {
-    let mut request = axum::http::Request::builder().method(method).uri(uri);
-    if let Some(cookie) = cookie {
-        request = request.header(header::COOKIE, cookie);
-    }
-    let body = match form {
-        Some(form) => {
-            request = request.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-            axum::body::Body::from(form)
-        }
-        None => axum::body::Body::empty(),
-    };
-    let response = client.router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
-    let (status, headers) = (response.status(), response.headers().clone());
-    let bytes = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
-    (status, headers, String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// The CSRF token the page's forms carry.
-fn csrf_of(html: &str) -> String {
-    let at = html.find(r#"name="csrf" value=""#).expect("a form with the CSRF token") + r#"name="csrf" value=""#.len();
-    html[at..at + html[at..].find('"').unwrap()].to_owned()
-}
 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn the_run_page_draws_every_step_and_reads_without_a_session(pool: PgPool) {

@@ -96,6 +96,7 @@ pub mod lease;
 pub mod listen;
 pub mod map;
 pub mod outcome;
+pub mod overview;
 pub mod quick;
 pub mod read;
 pub mod references;

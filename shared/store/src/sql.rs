@@ -148,7 +148,6 @@ pub const ARTIFACT_DELETIONS_PENDING: &str = sql_file!("artifact_deletions_pendi
 pub const ARTIFACT_DELETIONS_DONE: &str = sql_file!("artifact_deletions_done");
 pub const ARTIFACT_DELETIONS_FAILED: &str = sql_file!("artifact_deletions_failed");
 pub const PRUNABLE_RUNS: &str = sql_file!("prunable_runs");
-
 // Test and benchmark history (testing.rs, feature `testing`).
 pub const HISTORY_RUNS: &str = sql_file!("history_runs");
 pub const HISTORY_STEPS: &str = sql_file!("history_steps");
@@ -204,7 +203,8 @@ const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
 
 /// Every statement of the store, composed statements in their composed form.
 pub fn catalogue() -> Vec<Statement> {
-    [hot_path(), operators(), waits(), maintenance()].concat()
+    let overview = crate::overview::STATEMENTS.iter().map(|&(name, sql, params)| s(name, sql, params)).collect();
+    [hot_path(), operators(), waits(), maintenance(), overview].concat()
 }
 
 fn s(name: &'static str, sql: &'static str, params: &'static [&'static str]) -> Statement {

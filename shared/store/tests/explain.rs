@@ -432,3 +432,34 @@ fn unbounded_steps_scans(plan: &serde_json::Value, indexes: &[(String, bool)]) -
     }
     found
 }
+
+/// The console overview's statements (`rara_store::overview`, migration
+/// `…000031_console_overview.sql`) each reach their rows through an index in their generic plans
+/// on a rara session, over 20,000 steps with two days of attempts: attempts through the BRIN
+/// index `step_attempts_started_at` (their steps by primary key), the runs running through the
+/// partial `workflow_runs_running`, the failed ones through `workflow_runs_finished_at`, the due
+/// steps through `steps_due` and `steps_due_key`; no table scanned sequentially.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn every_overview_statement_reads_through_an_index(pool: PgPool) {
+    overview_history(&pool, 9).await;
+    sqlx::query("VACUUM ANALYZE steps, step_attempts, workflow_runs, waits").execute(&pool).await.unwrap();
+    let rara =
+        rara_store::pool_options().max_connections(1).connect_with((*pool.connect_options()).clone()).await.unwrap();
+    let mut conn = rara.acquire().await.unwrap();
+    let names: Vec<&str> = rara_store::overview::STATEMENTS.iter().map(|(name, _, _)| *name).collect();
+    for (name, plan) in generic_plans(&mut conn, &names).await {
+        let scans: Vec<String> = ["step_attempts", "steps", "workflow_runs", "waits"]
+            .into_iter()
+            .flat_map(|table| scans_of(&plan, table))
+            .collect();
+        assert!(!scans.iter().any(|s| s.starts_with("Seq Scan")), "{name} scans a table: {scans:?}\n{plan}");
+        let wanted: &[&str] = match name {
+            "overview_now" => &["workflow_runs_running", "workflow_runs_finished_at", "steps_due", "steps_due_key"],
+            "overview_chart" => &["step_attempts_started_at"],
+            _ => &["step_attempts_started_at", "steps_pkey"],
+        };
+        for index in wanted {
+            assert!(scans.iter().any(|s| s.ends_with(&format!(" {index}"))), "{name} reads {index}: {scans:?}\n{plan}");
+        }
+    }
+}

@@ -7,8 +7,13 @@
 //! layer before; every step finished (one in ten after a retry, so with two attempts), with
 //! an output and a progress message, as a finished run of that size reads.
 //!
+//! With `--history N`, N finished steps of history are written first (`rara_store::testing`),
+//! their attempts spread evenly over the last `--history-days` days, and the landing page (the
+//! overview over that history, and the runs list) is measured too.
+//!
 //! ```text
 //! cargo run --release -p rara-console-bench -- --steps 1000 --requests 50
+//! cargo run --release -p rara-console-bench -- --history 1000000 --history-days 7
 //! ```
 
 use std::time::{Duration, Instant};
@@ -32,6 +37,12 @@ struct Args {
     /// Requests measured per page (after two unmeasured ones).
     #[arg(long, default_value_t = 50)]
     requests: usize,
+    /// Finished steps of history written before the run (a multiple of 1,000).
+    #[arg(long, default_value_t = 0)]
+    history: u64,
+    /// Days over which the history's attempts started, evenly, up to now.
+    #[arg(long, default_value_t = 7.0)]
+    history_days: f64,
 }
 
 /// Steps per layer of the DAG.
@@ -48,7 +59,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn measure(args: &Args, scratch: &ScratchDb) -> anyhow::Result<()> {
-    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect_with(scratch.connect_options()).await?;
+    let pool = rara_store::pool_options().max_connections(4).connect_with(scratch.connect_options()).await?;
+    history(&pool, args.history, args.history_days).await?;
     let store = Store::new(pool.clone());
     let config = Config::from_lookup("bench", |_| None)?;
     let plan = WorkflowDefinition::parse(&definition(args.steps), Format::Yaml)?.plan(&config)?;
@@ -63,7 +75,13 @@ async fn measure(args: &Args, scratch: &ScratchDb) -> anyhow::Result<()> {
         args.requests,
         !cfg!(debug_assertions)
     );
-    for (what, uri) in [("console run page", format!("/runs/{run}")), ("API run (JSON)", format!("/api/runs/{run}"))] {
+    let mut pages = vec![("console run page", format!("/runs/{run}")), ("API run (JSON)", format!("/api/runs/{run}"))];
+    if args.history > 0 {
+        println!("history: {} steps, attempts over {} days", args.history, args.history_days);
+        pages.push(("landing (last hour)", "/".to_owned()));
+        pages.push(("landing (last day)", "/?window=day".to_owned()));
+    }
+    for (what, uri) in pages {
         let mut times = Vec::with_capacity(args.requests);
         let mut bytes = 0;
         for i in 0..args.requests + 2 {
@@ -83,6 +101,28 @@ async fn measure(args: &Args, scratch: &ScratchDb) -> anyhow::Result<()> {
             ms(times[times.len() - 1]),
             bytes / 1024
         );
+    }
+    Ok(())
+}
+
+/// `steps` finished steps of history, in chunks, their attempts spread evenly over the last
+/// `days` days (the oldest step's first), then vacuumed and analyzed as autovacuum would.
+async fn history(pool: &sqlx::PgPool, steps: u64, days: f64) -> anyhow::Result<()> {
+    const CHUNK: u64 = 200_000;
+    for from in (0..steps).step_by(CHUNK as usize) {
+        rara_store::testing::fill_history(pool, from, (from + CHUNK).min(steps)).await?;
+    }
+    if steps > 0 {
+        sqlx::query(
+            "UPDATE step_attempts SET started_at = now() - make_interval(secs => $1 * (1 - (-fence)::float8 / $2)),
+                    finished_at = now() - make_interval(secs => $1 * (1 - (-fence)::float8 / $2)) + interval '20 ms'
+             WHERE leased_by = 'history'",
+        )
+        .bind(days * 86_400.0)
+        .bind(steps as f64)
+        .execute(pool)
+        .await?;
+        rara_store::testing::vacuum_history(pool).await?;
     }
     Ok(())
 }

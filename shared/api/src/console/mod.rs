@@ -11,11 +11,19 @@
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
 //! - [`dag`], [`timeline`]: the run page's two drawings;
-//! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form.
+//! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form;
+//! - [`overview`]: the landing page's state, charts and tables above the runs list;
+//! - [`schedules`], [`limits`]: the operator pages, their forms answered through [`answer`];
+//! - [`search`]: the runs list's filters, each a parameter of the URL.
 
+pub mod answer;
 pub mod dag;
 pub mod inbox;
+pub mod limits;
+pub mod overview;
 pub mod pages;
+pub mod schedules;
+pub mod search;
 pub mod timeline;
 
 use std::convert::Infallible;
@@ -28,15 +36,16 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use futures::Stream;
-use rara_domain::state::{AttemptOutcome, RunStatus};
+use rara_domain::state::AttemptOutcome;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
 use crate::auth::Credentials;
-use crate::runs::{Bulk, ListQuery};
+use crate::runs::Bulk;
 use crate::{Api, Error, Reader, Updates, live};
 use pages::Viewer;
+pub use search::ConsoleQuery;
 
 /// How long a page's stream gathers notifications before it renders once: a batch of steps
 /// finishing together is one update.
@@ -56,6 +65,9 @@ pub(crate) fn routes() -> axum::Router<Api> {
         .route("/runs/{id}/rerun", post(rerun_form))
         .route("/bulk", post(bulk_form))
         .merge(inbox::routes())
+        .merge(overview::routes())
+        .merge(schedules::routes())
+        .merge(limits::routes())
 }
 
 /// HTML-escapes text for the hand-written SVG (maud escapes everything else).
@@ -75,48 +87,24 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// The colour of a step status or an attempt outcome.
+/// The colour of a step status or an attempt outcome, dark enough for white text (WCAG AA).
 pub fn status_colour(status: &str) -> &'static str {
     match status {
-        "succeeded" => "#16a34a",
+        "succeeded" => "#15803d",
         "failed" | "lease_expired" => "#dc2626",
-        "cancelled" => "#d97706",
-        "retrying" => "#f59e0b",
+        "cancelled" => "#b45309",
+        "retrying" => "#c2410c",
         "running" => "#2563eb",
-        "leased" => "#60a5fa",
-        "skipped" => "#a8a29e",
+        "leased" => "#0369a1",
+        "skipped" => "#57534e",
         "waiting" => "#7c3aed",
-        _ => "#94a3b8",
+        _ => "#475569",
     }
 }
 
 /// An attempt outcome as the store spells it.
 pub fn outcome_name(outcome: AttemptOutcome) -> String {
     serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
-/// The runs list's query, as a browser sends it (an empty select is no filter).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ConsoleQuery {
-    /// Refused: the token no longer goes in a URL (the login URL starts a session).
-    pub token: Option<String>,
-    pub status: Option<String>,
-    pub name: Option<String>,
-    pub cursor: Option<String>,
-}
-
-impl ConsoleQuery {
-    fn list(&self) -> Result<ListQuery, Error> {
-        let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
-        let status = match nonempty(&self.status) {
-            Some(s) => Some(
-                serde_json::from_value::<RunStatus>(serde_json::Value::String(s))
-                    .map_err(|_| Error::bad_request("unknown run status").with_field("status"))?,
-            ),
-            None => None,
-        };
-        Ok(ListQuery { status, name: nonempty(&self.name), cursor: nonempty(&self.cursor), ..ListQuery::default() })
-    }
 }
 
 async fn runs_page(
@@ -135,7 +123,11 @@ async fn runs_page(
     }
     let page = query.list()?.page(&api).await?;
     let csrf = forms(&api, &credentials);
-    Ok(Html(pages::runs(&query, &page, viewer(&api, reader, csrf.as_deref())).into_string()).into_response())
+    let landing = query.is_landing();
+    let span = query.window.unwrap_or_default();
+    let overview = if landing { Some(overview::load(&api, chrono::Utc::now(), span).await?) } else { None };
+    let viewer = viewer(&api, reader, csrf.as_deref());
+    Ok(Html(pages::runs(&query, &page, viewer, overview.as_ref()).into_string()).into_response())
 }
 
 async fn runs_fragment(
@@ -357,6 +349,11 @@ pub struct BulkForm {
     pub status: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
+    /// The search's time range (`search::ConsoleQuery`).
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
     /// Set by the confirmation page.
     #[serde(default)]
     pub confirmed: Option<String>,
@@ -369,7 +366,13 @@ async fn bulk_form(
 ) -> Result<Response, Error> {
     let Form(form) = form?;
     api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    let query = ConsoleQuery { status: form.status.clone(), name: form.name.clone(), ..ConsoleQuery::default() };
+    let query = ConsoleQuery {
+        status: form.status.clone(),
+        name: form.name.clone(),
+        from: form.from.clone(),
+        to: form.to.clone(),
+        ..ConsoleQuery::default()
+    };
     let filter = query.list()?.filter();
     let action = match form.action.as_str() {
         "cancel" => Bulk::Cancel,

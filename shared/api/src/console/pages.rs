@@ -12,6 +12,7 @@ use rara_domain::state::{RunStatus, StepStatus};
 use rara_store::read::{RunView, StepView};
 use uuid::Uuid;
 
+use super::overview::Overview;
 use super::{BulkForm, ConsoleQuery, dag, status_colour, timeline};
 use crate::Updates;
 use crate::runs::RunPage;
@@ -19,13 +20,17 @@ use crate::runs::RunPage;
 const BASE_STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#0f172a;background:#f8fafc}
 header{background:#0f172a;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
+header .muted{color:#cbd5e1}
 main{padding:16px 20px}table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e2e8f0;vertical-align:top}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;background:#94a3b8}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;background:#475569}
 .panel{background:#fff;border:1px solid #e2e8f0;border-radius:6px;padding:12px;margin:12px 0;overflow:auto}
 pre{background:#f1f5f9;padding:8px;overflow:auto;max-height:300px;margin:4px 0}
 form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
-.progress{vertical-align:middle}
+.progress{vertical-align:middle}figure{display:inline-block;margin:0 16px 8px 0}
+@media (prefers-color-scheme:dark){body{color:#e2e8f0;background:#0b1120}header{background:#020617}
+table,.panel{background:#111827;border-color:#334155}th,td{border-color:#334155}pre{background:#1e293b}
+a{color:#93c5fd}.muted{color:#94a3b8}rect.map-group{fill:#1e1b4b;stroke:#6366f1}#timeline text{fill:#cbd5e1}}
 "#;
 
 /// The statuses and outcomes with a colour of their own (others are grey).
@@ -49,10 +54,12 @@ pub fn inline_scripts() -> [&'static str; 4] {
     [CONFIRM, RUNS_LIVE, RUN_LIVE, WAITS_LIVE]
 }
 
-/// Keeps the runs list live.
-const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
+/// Keeps the runs list live, and the overview above it (at most every 5 s).
+const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false,last=0;const es=new EventSource('/events');
 es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
-if(r.ok)document.getElementById('runs').innerHTML=await r.text();}finally{busy=false;}});})();"#;
+if(r.ok)document.getElementById('runs').innerHTML=await r.text();const o=document.getElementById('overview');
+if(o&&Date.now()-last>5000){last=Date.now();const f=await fetch('/fragments/overview'+location.search);if(f.ok)o.outerHTML=await f.text();}}
+finally{busy=false;}});})();"#;
 
 /// Keeps the inbox live, except while the reader is filling one of its forms.
 pub(super) const WAITS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
@@ -112,7 +119,8 @@ pub(super) fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup 
                 style { (PreEscaped(inline_style())) }
             }
             body {
-                header { a href="/" { "rara" } " " span.muted { "console" } " · " a href="/waits" { "waiting steps" } }
+                header { nav aria-label="console" { a href="/" { "rara" } " " span.muted { "console" } " · " a href="/waits" { "waiting steps" }
+                    " · " a href="/schedules" { "schedules" } " · " a href="/limits" { "limits" } } }
                 main { (body) }
                 script { (PreEscaped(CONFIRM)) }
                 @if let Some(script) = script { script { (PreEscaped(script)) } }
@@ -129,12 +137,12 @@ pub(super) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
-/// The runs list, live.
-pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>) -> Markup {
-    let status = query.status.clone().unwrap_or_default();
-    let name = query.name.clone().unwrap_or_default();
+/// The landing page: the overview (when given) above the runs list, live.
+pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: Option<&Overview>) -> Markup {
+    let [status, name, from, to] =
+        [&query.status, &query.name, &query.from, &query.to].map(|v| v.clone().unwrap_or_default());
     let body = html! {
-        h1 { "Runs" }
+        @if let Some(o) = overview { h1 { "Overview" } (super::overview::section(o)) h2 { "Runs" } } @else { h1 { "Runs" } }
         form method="get" action="/" {
             label { "status " select name="status" {
                 option value="" { "any" }
@@ -144,7 +152,8 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>) -> Markup 
             } }
             " "
             label { "name " input name="name" value=(name); }
-            " " button type="submit" { "Filter" }
+            " " label { "created from " input type="datetime-local" step="1" name="from" value=(from); } " "
+            label { "to " input type="datetime-local" step="1" name="to" value=(to); } " UTC " button type="submit" { "Filter" }
         }
         div #runs { (runs_table(query, page)) }
         @if let Some(csrf) = viewer.csrf {
@@ -156,6 +165,7 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>) -> Markup 
                         input type="hidden" name="action" value=(action);
                         input type="hidden" name="status" value=(status);
                         input type="hidden" name="name" value=(name);
+                        input type="hidden" name="from" value=(from); input type="hidden" name="to" value=(to);
                         button type="submit" { (label) }
                     }
                     " "
@@ -189,7 +199,7 @@ pub fn runs_table(query: &ConsoleQuery, page: &RunPage) -> Markup {
             }
         }
         @if let Some(next) = &page.next_cursor {
-            p { a href={ "/?cursor=" (next) "&status=" (query.status.clone().unwrap_or_default()) "&name=" (query.name.clone().unwrap_or_default()) } { "older runs →" } }
+            p { a href={ "/?cursor=" (next) (query.params()) } { "older runs →" } }
         }
     }
 }
@@ -386,6 +396,7 @@ pub fn confirm_bulk(form: &BulkForm, matched: usize) -> Markup {
             input type="hidden" name="action" value=(form.action);
             input type="hidden" name="status" value=(form.status.clone().unwrap_or_default());
             input type="hidden" name="name" value=(form.name.clone().unwrap_or_default());
+            @for (k, v) in [("from", &form.from), ("to", &form.to)] { input type="hidden" name=(k) value=(v.clone().unwrap_or_default()); }
             input type="hidden" name="confirmed" value="yes";
             button #confirm type="submit" disabled[matched == 0] { "Yes, " (form.action) " " (matched) }
             " " a href="/" { "No, go back" }

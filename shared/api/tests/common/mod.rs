@@ -94,3 +94,34 @@ impl Client {
         body["id"].as_str().unwrap().to_owned()
     }
 }
+
+/// Sends a console request with optional cookie and form body; the status, headers and text.
+pub async fn page(
+    client: &Client,
+    method: Method,
+    uri: &str,
+    cookie: Option<&str>,
+    form: Option<String>,
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let mut request = axum::http::Request::builder().method(method).uri(uri);
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    let body = match form {
+        Some(form) => {
+            request = request.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+            axum::body::Body::from(form)
+        }
+        None => axum::body::Body::empty(),
+    };
+    let response = client.router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    (status, headers, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The CSRF token the page's forms carry.
+pub fn csrf_of(html: &str) -> String {
+    let at = html.find(r#"name="csrf" value=""#).expect("a form with the CSRF token") + r#"name="csrf" value=""#.len();
+    html[at..at + html[at..].find('"').unwrap()].to_owned()
+}

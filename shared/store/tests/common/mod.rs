@@ -109,3 +109,38 @@ pub async fn lease_named(store: &Store, pool: &PgPool, run_id: Uuid, name: &str)
 pub fn stale_holder(holder: &Holder) -> Holder {
     Holder { fence: holder.fence - 1, ..holder.clone() }
 }
+
+/// 200 runs of 100 noop steps, all finished; one attempt per step started every `spacing`
+/// seconds back from now (one in ten retried with `E_FLAKY` first, one in fifty failed with
+/// `E_DOWN`), and three runs failed within the hour.
+pub async fn overview_history(pool: &PgPool, spacing: i64) -> Store {
+    let store = Store::new(pool.clone());
+    for _ in 0..200 {
+        store.submit(&flat_plan(100)).await.unwrap();
+    }
+    sqlx::query(
+        "WITH s AS (SELECT id, row_number() OVER (ORDER BY id) AS i FROM steps)
+         INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token, outcome, error, started_at, finished_at)
+         SELECT id, 1, -i, 'history', gen_random_uuid(),
+                CASE WHEN i % 50 = 0 THEN 'failed' WHEN i % 10 = 0 THEN 'retrying' ELSE 'succeeded' END::rara_attempt_outcome,
+                CASE WHEN i % 50 = 0 THEN '{\"code\":\"E_DOWN\",\"message\":\"down\",\"retryable\":false}'::jsonb
+                     WHEN i % 10 = 0 THEN '{\"code\":\"E_FLAKY\",\"message\":\"flaky\",\"retryable\":true}'::jsonb END,
+                now() - i * make_interval(secs => $1), now() - i * make_interval(secs => $1) + interval '20 ms'
+         FROM s ORDER BY i DESC",
+    )
+    .bind(spacing as f64)
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE workflow_runs SET status = (CASE WHEN r.n <= 3 THEN 'failed' ELSE 'succeeded' END)::rara_run_status,
+                steps_unfinished = 0, finished_at = now() - CASE WHEN r.n <= 3 THEN interval '5 minutes' ELSE interval '2 days' END
+         FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM workflow_runs) r
+         WHERE r.id = workflow_runs.id AND r.n <= 190",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE steps SET status = 'succeeded', finished_at = now()").execute(pool).await.unwrap();
+    store
+}

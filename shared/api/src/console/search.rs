@@ -1,0 +1,89 @@
+//! The runs list's search: status, workflow name and a creation time range, each a parameter of
+//! the URL (`/?status=failed&name=demo&from=2026-12-06T10:00&to=2026-12-06T12:00`), so a search is
+//! a link; paged by the store's cursor, and the bulk actions act on the same search. Times are
+//! UTC, as RFC 3339 or as a browser's `datetime-local` field sends them.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use rara_domain::state::RunStatus;
+use serde::Deserialize;
+
+use super::overview;
+use crate::Error;
+use crate::runs::ListQuery;
+
+/// The runs list's query, as a browser sends it (an empty field is no filter).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConsoleQuery {
+    /// Refused: the token no longer goes in a URL (the login URL starts a session).
+    pub token: Option<String>,
+    pub status: Option<String>,
+    pub name: Option<String>,
+    /// Created at or after (UTC).
+    pub from: Option<String>,
+    /// Created before (UTC).
+    pub to: Option<String>,
+    pub cursor: Option<String>,
+    /// The overview's window (the landing page only).
+    pub window: Option<overview::Span>,
+}
+
+fn nonempty(v: &Option<String>) -> Option<String> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// An instant of the form, RFC 3339 or a `datetime-local` value read as UTC.
+fn instant(text: &str, field: &str) -> Result<DateTime<Utc>, Error> {
+    if text.len() > 40 {
+        return Err(Error::bad_request("a time is at most 40 characters").with_field(field));
+    }
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S").map(|t| t.and_utc()))
+        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M").map(|t| t.and_utc()))
+        .map_err(|_| {
+            Error::bad_request(format!("{field} is a time: 2026-12-06T10:00 (UTC) or RFC 3339")).with_field(field)
+        })
+}
+
+impl ConsoleQuery {
+    /// No filter and no page: the landing page, with the overview.
+    pub fn is_landing(&self) -> bool {
+        [&self.status, &self.name, &self.from, &self.to, &self.cursor].iter().all(|v| nonempty(v).is_none())
+    }
+
+    /// The search as the API's list takes it.
+    pub(super) fn list(&self) -> Result<ListQuery, Error> {
+        let status = match nonempty(&self.status) {
+            Some(s) => Some(
+                serde_json::from_value::<RunStatus>(serde_json::Value::String(s))
+                    .map_err(|_| Error::bad_request("unknown run status").with_field("status"))?,
+            ),
+            None => None,
+        };
+        let at = |v: &Option<String>, field| nonempty(v).map(|t| instant(&t, field)).transpose();
+        Ok(ListQuery {
+            status,
+            name: nonempty(&self.name),
+            created_after: at(&self.from, "from")?,
+            created_before: at(&self.to, "to")?,
+            cursor: nonempty(&self.cursor),
+            ..ListQuery::default()
+        })
+    }
+
+    /// The search's parameters for a link (the next page's), without the cursor.
+    pub fn params(&self) -> String {
+        let pairs = [("status", &self.status), ("name", &self.name), ("from", &self.from), ("to", &self.to)];
+        pairs.iter().filter_map(|(k, v)| nonempty(v).map(|v| format!("&{k}={}", urlencoding(&v)))).collect()
+    }
+}
+
+/// Percent-encodes a query value (everything but unreserved characters).
+fn urlencoding(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
