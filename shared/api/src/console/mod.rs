@@ -385,5 +385,5 @@ async fn bulk_form(
         return Ok(Redirect::to("/").into_response());
     }
     let matched = done.matched as usize;
-    Ok((StatusCode::OK, Html(pages::confirm_bulk(&form, matched).into_string())).into_response())
+    Ok((StatusCode::OK, Html(search::confirm_bulk(&form, matched).into_string())).into_response())
 }

@@ -13,7 +13,7 @@ use rara_store::read::{RunView, StepView};
 use uuid::Uuid;
 
 use super::overview::Overview;
-use super::{BulkForm, ConsoleQuery, dag, status_colour, timeline};
+use super::{ConsoleQuery, dag, status_colour, timeline};
 use crate::Updates;
 use crate::runs::RunPage;
 
@@ -383,24 +383,4 @@ fn step_details(step: &StepView, input: Option<&serde_json::Value>, authenticate
             }
         }
     }
-}
-
-/// The confirmation of a bulk action: how many it matched, and the button that does it.
-pub fn confirm_bulk(form: &BulkForm, matched: usize) -> Markup {
-    let what = if form.action == "cancel" { "running runs to cancel" } else { "failed or cancelled steps to retry" };
-    let body = html! {
-        h1 { "Confirm" }
-        p #matched { (matched) " " (what) " match this filter." }
-        form method="post" action="/bulk" {
-            input type="hidden" name="csrf" value=(form.csrf);
-            input type="hidden" name="action" value=(form.action);
-            input type="hidden" name="status" value=(form.status.clone().unwrap_or_default());
-            input type="hidden" name="name" value=(form.name.clone().unwrap_or_default());
-            @for (k, v) in [("from", &form.from), ("to", &form.to)] { input type="hidden" name=(k) value=(v.clone().unwrap_or_default()); }
-            input type="hidden" name="confirmed" value="yes";
-            button #confirm type="submit" disabled[matched == 0] { "Yes, " (form.action) " " (matched) }
-            " " a href="/" { "No, go back" }
-        }
-    };
-    layout("Confirm", body, None)
 }

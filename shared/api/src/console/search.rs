@@ -7,7 +7,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use rara_domain::state::RunStatus;
 use serde::Deserialize;
 
-use super::overview;
+use maud::{Markup, html};
+
+use super::{BulkForm, overview};
 use crate::Error;
 use crate::runs::ListQuery;
 
@@ -86,4 +88,24 @@ fn urlencoding(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// The confirmation of a bulk action: how many it matched, and the button that does it.
+pub fn confirm_bulk(form: &BulkForm, matched: usize) -> Markup {
+    let what = if form.action == "cancel" { "running runs to cancel" } else { "failed or cancelled steps to retry" };
+    let body = html! {
+        h1 { "Confirm" }
+        p #matched { (matched) " " (what) " match this filter." }
+        form method="post" action="/bulk" {
+            input type="hidden" name="csrf" value=(form.csrf);
+            input type="hidden" name="action" value=(form.action);
+            input type="hidden" name="status" value=(form.status.clone().unwrap_or_default());
+            input type="hidden" name="name" value=(form.name.clone().unwrap_or_default());
+            @for (k, v) in [("from", &form.from), ("to", &form.to)] { input type="hidden" name=(k) value=(v.clone().unwrap_or_default()); }
+            input type="hidden" name="confirmed" value="yes";
+            button #confirm type="submit" disabled[matched == 0] { "Yes, " (form.action) " " (matched) }
+            " " a href="/" { "No, go back" }
+        }
+    };
+    super::pages::layout("Confirm", body, None)
 }
