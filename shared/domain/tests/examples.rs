@@ -12,11 +12,16 @@ fn every_example_plans() {
     let mut planned = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
+        // The clients' examples (examples/python, examples/typescript) are programs, not definitions.
+        if !path.extension().is_some_and(|e| e == "yaml" || e == "yml" || e == "json") {
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap();
-        let plan = WorkflowDefinition::parse(&text, Format::from_path(&path))
-            .and_then(|d| d.plan(&config))
+        // Planned as a registration checks it: a required input stands in with a value of its type.
+        let definition = WorkflowDefinition::parse(&text, Format::from_path(&path))
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        planned.push(plan.name);
+        definition.check_for_register(&config, |_, _| false).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        planned.push(definition.name);
     }
     planned.sort();
     assert!(planned.contains(&"data-flow".to_owned()), "{planned:?}");
