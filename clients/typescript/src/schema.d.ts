@@ -708,6 +708,11 @@ export interface components {
              *     same JSON kind).
              */
             inputs?: Record<string, never>;
+            /**
+             * @description A registered version to make the rerun from (`NAME@VERSION`, `NAME` for the newest):
+             *     refused, naming the first difference, unless the steps carried over are unchanged in it.
+             */
+            workflow?: string | null;
         };
         /** @description The rerun made. */
         RerunResponse: {
