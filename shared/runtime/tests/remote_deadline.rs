@@ -34,14 +34,7 @@ async fn timed_out(pool: PgPool, extra: &[(&str, &str)]) -> (Uuid, f64, PythonSe
     assert_eq!(status, "cancelled");
     let nap = store.run(run_id).await.unwrap().steps.remove(0);
     assert_eq!(nap.error.as_ref().unwrap().code, "RUN_TIMED_OUT", "{nap:?}");
-    let late: f64 = sqlx::query_scalar(
-        "SELECT extract(epoch FROM (s.finished_at - r.deadline_at))::float8 FROM steps s \
-         JOIN workflow_runs r ON r.id = s.run_id WHERE s.id = $1",
-    )
-    .bind(nap.id)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let late = finished_after_deadline(&pool, nap.id).await;
     (nap.id, late, server)
 }
 

@@ -131,14 +131,7 @@ async fn a_run_past_its_deadline_is_cancelled_with_run_timed_out(pool: PgPool) {
     assert_eq!(nap.error.as_ref().unwrap().code, "RUN_TIMED_OUT", "{nap:?}");
     let after = view.steps.iter().find(|s| s.name == "after").unwrap();
     assert_eq!((after.status.as_str(), after.error.as_ref().unwrap().code.as_str()), ("cancelled", "RUN_TIMED_OUT"));
-    let after_deadline: f64 = sqlx::query_scalar(
-        "SELECT extract(epoch FROM (s.finished_at - r.deadline_at))::float8 FROM steps s \
-         JOIN workflow_runs r ON r.id = s.run_id WHERE s.id = $1",
-    )
-    .bind(nap.id)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let after_deadline = finished_after_deadline(&pool, nap.id).await;
     assert!((0.0..2.0).contains(&after_deadline), "cancelled {after_deadline} s after the deadline");
     let deadline: f64 = sqlx::query_scalar(
         "SELECT extract(epoch FROM (deadline_at - created_at))::float8 FROM workflow_runs WHERE id = $1",

@@ -109,6 +109,18 @@ impl Stack {
     }
 }
 
+/// How many seconds after its run's deadline the step `step_id` finished (database clock).
+pub async fn finished_after_deadline(pool: &sqlx::PgPool, step_id: Uuid) -> f64 {
+    sqlx::query_scalar(
+        "SELECT extract(epoch FROM (s.finished_at - r.deadline_at))::float8 FROM steps s \
+         JOIN workflow_runs r ON r.id = s.run_id WHERE s.id = $1",
+    )
+    .bind(step_id)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
 pub async fn step_status(store: &Store, run_id: Uuid, name: &str) -> String {
     sqlx::query_scalar("SELECT status::text FROM steps WHERE run_id = $1 AND name = $2")
         .bind(run_id)
