@@ -145,24 +145,6 @@ impl From<rara_domain::workflow::Error> for Error {
     }
 }
 
-pub(crate) fn json<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Error> {
-    body.map(|Json(t)| t).map_err(Error::from)
-}
-
-/// An optional JSON body: none at all reads as the default.
-pub(crate) fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(body).map_err(|e| {
-        let error = Error::bad_request(format!("the body is not a valid request: {e}"));
-        match serde_field(&e.to_string()) {
-            Some(field) => error.with_field(field),
-            None => error,
-        }
-    })
-}
-
 /// The field serde names in a message such as "unknown field `x`" or "missing field `x`".
 pub(crate) fn serde_field(message: &str) -> Option<String> {
     let start = message.find("field `")? + "field `".len();

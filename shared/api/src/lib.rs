@@ -31,6 +31,7 @@
 
 pub mod artifacts;
 pub mod auth;
+pub mod body;
 pub mod console;
 pub mod error;
 pub mod guard;

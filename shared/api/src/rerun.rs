@@ -4,7 +4,7 @@
 //! runs a filter matches ([`rara_operator::replay`]).
 
 use axum::Json;
-use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::post;
@@ -13,7 +13,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::error::json;
+use crate::body::ObjectBody;
 use crate::runs::BulkRequest;
 use crate::{Api, Error, ErrorBody, auth::Credentials};
 
@@ -111,11 +111,11 @@ pub async fn rerun(
     State(api): State<Api>,
     credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
-    body: Result<Json<RerunBody>, JsonRejection>,
+    body: Result<ObjectBody<RerunBody>, Error>,
 ) -> Result<(StatusCode, Json<RerunResponse>), Error> {
     api.auth().check_request(&credentials)?;
     let Path(run_id) = id?;
-    Ok((StatusCode::CREATED, Json(make(&api, run_id, json(body)?).await?)))
+    Ok((StatusCode::CREATED, Json(make(&api, run_id, body?.0).await?)))
 }
 
 /// What a replay did (or would do).
@@ -158,10 +158,10 @@ pub struct ReplayMade {
 pub async fn replay(
     State(api): State<Api>,
     credentials: Credentials,
-    body: Result<Json<BulkRequest>, JsonRejection>,
+    body: Result<ObjectBody<BulkRequest>, Error>,
 ) -> Result<Json<ReplayResponse>, Error> {
     api.auth().check_request(&credentials)?;
-    let request = json(body)?;
+    let request = body?.0;
     if request.reason.is_some() {
         return Err(Error::bad_request("a replay takes no reason").with_field("reason"));
     }

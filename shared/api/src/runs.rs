@@ -6,7 +6,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::error::{json, optional_json};
+use crate::body::{ObjectBody, optional_object};
 pub use crate::submit::SubmitResponse;
 use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
@@ -154,10 +154,10 @@ const DEFAULT_REASON: &str = "cancelled by an operator";
 pub async fn submit(
     State(api): State<Api>,
     credentials: Credentials,
-    body: Result<Json<SubmitRequest>, JsonRejection>,
+    body: Result<ObjectBody<SubmitRequest>, Error>,
 ) -> Result<(StatusCode, Json<SubmitResponse>), Error> {
     api.auth().check_request(&credentials)?;
-    let request = json(body)?;
+    let request = body?.0;
     let definition = crate::submit::definition_of(request.definition)?;
     crate::submit::submit_definition(&api, definition, &request.inputs, request.idempotency_key, Origin::default())
         .await
@@ -249,7 +249,7 @@ async fn cancel_request(
 ) -> Result<Json<CancelResponse>, Error> {
     api.auth().check_request(credentials)?;
     let Path(id) = id?;
-    let request = optional_json::<CancelRequest>(&body?)?;
+    let request = optional_object::<CancelRequest>(&body?)?;
     Ok(Json(cancel(api, id, step, request.reason).await?))
 }
 
@@ -351,10 +351,10 @@ pub(crate) async fn bulk(
 pub async fn bulk_cancel(
     State(api): State<Api>,
     credentials: Credentials,
-    body: Result<Json<BulkRequest>, JsonRejection>,
+    body: Result<ObjectBody<BulkRequest>, Error>,
 ) -> Result<Json<BulkResponse>, Error> {
     api.auth().check_request(&credentials)?;
-    let request = json(body)?;
+    let request = body?.0;
     request.only_replays()?;
     Ok(Json(bulk(&api, Bulk::Cancel, &request.filter(), request.dry_run, request.reason.as_deref()).await?))
 }
@@ -369,10 +369,10 @@ pub async fn bulk_cancel(
 pub async fn bulk_retry(
     State(api): State<Api>,
     credentials: Credentials,
-    body: Result<Json<BulkRequest>, JsonRejection>,
+    body: Result<ObjectBody<BulkRequest>, Error>,
 ) -> Result<Json<BulkResponse>, Error> {
     api.auth().check_request(&credentials)?;
-    let request = json(body)?;
+    let request = body?.0;
     if request.reason.is_some() {
         return Err(Error::bad_request("a retry takes no reason").with_field("reason"));
     }

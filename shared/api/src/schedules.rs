@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -18,7 +18,7 @@ use rara_store::schedules::ScheduleView;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::error::json;
+use crate::body::ObjectBody;
 use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
 /// The most schedules a listing holds.
@@ -114,10 +114,10 @@ pub(crate) fn in_process(api: &Api) -> impl Fn(&str, Option<&str>) -> bool + '_ 
 pub async fn create(
     State(api): State<Api>,
     credentials: Credentials,
-    body: Result<Json<CreateRequest>, JsonRejection>,
+    body: Result<ObjectBody<CreateRequest>, Error>,
 ) -> Result<(StatusCode, Json<ScheduleView>), Error> {
     api.auth().check_request(&credentials)?;
-    let request = json(body)?;
+    let request = body?.0;
     let workflow: WorkflowRef =
         request.workflow.parse().map_err(|e: String| Error::bad_request(e).with_field("workflow"))?;
     let spec = match (request.cron, request.every_seconds) {
@@ -230,11 +230,11 @@ pub async fn backfill(
     State(api): State<Api>,
     credentials: Credentials,
     name: Result<Path<String>, PathRejection>,
-    body: Result<Json<BackfillRequest>, JsonRejection>,
+    body: Result<ObjectBody<BackfillRequest>, Error>,
 ) -> Result<Json<FiredResponse>, Error> {
     api.auth().check_request(&credentials)?;
     let name = name_of(name)?;
-    let BackfillRequest { from, to } = json(body)?;
+    let BackfillRequest { from, to } = body?.0;
     let made = schedules::backfill(api.store(), &api.inner.config, &in_process(&api), &name, from, to)
         .await
         .map_err(operator)?;

@@ -4,13 +4,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
 use axum::routing::post;
 use rara_domain::workflow::{Error as WorkflowError, Problem};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::error::{json, serde_field};
+use crate::body::ObjectBody;
 use crate::submit::definition_of;
 use crate::{Api, Error, ErrorBody, Reader};
 
@@ -89,16 +88,8 @@ impl From<Problem> for ProblemBody {
 pub async fn validate(
     State(api): State<Api>,
     _reader: Reader,
-    body: Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
+    ObjectBody(request): ObjectBody<ValidateRequest>,
 ) -> Result<Json<ValidateResponse>, Error> {
-    // Read from an object only: serde would take a struct from an array too (`[{}, null]`).
-    let request: ValidateRequest = serde_json::from_value(serde_json::Value::Object(json(body)?)).map_err(|e| {
-        let error = Error::bad_request(format!("the body is not a valid request: {e}"));
-        match serde_field(&e.to_string()) {
-            Some(field) => error.with_field(field),
-            None => error,
-        }
-    })?;
     let definition = match definition_of(request.definition) {
         Ok(definition) => definition,
         // Text or an object that does not read as a definition: one problem, no path.

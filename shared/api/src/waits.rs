@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::error::{json, optional_json};
+use crate::body::{ObjectBody, optional_object};
 use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
 /// The exit code of a completion nothing waits for (`rara signal`, as `rara exit-codes` lists it).
@@ -164,7 +164,7 @@ pub async fn signal(
 ) -> Result<Json<SignalResponse>, Error> {
     api.auth().check_request(&credentials)?;
     let Path((run_id, name)) = path?;
-    let request = optional_json::<SignalRequest>(&body?)?;
+    let request = optional_object::<SignalRequest>(&body?)?;
     Ok(Json(deliver(&api, run_id, &name, request).await?))
 }
 
@@ -192,10 +192,10 @@ pub(crate) async fn receive(api: &Api, request: EventRequest) -> Result<EventRes
 pub async fn event(
     State(api): State<Api>,
     credentials: Credentials,
-    body: Result<Json<EventRequest>, JsonRejection>,
+    body: Result<ObjectBody<EventRequest>, Error>,
 ) -> Result<Json<EventResponse>, Error> {
     api.auth().check_request(&credentials)?;
-    Ok(Json(receive(&api, json(body)?).await?))
+    Ok(Json(receive(&api, body?.0).await?))
 }
 
 /// Complete a wait with its completion token: the body (any JSON, default `{}`) is the step's
@@ -216,8 +216,7 @@ pub async fn complete(
         return Err(gone());
     }
     let body = body?;
-    let payload: serde_json::Value =
-        if body.is_empty() { serde_json::json!({}) } else { optional_json::<serde_json::Value>(&body)? };
+    let payload = crate::body::payload(&body)?;
     rara_domain::wait::check_payload(&payload).map_err(Error::bad_request)?;
     match api.store().complete_by_token(&token, &payload).await? {
         None => Err(gone()),

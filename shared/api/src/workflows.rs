@@ -3,7 +3,7 @@
 //! `rara workflow` and `rara submit --workflow` do the same over the database.
 
 use axum::Json;
-use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -12,7 +12,7 @@ use rara_store::submit::Origin;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::error::json;
+use crate::body::ObjectBody;
 use crate::submit::{SubmitResponse, definition_of, submit_definition};
 use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
@@ -85,10 +85,10 @@ pub struct WorkflowRunRequest {
 pub async fn register(
     State(api): State<Api>,
     credentials: Credentials,
-    body: Result<Json<RegisterRequest>, JsonRejection>,
+    body: Result<ObjectBody<RegisterRequest>, Error>,
 ) -> Result<(StatusCode, Json<RegisterResponse>), Error> {
     api.auth().check_request(&credentials)?;
-    let definition = definition_of(json(body)?.definition)?;
+    let definition = definition_of(body?.0.definition)?;
     let builtins = &api.inner.builtins;
     definition.check_for_register(&api.inner.config, |op, version| builtins.in_process(op, version).is_some())?;
     let content = serde_json::to_value(&definition).map_err(rara_domain::workflow::Error::from)?;
@@ -144,11 +144,11 @@ pub async fn submit(
     State(api): State<Api>,
     credentials: Credentials,
     name: Result<Path<String>, PathRejection>,
-    body: Result<Json<WorkflowRunRequest>, JsonRejection>,
+    body: Result<ObjectBody<WorkflowRunRequest>, Error>,
 ) -> Result<(StatusCode, Json<SubmitResponse>), Error> {
     api.auth().check_request(&credentials)?;
     let Path(name) = name.map_err(|e| Error::bad_request(e.body_text()).with_field("name"))?;
-    let request = json(body)?;
+    let request = body?.0;
     let found = api.store().definition(&name, request.version).await?;
     let definition = definition_of(found.definition)?;
     let origin = Origin { workflow_version: Some(found.version), ..Origin::default() };

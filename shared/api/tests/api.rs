@@ -282,3 +282,51 @@ async fn a_bulk_action_counts_first_and_acts_when_asked(pool: PgPool) {
     let (status, error) = client.post("/api/bulk/retry", json!({"reason": "x"})).await;
     assert_eq!((status, error["field"].as_str()), (StatusCode::BAD_REQUEST, Some("reason")));
 }
+
+/// serde reads a struct from a JSON array too (`["demo"]` fills the first field): every body
+/// is read as an object first, so an array, like any value that is not an object, is a 400 and
+/// changes nothing.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn every_request_body_must_be_an_object(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let run = client.submit_demo().await;
+    let before = runs_count(&pool).await;
+    let definitions = "SELECT count(*) FROM workflow_definitions";
+    let registered: i64 = sqlx::query_scalar(definitions).fetch_one(&pool).await.unwrap();
+    let step: String =
+        sqlx::query_scalar("SELECT id::text FROM steps WHERE name = 'prepare'").fetch_one(&pool).await.unwrap();
+    let uris = [
+        "/api/runs".to_owned(),
+        format!("/api/runs/{run}/rerun"),
+        format!("/api/runs/{run}/cancel"),
+        format!("/api/steps/{step}/cancel"),
+        format!("/api/runs/{run}/signals/approved"),
+        "/api/bulk/cancel".to_owned(),
+        "/api/bulk/retry".to_owned(),
+        "/api/bulk/replay".to_owned(),
+        "/api/events".to_owned(),
+        "/api/workflows".to_owned(),
+        "/api/workflows/validate".to_owned(),
+        "/api/workflows/demo-api/runs".to_owned(),
+        "/api/schedules".to_owned(),
+        "/api/schedules/nightly/backfill".to_owned(),
+    ];
+    let definition = demo_definition();
+    let bodies = [json!([definition]), json!([{"definition": definition}, null]), json!(["x"]), json!("x"), json!(7)];
+    for uri in &uris {
+        for body in &bodies {
+            let (status, answer) = client.post(uri, body.clone()).await;
+            assert_eq!(
+                (status, answer["code"].clone()),
+                (StatusCode::BAD_REQUEST, json!("bad_request")),
+                "{uri} {body}: {answer}"
+            );
+        }
+    }
+    assert_eq!(runs_count(&pool).await, before, "nothing submitted");
+    let cancelled: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = 'cancelled'").fetch_one(&pool).await.unwrap();
+    assert_eq!(cancelled, 0, "nothing cancelled");
+    let after: i64 = sqlx::query_scalar(definitions).fetch_one(&pool).await.unwrap();
+    assert_eq!(after, registered, "nothing registered");
+}
