@@ -138,8 +138,28 @@ pub fn child_output(child: &RunView) -> Result<Value, StepError> {
             Value::Object(last.map(|s| (s.name.clone(), s.output.clone().unwrap_or(Value::Null))).collect())
         }
     };
+    let bytes = serde_json::to_vec(&output).map_or(usize::MAX, |bytes| bytes.len());
+    if bytes > MAX_CHILD_OUTPUT_BYTES {
+        return Err(StepError::permanent(
+            codes::OUTPUT_TOO_LARGE,
+            format!(
+                "child run {} succeeded with an output of {bytes} bytes; a child gives its parent step at most \
+                 {MAX_CHILD_OUTPUT_BYTES} (declare a smaller output, or pass large values as artifacts)",
+                child.id
+            ),
+        )
+        .with_details(
+            json!({"field": "output", "bytes": bytes, "bound": MAX_CHILD_OUTPUT_BYTES, "run_id": child.id}),
+        ));
+    }
     Ok(json!({"run_id": child.id, "workflow": child.name, "status": "succeeded", "output": output}))
 }
+
+/// The largest output (serialised) a succeeded child gives its parent step: the default bound
+/// of an executor's output (`RARA_MAX_OUTPUT_BYTES`), as for a signal's payload. Each of the
+/// child's step outputs is bounded where it is recorded; a declared output that combines many
+/// of them is bounded here, before it becomes the parent step's output.
+pub const MAX_CHILD_OUTPUT_BYTES: usize = rara_domain::wait::MAX_PAYLOAD_BYTES;
 
 /// Why a child that ended `status` (failed, cancelled) fails its parent step: its first failed
 /// step, by position, named with its code.
@@ -158,4 +178,31 @@ fn child_failure(child: &RunView, status: RunStatus) -> StepError {
         "step": cause.map(|c| c.0),
         "code": cause.map(|c| c.1),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn succeeded_with(output: Value) -> RunView {
+        serde_json::from_value(json!({
+            "id": Uuid::nil(), "name": "eval-suite", "status": "succeeded", "idempotency_key": null,
+            "inputs": {}, "output": output, "created_at": "2026-12-06T00:00:00Z", "finished_at": null,
+            "steps": [],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_child_output_beyond_the_bound_fails_the_parent_step_naming_sizes_never_the_value() {
+        let within = succeeded_with(json!({"score": "x".repeat(1000)}));
+        assert_eq!(child_output(&within).unwrap()["output"]["score"].as_str().map(str::len), Some(1000));
+        // Many bounded step outputs combined in one declared output.
+        let parts: Vec<String> = (0..5).map(|_| "y".repeat(MAX_CHILD_OUTPUT_BYTES / 4)).collect();
+        let error = child_output(&succeeded_with(json!({"parts": parts}))).unwrap_err();
+        assert_eq!((error.code.as_str(), error.retryable), (codes::OUTPUT_TOO_LARGE, false));
+        assert_eq!(error.details["bound"].as_u64(), Some(MAX_CHILD_OUTPUT_BYTES as u64));
+        assert!(error.details["bytes"].as_u64().unwrap() > MAX_CHILD_OUTPUT_BYTES as u64);
+        assert!(!error.message.contains("yyyy") && !error.details.to_string().contains("yyyy"), "{error:?}");
+    }
 }
