@@ -67,6 +67,14 @@ export class UnexpectedResponseError extends RaraError {
   }
 }
 
+/** A downloaded artifact whose bytes do not hash to the digest rara recorded for it. */
+export class DigestMismatchError extends RaraError {
+  override name = "DigestMismatchError";
+  constructor(message: string, readonly expected: string, readonly actual: string) {
+    super(message);
+  }
+}
+
 /** The server could not be reached, after the retries the call allows. */
 export class ConnectionFailedError extends RaraError {
   override name = "ConnectionFailedError";

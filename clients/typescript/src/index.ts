@@ -3,7 +3,7 @@
  * types generated from docs/openapi.json (src/schema.d.ts, openapi-typescript), typed errors,
  * retries for idempotent calls, and `watch`, an async iterator of a run's step changes.
  */
-import { ApiError, ConnectionFailedError, InvalidWorkflowError, UnexpectedResponseError, errorFrom } from "./errors.js";
+import { ApiError, ConnectionFailedError, DigestMismatchError, InvalidWorkflowError, UnexpectedResponseError, errorFrom } from "./errors.js";
 import type * as t from "./types.js";
 import { EventLines, changes, type WatchEvent } from "./watch.js";
 
@@ -209,10 +209,17 @@ export class RaraClient {
   // Artifacts.
 
   /** An artifact's bytes (following S3's presigned redirect, to which fetch sends no token). */
-  async downloadArtifact(id: number): Promise<Uint8Array> {
+  /**
+   * An artifact's bytes (following S3's presigned redirect). Given the artifact itself (a
+   * step's `artifacts[i]`), its recorded sha256 is checked: a `DigestMismatchError` otherwise.
+   */
+  async downloadArtifact(artifact: t.Artifact | number): Promise<Uint8Array> {
+    const id = typeof artifact === "number" ? artifact : artifact.id;
     const response = await this.fetch(`${this.url}/api/artifacts/${id}`, { headers: this.headers, redirect: "follow" });
     if (!response.ok) throw errorFrom(response.status, await response.json().catch(() => undefined));
-    return new Uint8Array(await response.arrayBuffer());
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (typeof artifact !== "number" && artifact.digest) await checkDigest(id, artifact.digest, bytes);
+    return bytes;
   }
 
   // Watching.
@@ -292,4 +299,14 @@ export class RaraClient {
 
 function RUN_DONE(run: t.Run): boolean {
   return run.status === "succeeded" || run.status === "failed" || run.status === "cancelled";
+}
+
+/** Throws `DigestMismatchError` unless `bytes` hash to `digest` (`sha256:<hex>`). */
+async function checkDigest(id: number, digest: string, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+  const expected = digest.replace(/^sha256:/, "");
+  const hash = new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", bytes));
+  const actual = Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
+  if (actual !== expected) {
+    throw new DigestMismatchError(`artifact ${id}: sha256 ${actual} is not the recorded ${expected}`, expected, actual);
+  }
 }

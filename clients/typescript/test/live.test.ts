@@ -67,7 +67,7 @@ test("a run is watched to its end and its artifact downloaded", { skip }, async 
   assert.ok(steps.includes("count:succeeded") && steps.includes("nap:succeeded"), steps.join(" "));
   assert.ok(steps.length > 2, `changes along the way: ${steps.join(" ")}`);
   const artifact = last.run.steps[0]!.artifacts[0]!;
-  const bytes = await rara.downloadArtifact(artifact.id);
+  const bytes = await rara.downloadArtifact(artifact);
   assert.equal(`sha256:${createHash("sha256").update(bytes).digest("hex")}`, artifact.digest);
 });
 

@@ -2,8 +2,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ApiError, ERRORS, EventLines, InvalidWorkflowError, NotWaitingError, RerunRefusedError, UnexpectedResponseError, changes, errorFrom } from "../src/index.js";
-import type { Run, Step } from "../src/index.js";
+import { createHash } from "node:crypto";
+
+import { ApiError, DigestMismatchError, ERRORS, EventLines, InvalidWorkflowError, NotWaitingError, RaraClient, RerunRefusedError, UnexpectedResponseError, changes, errorFrom } from "../src/index.js";
+import type { Artifact, Run, Step } from "../src/index.js";
 
 const CODES = ["bad_request", "unauthorized", "forbidden", "not_found", "misdirected", "invalid_workflow", "conflict",
   "payload_too_large", "unsupported_media_type", "internal", "unavailable", "too_many", "invalid_payload",
@@ -51,4 +53,18 @@ test("a change is a step that moved, and the end is the run's", () => {
   assert.deepEqual(changes(first, second).map((c) => c.kind === "step" && c.step.name), ["a"]);
   const done = run("succeeded", [step("a", "succeeded"), step("b", "succeeded")]);
   assert.deepEqual(changes(second, done).map((c) => c.kind), ["step", "step", "finished"]);
+});
+
+test("a downloaded artifact is checked against its recorded digest", async () => {
+  const body = new TextEncoder().encode("the artifact's bytes");
+  const fetch = (async () => new Response(body, { status: 200 })) as typeof globalThis.fetch;
+  const rara = new RaraClient({ url: "http://rara.invalid", fetch });
+  const sha = createHash("sha256").update(body).digest("hex");
+  const artifact: Artifact = { id: 7, attempt: 1, name: "report", uri: "s3://b/k", media_type: null,
+    size_bytes: body.length, digest: `sha256:${sha}`, created_at: "" };
+  assert.deepEqual(await rara.downloadArtifact(artifact), body);
+  assert.deepEqual(await rara.downloadArtifact(7), body, "an id alone is not checked");
+  const other = { ...artifact, digest: `sha256:${"0".repeat(64)}` };
+  await assert.rejects(rara.downloadArtifact(other), (e: unknown) =>
+    e instanceof DigestMismatchError && e.actual === sha && e.expected === "0".repeat(64));
 });
