@@ -56,11 +56,13 @@ async fn action_form(
 }
 
 async fn render(api: &Api, viewer: Viewer<'_>, said: Option<&Said>) -> Result<Response, Error> {
+    // Reading receives the messages (their receive counts grow): an anonymous reader changes
+    // nothing, so it is not shown them (nor their lease tokens).
     let entries = match api.dead_letters() {
-        Some(dead) => Some(dead.list(SHOWN).await.map_err(failed)?),
-        None => None,
+        Some(dead) if viewer.authenticated => Some(dead.list(SHOWN).await.map_err(failed)?),
+        _ => None,
     };
-    let page = page(entries.as_deref(), viewer, said);
+    let page = page(api.dead_letters().is_some(), entries.as_deref(), viewer, said);
     Ok(match said {
         Some(said) => said.respond(page),
         None => Html(page.into_string()).into_response(),
@@ -127,11 +129,13 @@ fn failed(e: dlq::Error) -> Error {
     }
 }
 
-fn page(entries: Option<&[Entry]>, viewer: Viewer<'_>, said: Option<&Said>) -> Markup {
+fn page(configured: bool, entries: Option<&[Entry]>, viewer: Viewer<'_>, said: Option<&Said>) -> Markup {
     let body = html! {
         h1 { "Dead-letter queue" }
         (panel(said))
         @match entries {
+            None if configured => p #sign-in { "Reading the dead-letter queue receives its messages: open the login URL "
+                code { "rara ui" } " printed to see them." },
             None => p #not-configured { "No dead-letter queue is configured: start " code { "rara ui" } " with "
                 code { "RARA_DLQ_URL" } " and " code { "RARA_QUEUE_URL" } " (as " code { "rara dlq" } " reads them)." },
             Some(entries) => {
