@@ -4,9 +4,10 @@
 //! `scripts/browser-env.sh` installs the browser (`make test` runs it first). Screenshots are
 //! kept in `$CARGO_TARGET_DIR/console-artifacts/`; `RARA_WRITE_SCREENSHOT=1` also writes the
 //! book's pictures: `docs/console-run.png` (a run with a map), `console-overview.png`,
-//! `console-inbox.png`, `console-schedules.png` and `console-limits.png`. After the demo, a run
-//! whose `stats` is a map, the overview, and every action of `/schedules` and `/limits` once,
-//! each checked in the database.
+//! `console-step.png` (a step's panel), `console-inbox.png`, `console-schedules.png`,
+//! `console-limits.png` and `console-dlq.png`. After the demo, a run whose `stats` is a map, the
+//! overview, a step's panel checked against the database, the keyboard alone, every action of
+//! `/schedules` and `/limits` once, each checked in the database, and `/dlq` over real messages.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -22,6 +23,9 @@ use serde_json::{Value, json};
 /// How long a page may take to reach what the test waits for (a bound, not a measurement).
 const PATIENCE: Duration = Duration::from_secs(90);
 const TOKEN: &str = "browser-test-token";
+/// WebDriver's key codes.
+const TAB: &str = "\u{E004}";
+const ENTER: &str = "\u{E007}";
 
 /// A child process killed at the end of the test.
 struct Running(Child);
@@ -125,6 +129,35 @@ impl Browser {
         path
     }
 
+    /// A real click (WebDriver's element click: scrolled into view, at the element's centre).
+    async fn click(&self, css: &str) {
+        let found = self.command("/element", json!({"using": "css selector", "value": css})).await;
+        let id = found["element-6066-11e4-a52e-4f735466cecf"].as_str().unwrap_or_else(|| panic!("no {css}: {found}"));
+        let clicked = self.command(&format!("/element/{id}/click"), json!({})).await;
+        assert!(clicked.is_null(), "clicking {css}: {clicked}");
+    }
+
+    /// Presses a key (a WebDriver key code: `TAB`, `ENTER`) as a keyboard would.
+    async fn press(&self, key: &str) {
+        let actions = json!({"actions": [{"type": "key", "id": "keyboard",
+            "actions": [{"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]}]});
+        self.command("/actions", actions).await;
+    }
+
+    /// Presses Tab until the focused element matches `css` (at most `bound` times); panics with
+    /// a screenshot otherwise.
+    async fn tab_to(&self, css: &str, bound: usize) {
+        let focused = format!("return document.activeElement?.matches(\"{css}\") === true");
+        for _ in 0..bound {
+            self.press(TAB).await;
+            if self.exec(&focused).await == json!(true) {
+                return;
+            }
+        }
+        self.screenshot("tab.png").await;
+        panic!("{bound} presses of Tab never reached {css}");
+    }
+
     async fn accept_alert(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -172,7 +205,7 @@ fn free_port() -> u16 {
 async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     let status = Command::new(rara_testkit::repo_root().join("scripts/browser-env.sh")).status().unwrap();
     assert!(status.success(), "scripts/browser-env.sh could not install chromium");
-    rara_testkit::sqs_client().await; // LocalStack up
+    let sqs = rara_testkit::sqs_client().await; // LocalStack up
     let python = rara_testkit::python::PythonServer::start();
     let db = ScratchDb::new();
     assert!(db.rara(&["migrate"]).status.success());
@@ -185,12 +218,20 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         ("AWS_ACCESS_KEY_ID", "test".to_owned()),
         ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
         ("AWS_REGION", "us-east-1".to_owned()),
+        // The Python executor's store (its artifacts), served by the console; an output beyond
+        // 2 KiB goes there too, by reference (the step panel's run).
+        ("RARA_ARTIFACTS_URI", format!("file://{}", python.artifacts_dir().display())),
+        ("RARA_INLINE_OUTPUT_BYTES", "2048".to_owned()),
     ];
     let queue = format!("rara-console-{}", uuid::Uuid::new_v4().simple());
     let _dev = spawn(rara, &["dev", "--queue-name", &queue], &env);
+    // `rara ui` reads the DLQ `rara dev` made (its `/dlq` page), once it exists.
+    let (queue_url, dlq_url) = queue_urls(&sqs, &queue).await;
+    let mut ui_env = env.clone();
+    ui_env.extend([("RARA_QUEUE_URL", queue_url.clone()), ("RARA_DLQ_URL", dlq_url.clone())]);
     let ui_port = free_port();
     let base = format!("http://127.0.0.1:{ui_port}");
-    let _ui = spawn(rara, &["ui", "--bind", &format!("127.0.0.1:{ui_port}"), "--token", TOKEN], &env);
+    let _ui = spawn(rara, &["ui", "--bind", &format!("127.0.0.1:{ui_port}"), "--token", TOKEN], &ui_env);
     let driver_port = free_port();
     let _driver = spawn("chromedriver", &[&format!("--port={driver_port}")], &[]);
     let http = reqwest::Client::new();
@@ -329,7 +370,11 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     assert_eq!(forged.status(), 403);
 
     map_run(&browser, &http, &base).await;
+    let panel_run = step_panel(&browser, &http, &base, &db).await;
+    keyboard(&browser, &base, &db, &panel_run).await;
     operator_pages(&browser, &http, &base, &db).await;
+    let dlq = rara_queue::sqs::SqsQueue::new(sqs, queue_url, Some(dlq_url.clone()));
+    dlq_page(&browser, &base, &db, (&dlq, &dlq_url), &run).await;
     browser.quit().await;
 }
 
@@ -473,4 +518,176 @@ async fn operator_pages(browser: &Browser, http: &reqwest::Client, base: &str, d
     assert!(db.psql_rows("SELECT target FROM flow_pauses").is_empty());
     act(browser, r#"button.unset[data-target=\"tenant-*\"]"#, "now no limit").await;
     assert!(db.psql_rows("SELECT target FROM flow_limits").is_empty());
+}
+
+/// A step's panel, opened by a click on its node: its input as stored and resolved, its output
+/// stored by reference with a link that downloads it, its attempts with their fences, and its
+/// artifact with a link that downloads it for the session (and not without one); each checked
+/// against the database. The timeline marks the step's attempts.
+async fn step_panel(browser: &Browser, http: &reqwest::Client, base: &str, db: &ScratchDb) -> String {
+    let yaml = "name: panel\ninputs: {text: {type: string}}\nsteps:\n  - name: count\n    operation: text.stats\n    \
+                version: '1.0.0'\n    input: {text: {$input: /text}, top: 400}\n  - name: report\n    operation: noop\n    \
+                depends_on: [count]\n    input: {words: {$output: count, pointer: /words}}\n";
+    let text: Vec<String> = (0..400).map(|i| format!("word{i:03}")).collect();
+    let body = json!({"definition": yaml, "inputs": {"text": text.join(" ")}});
+    let submitted: Value = http
+        .post(format!("{base}/api/runs"))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = submitted["id"].as_str().unwrap_or_else(|| panic!("{submitted}")).to_owned();
+    // Finished first (read through the API): this part is about the panel, not live updates.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let shown: Value = http.get(format!("{base}/api/runs/{run}")).send().await.unwrap().json().await.unwrap();
+        if shown["status"] == "succeeded" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the panel's run did not succeed: {}", shown["status"]);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    browser.goto(&format!("{base}/runs/{run}")).await;
+    browser
+        .wait_for(
+            "the run succeeded",
+            "return document.querySelector('#run-status .badge').dataset.status === 'succeeded'",
+        )
+        .await;
+    browser.exec("window.__rara_marker = 'same page'; return true").await;
+    browser.click("#dag a.select[href*='step=count']").await;
+    browser
+        .wait_for("the step's panel", "return document.querySelector('#step-panel')?.dataset.step === 'count'")
+        .await;
+    assert_eq!(browser.exec("return window.__rara_marker").await, json!("same page"), "selected without a reload");
+    assert!(browser.exec("return location.search").await.as_str().unwrap().contains("step=count"), "in the address");
+
+    let step = format!("(SELECT id FROM steps WHERE run_id = '{run}' AND name = 'count')");
+    let panel = browser
+        .exec(
+            "const p = document.getElementById('step-panel'); const t = s => p.querySelector(s)?.textContent; \
+             return {stored: t('#input-stored'), resolved: t('#input-resolved'), output: t('#output-stored'), \
+                     download: p.querySelector('#output-download')?.getAttribute('href'), \
+                     fences: [...p.querySelectorAll('#attempts td.fence')].map(td => td.textContent), \
+                     artifacts: [...p.querySelectorAll('#artifacts a.download')].map(a => a.getAttribute('href')), \
+                     timeline: [...document.querySelectorAll('#timeline .attempt[data-selected]')].map(g => g.dataset.step)}",
+        )
+        .await;
+    assert!(panel["stored"].as_str().unwrap().contains("\"$input\": \"/text\""), "the input as stored: {panel}");
+    assert!(panel["resolved"].as_str().unwrap().contains("word399"), "the resolved input: {panel}");
+    let uri = db.psql_rows(&format!("SELECT output->'$stored'->>'uri' FROM steps WHERE id = {step}"));
+    assert!(panel["output"].as_str().unwrap().contains(&uri[0]), "the output's reference {uri:?}: {panel}");
+    let fences = db.psql_rows(&format!("SELECT fence FROM step_attempts WHERE step_id = {step} ORDER BY attempt"));
+    assert_eq!(panel["fences"], json!(fences), "the attempts and their fences");
+    let ids =
+        db.psql_rows(&format!("SELECT '/api/artifacts/' || id FROM artifacts WHERE step_id = {step} ORDER BY id"));
+    assert_eq!(panel["artifacts"], json!(ids), "the artifacts, each with its link");
+    assert_eq!(panel["timeline"], json!(["count"]), "the timeline marks the step's attempts");
+    publish(&browser.screenshot("console-step.png").await, "console-step.png");
+    accessible(browser, "run page with a step's panel").await;
+
+    // Both links download for the session: the output (JSON, its words) and the artifact.
+    let fetched = browser
+        .exec_async(&format!(
+            "const done = arguments[arguments.length - 1]; \
+             Promise.all([fetch('{output}').then(r => r.json()), fetch('{artifact}').then(async r => [r.status, (await r.text()).length])]) \
+             .then(([o, a]) => done([o.words, a])).catch(e => done('failed: ' + e));",
+            output = panel["download"].as_str().unwrap(),
+            artifact = ids[0],
+        ))
+        .await;
+    let sizes = db.psql_rows(&format!("SELECT size_bytes FROM artifacts WHERE step_id = {step} ORDER BY id"));
+    assert_eq!(fetched, json!([400, [200, sizes[0].parse::<u64>().unwrap()]]), "what the links download");
+    let anonymous = reqwest::get(format!("{base}{}", ids[0])).await.unwrap();
+    assert_eq!(anonymous.status(), 401, "not without a session");
+
+    // Without script, the node is a link to the same page with the panel.
+    let page = http.get(format!("{base}/runs/{run}?step=report")).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains(r#"id="step-panel""#) && page.contains(r#"data-step="report""#), "the panel without script");
+    run
+}
+
+/// The keyboard alone: Tab through the overview to a run's link (its focus visible) and open
+/// it with Enter; on the run page Tab to a step's node, open its panel with Enter, Tab to its
+/// rerun button and press it (the rerun is in the database).
+async fn keyboard(browser: &Browser, base: &str, db: &ScratchDb, run: &str) {
+    const FOCUS: &str = "rgb(245, 158, 11)";
+    browser.goto(&format!("{base}/")).await;
+    browser.wait_for("the overview", "return document.getElementById('overview') !== null").await;
+    let link = format!("#runs a[href='/runs/{run}']");
+    browser.tab_to(&link, 80).await;
+    let outline = browser
+        .exec("const s = getComputedStyle(document.activeElement); return [s.outlineStyle, s.outlineColor]")
+        .await;
+    assert_eq!(outline, json!(["solid", FOCUS]), "the focused link is outlined");
+    browser.press(ENTER).await;
+    browser.wait_for("the run page", "return document.getElementById('dag') !== null").await;
+
+    browser.tab_to("#dag a.select[href*='step=report']", 40).await;
+    let stroke = browser.exec("return getComputedStyle(document.activeElement.querySelector('rect')).stroke").await;
+    assert_eq!(stroke, json!(FOCUS), "the focused node is outlined");
+    browser.screenshot("console-keyboard-node.png").await;
+    browser.press(ENTER).await;
+    browser.wait_for("the panel", "return document.querySelector('#step-panel')?.dataset.step === 'report'").await;
+    browser
+        .wait_for(
+            "the focus in the panel",
+            "return document.getElementById('step-panel').contains(document.activeElement)",
+        )
+        .await;
+    browser.tab_to("#step-panel button.rerun-step", 10).await;
+    browser.press(ENTER).await;
+    browser.accept_alert().await;
+    browser
+        .wait_for(
+            "the rerun's page",
+            &format!("return location.pathname.startsWith('/runs/') && !location.pathname.includes('{run}')"),
+        )
+        .await;
+    let reruns = db.psql_rows(&format!("SELECT count(*) FROM workflow_runs WHERE rerun_of = '{run}'"));
+    assert_eq!(reruns, ["1"], "the rerun, made from the keyboard");
+}
+
+/// The step queue's and the DLQ's URLs, once `rara dev` has made them.
+async fn queue_urls(sqs: &aws_sdk_sqs::Client, queue: &str) -> (String, String) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let url = |name: String| async move { sqs.get_queue_url().queue_name(name).send().await.ok()?.queue_url };
+        if let (Some(queue), Some(dlq)) = (url(queue.to_owned()).await, url(format!("{queue}-dlq")).await) {
+            return (queue, dlq);
+        }
+        assert!(Instant::now() < deadline, "rara dev made no queue {queue}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `/dlq` over the DLQ `rara dev` made: a stale message (its step of the demo finished) and
+/// rara's own dead-letter, real messages on LocalStack's SQS; purge removes the stale one,
+/// redrive sends the other back to the step queue, each confirmed first.
+async fn dlq_page(
+    browser: &Browser,
+    base: &str,
+    db: &ScratchDb,
+    (queue, dlq_url): (&rara_queue::sqs::SqsQueue, &str),
+    run: &str,
+) {
+    use rara_queue::Queue;
+    let step = db.psql_rows(&format!("SELECT id FROM steps WHERE run_id = '{run}' AND name = 'prepare'"));
+    let stale = format!(r#"{{"v":1,"step_id":"{}","lease_token":"{}"}}"#, step[0], uuid::Uuid::new_v4());
+    queue.client().send_message().queue_url(dlq_url).message_body(&stale).send().await.unwrap();
+    queue.dead_letter("not a step message", "MALFORMED_MESSAGE", "not JSON").await.unwrap();
+
+    browser.goto(&format!("{base}/")).await;
+    browser.click("a[href='/dlq']").await;
+    let rows = "return [...document.querySelectorAll('#dead-letters tr.entry')].map(r => r.dataset.state).sort()";
+    browser.wait_for("both entries", &format!("{rows}.join() === 'rejected,stale'")).await;
+    publish(&browser.screenshot("console-dlq.png").await, "console-dlq.png");
+    accessible(browser, "dlq").await;
+    act(browser, "button.purge", "Removed 1 stale message(s) from the DLQ; 1 other(s) stay.").await;
+    assert_eq!(browser.exec(rows).await, json!(["rejected"]), "the page after the purge");
+    act(browser, "button.redrive", "Moved 1 message(s) back to the step queue.").await;
 }

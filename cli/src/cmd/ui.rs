@@ -57,6 +57,7 @@ pub async fn run(args: Ui, json: bool) -> Result<(), Failure> {
     }
     let config = super::config()?;
     let store = super::connect(&config).await?;
+    let dlq_store = store.clone();
     let auth = match args.token {
         Some(token) if !token.is_empty() => Auth::with_token(token),
         _ => Auth::random(),
@@ -74,6 +75,10 @@ pub async fn run(args: Ui, json: bool) -> Result<(), Failure> {
     // Artifacts are served from RARA_ARTIFACTS_URI, when set.
     if let Some(artifacts) = rara_platform::aws::artifact_store_from_env().await? {
         api = api.with_artifacts(artifacts);
+    }
+    // The `/dlq` page reads the DLQ `rara dlq` reads, when RARA_DLQ_URL and RARA_QUEUE_URL are set.
+    if let Some(dead_letters) = rara_platform::dlq::SqsDeadLetters::from_env(dlq_store).await {
+        api = api.with_dead_letters(std::sync::Arc::new(dead_letters));
     }
     let url = format!("http://{addr}");
     let login = format!("{url}{}", rara_api::login::path(&code));

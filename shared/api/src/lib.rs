@@ -16,7 +16,7 @@
 //!   committed as `docs/openapi.json`).
 //! - [`console`]: the server-rendered console: runs list, run page (SVG DAG, attempts
 //!   timeline, step details), live updates by SSE ([`Updates::Live`]; none under Lambda),
-//!   forms for cancel and retry.
+//!   forms for cancel and retry, the operator pages (schedules, limits, the DLQ).
 //! - [`live`]: one Postgres listener on the console channel, fanned out to every SSE stream.
 //! - [`auth`]: who may read and who may change state (the token, the session, the IAM
 //!   operators), the console's session and login codes, and its keys (one material, a key per
@@ -88,6 +88,8 @@ pub struct Api {
     remote: Arc<Security>,
     /// The artifact store (`RARA_ARTIFACTS_URI`) artifacts are served from, if any.
     artifacts: Option<Arc<dyn rara_artifacts::ArtifactStore>>,
+    /// The dead-letter queue the console's `/dlq` page reads, when one is configured.
+    dead_letters: Option<Arc<dyn rara_operator::dlq::DeadLetters>>,
 }
 
 struct Inner {
@@ -114,7 +116,14 @@ impl Api {
         let builtins = rara_builtins::registry()?;
         let live = live::Live::new(store.clone());
         let inner = Arc::new(Inner { store, config, builtins, auth, live });
-        Ok(Api { inner, updates: Updates::Live, hosts: Arc::default(), remote: Arc::default(), artifacts: None })
+        Ok(Api {
+            inner,
+            updates: Updates::Live,
+            hosts: Arc::default(),
+            remote: Arc::default(),
+            artifacts: None,
+            dead_letters: None,
+        })
     }
 
     /// The same API telling remote executors with `security` (TLS, the token and the attempt
@@ -133,6 +142,17 @@ impl Api {
 
     pub fn artifacts(&self) -> Option<&Arc<dyn rara_artifacts::ArtifactStore>> {
         self.artifacts.as_ref()
+    }
+
+    /// The same API with a `/dlq` page over `dead_letters` (`rara ui`: `RARA_DLQ_URL` and
+    /// `RARA_QUEUE_URL`, through `rara_platform::dlq`).
+    pub fn with_dead_letters(mut self, dead_letters: Arc<dyn rara_operator::dlq::DeadLetters>) -> Self {
+        self.dead_letters = Some(dead_letters);
+        self
+    }
+
+    pub fn dead_letters(&self) -> Option<&dyn rara_operator::dlq::DeadLetters> {
+        self.dead_letters.as_deref()
     }
 
     pub fn remote_security(&self) -> &Security {

@@ -18,7 +18,7 @@ use crate::runs;
     paths(runs::submit, runs::list, runs::run, runs::cancel_run, runs::cancel_step, runs::retry_step,
           runs::bulk_cancel, runs::bulk_retry, crate::login::issue, crate::waits::signal, crate::waits::event,
           crate::waits::complete, crate::waits::waits, crate::rerun::rerun, crate::rerun::replay,
-          crate::artifacts::download,
+          crate::artifacts::download, crate::artifacts::output,
           crate::workflows::register, crate::workflows::list, crate::validate::validate, crate::validate::versions_of_validate,
           crate::workflows::versions, crate::workflows::version, crate::workflows::submit,
           crate::schedules::create, crate::schedules::list, crate::schedules::one, crate::schedules::delete,

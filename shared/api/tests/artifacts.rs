@@ -113,3 +113,72 @@ async fn from_a_directory_the_bytes_are_an_attachment_and_foreign_uris_are_never
     assert_eq!(get(&router, "/api/artifacts/999999", Some(TOKEN)).await.status(), StatusCode::NOT_FOUND);
     assert_eq!(get(&router, "/api/artifacts/x", Some(TOKEN)).await.status(), StatusCode::BAD_REQUEST);
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn an_offloaded_output_downloads_and_the_step_panel_links_it_and_the_artifacts(pool: PgPool) {
+    let dir = std::env::temp_dir().join(format!("rara-api-output-{}", Uuid::new_v4().simple()));
+    let store = rara_artifacts::open(&format!("file://{}", dir.display()), || unreachable!()).unwrap();
+    let router = api(pool.clone()).with_artifacts(store.clone()).router();
+    let client = Client { router: router.clone() };
+    let (run, step) = one_step_run(&client, &pool).await;
+    let output = store.put(&Key::output(run, step, 1), reader_of(br#"{"big":true}"#.to_vec()), None).await.unwrap();
+    let reference = rara_domain::stored::Descriptor {
+        uri: output.uri.clone(),
+        size_bytes: output.size_bytes,
+        digest: output.digest.clone(),
+        media_type: Some("application/json".into()),
+    }
+    .reference();
+    sqlx::query("UPDATE steps SET output = $1 WHERE id = $2").bind(&reference).bind(step).execute(&pool).await.unwrap();
+    let stored = put(&store, run, step, "page.html").await;
+    let artifact = record(&pool, step, "page.html", &stored.uri, &stored.digest).await;
+
+    let path = format!("/api/steps/{step}/output");
+    assert_eq!(get(&router, &path, None).await.status(), StatusCode::UNAUTHORIZED);
+    let response = get(&router, &path, Some(TOKEN)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.into_body().collect().await.unwrap().to_bytes().as_ref(), br#"{"big":true}"#);
+
+    // The step's panel shows the reference and links both downloads, for a session only.
+    let name: String =
+        sqlx::query_scalar("SELECT name FROM steps WHERE id = $1").bind(step).fetch_one(&pool).await.unwrap();
+    let session = client.session().await;
+    let (status, _, page) = page(&client, Method::GET, &format!("/runs/{run}?step={name}"), Some(&session), None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains(r#"id="step-panel""#) && page.contains(&output.uri), "{page}");
+    assert!(
+        page.contains(&format!(r#"href="{path}""#)) && page.contains(&format!(r#"href="/api/artifacts/{artifact}""#))
+    );
+    let anonymous = get(&router, &format!("/runs/{run}?step={name}"), None).await;
+    let anonymous = String::from_utf8(anonymous.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(anonymous.contains(&output.uri) && !anonymous.contains(&format!(r#"href="{path}""#)), "{anonymous}");
+    let long = "x".repeat(600);
+    assert_eq!(get(&router, &format!("/runs/{run}?step={long}"), None).await.status(), StatusCode::BAD_REQUEST);
+
+    // Another run's object, or an output held inline, is not served.
+    let (other_run, other_step) = one_step_run(&client, &pool).await;
+    sqlx::query("UPDATE steps SET output = $1 WHERE id = $2")
+        .bind(&reference)
+        .bind(other_step)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&router, &format!("/api/steps/{other_step}/output"), Some(TOKEN)).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    sqlx::query("UPDATE steps SET output = '{\"small\": 1}' WHERE id = $1")
+        .bind(other_step)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&router, &format!("/api/steps/{other_step}/output"), Some(TOKEN)).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get(&router, &format!("/api/steps/{}/output", Uuid::new_v4()), Some(TOKEN)).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_ne!(other_run, run);
+}

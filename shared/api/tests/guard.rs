@@ -148,10 +148,12 @@ async fn an_anonymous_reader_is_not_shown_fences_or_lease_data(pool: PgPool) {
     for hidden in ["holder-executor-7", "scheduler-1", "\"fence\"", "lease_expires_at", "leased_by"] {
         assert!(!text.contains(hidden), "{hidden} in {text}");
     }
-    let page = http.get(format!("{base}/runs/{run}")).send().await.unwrap().text().await.unwrap();
+    // The attempts' holder and fence are in the step's panel.
+    let page = http.get(format!("{base}/runs/{run}?step=prepare")).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains(r#"id="step-panel""#), "the panel is shown");
     assert!(!page.contains("holder-executor-7") && !page.contains("<th>fence</th>"), "the page hides them too");
     let session = client.session().await;
-    let page = http.get(format!("{base}/runs/{run}")).header("cookie", session).send().await.unwrap();
+    let page = http.get(format!("{base}/runs/{run}?step=prepare")).header("cookie", session).send().await.unwrap();
     let page = page.text().await.unwrap();
     assert!(page.contains("holder-executor-7") && page.contains("<th>fence</th>"), "a session sees them");
 }

@@ -14,10 +14,14 @@
 //! - [`schedules`]: create a schedule (checked as its runs will be), trigger one run now, backfill
 //!   a range of slots (bounded; the slots' keys make a second backfill add nothing).
 //!
+//! - [`dlq`]: the dead-letter queue read, classified, purged of stale entries and redriven (the
+//!   one place SQS is touched here).
+//!
 //! [`DETACHED_CANCEL_TIMEOUT`]: cancel::DETACHED_CANCEL_TIMEOUT
 
 pub mod bulk;
 pub mod cancel;
+pub mod dlq;
 pub mod replay;
 pub mod rerun;
 pub mod schedules;

@@ -19,10 +19,13 @@
 //! - [`metrics`]: the invocation's counters printed as CloudWatch embedded-metric lines.
 //! - [`runner`]: the local SQS poller that drives the executor batch as Lambda's event
 //!   source does.
+//! - [`dlq`]: the dead-letter queue over SQS and the store (`rara dlq`, the console's `/dlq`),
+//!   behind the operator's port.
 
 pub mod aws;
 pub mod call_log;
 pub mod database;
+pub mod dlq;
 pub mod metrics;
 pub mod runner;
 pub mod secrets;

@@ -136,8 +136,8 @@ pub fn layout(steps: &[StepView]) -> (Vec<Node>, Vec<Frame>, usize, usize) {
     (nodes, frames, column * COL_W + PAD, rows.max(1) * ROW_H + PAD)
 }
 
-/// The SVG of the steps' graph.
-pub fn svg(steps: &[StepView]) -> Markup {
+/// The SVG of the steps' graph, the step named `selected` marked (`aria-current`).
+pub fn svg(steps: &[StepView], selected: Option<&str>) -> Markup {
     let (nodes, frames, width, height) = layout(steps);
     let mut out = String::with_capacity(steps.len() * 600);
     let _ = write!(
@@ -163,22 +163,24 @@ pub fn svg(steps: &[StepView]) -> Markup {
     }
     out.push_str("</g>");
     for (step, node) in steps.iter().zip(&nodes) {
-        node_svg(&mut out, step, *node);
+        node_svg(&mut out, step, *node, selected == Some(step.name.as_str()));
     }
     out.push_str("</svg>");
     PreEscaped(out)
 }
 
-/// One step's node: a link to its details, coloured by status, with its progress bar.
-fn node_svg(out: &mut String, step: &StepView, Node { x, y, w }: Node) {
+/// One step's node: a link that selects it (its panel), coloured by status, with its progress bar.
+fn node_svg(out: &mut String, step: &StepView, Node { x, y, w }: Node, selected: bool) {
     let status = step.status_text();
     let name = escape(&step.name);
     let colour = status_colour(step.status.as_str());
     let bar = (step.progress_fraction().clamp(0.0, 1.0) * (w - 8) as f64) as usize;
     let parent = step.parent.as_deref().map(|p| format!(r#" data-parent="{}""#, escape(p))).unwrap_or_default();
+    let href = escape(&super::step::select_href(&step.name));
+    let current = if selected { r#" aria-current="true""# } else { "" };
     let _ = write!(
         out,
-        r##"<a href="#step-{name}"><g class="step" data-step="{name}" data-status="{status}"{parent}><title>{name}: {status} (attempt {attempt}/{max})</title><rect x="{x}" y="{y}" width="{w}" height="{NODE_H}" rx="6" fill="{colour}"/><text x="{tx}" y="{ty}" fill="#fff" font-size="12">{short}</text><rect x="{bx}" y="{by}" width="{bar}" height="3" fill="#fff" opacity="0.8"/></g></a>"##,
+        r##"<a class="select" href="{href}"{current} aria-label="{name}: {status}"><g class="step" data-step="{name}" data-status="{status}"{parent}><title>{name}: {status} (attempt {attempt}/{max})</title><rect x="{x}" y="{y}" width="{w}" height="{NODE_H}" rx="6" fill="{colour}"/><text x="{tx}" y="{ty}" fill="#fff" font-size="12">{short}</text><rect x="{bx}" y="{by}" width="{bar}" height="3" fill="#fff" opacity="0.8"/></g></a>"##,
         attempt = step.attempt,
         max = step.max_attempts,
         tx = x + 8,

@@ -10,20 +10,24 @@
 //!
 //! - this file: the routes and their handlers;
 //! - [`pages`]: the markup of the pages and of the live fragments;
-//! - [`dag`], [`timeline`]: the run page's two drawings;
+//! - [`dag`], [`timeline`]: the run page's two drawings; [`step`]: its selected step's panel;
+//! - [`actions`]: a run's and a step's forms (cancel, retry, rerun from a step);
 //! - [`inbox`]: the waiting steps across runs (`/waits`), each with its form;
 //! - [`overview`]: the landing page's state, charts and tables above the runs list;
-//! - [`schedules`], [`limits`]: the operator pages, their forms answered through [`answer`];
+//! - [`schedules`], [`limits`], [`dlq`]: the operator pages, their forms answered through [`answer`];
 //! - [`search`]: the runs list's filters, each a parameter of the URL.
 
+pub mod actions;
 pub mod answer;
 pub mod dag;
+pub mod dlq;
 pub mod inbox;
 pub mod limits;
 pub mod overview;
 pub mod pages;
 pub mod schedules;
 pub mod search;
+pub mod step;
 pub mod timeline;
 
 use std::convert::Infallible;
@@ -59,15 +63,13 @@ pub(crate) fn routes() -> axum::Router<Api> {
         .route("/runs/{id}", get(run_page))
         .route("/runs/{id}/fragment", get(run_fragment))
         .route("/runs/{id}/events", get(run_events))
-        .route("/runs/{id}/cancel", post(cancel_run_form))
-        .route("/steps/{id}/cancel", post(cancel_step_form))
-        .route("/steps/{id}/retry", post(retry_step_form))
-        .route("/runs/{id}/rerun", post(rerun_form))
         .route("/bulk", post(bulk_form))
+        .merge(actions::routes())
         .merge(inbox::routes())
         .merge(overview::routes())
         .merge(schedules::routes())
         .merge(limits::routes())
+        .merge(dlq::routes())
 }
 
 /// HTML-escapes text for the hand-written SVG (maud escapes everything else).
@@ -140,16 +142,39 @@ async fn runs_fragment(
     Ok(Html(pages::runs_table(&query, &page).into_string()))
 }
 
+/// A run page's selection: `?step=NAME` opens that step's panel.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RunQuery {
+    #[serde(default)]
+    pub step: Option<String>,
+}
+
+impl RunQuery {
+    /// The selected step's name, bounded (a name is no longer than [`step::MAX_NAME`]).
+    fn selected(&self) -> Result<Option<&str>, Error> {
+        match self.step.as_deref().filter(|s| !s.is_empty()) {
+            Some(name) if name.len() > step::MAX_NAME => Err(Error::bad_request(format!(
+                "a step name is at most {} bytes; this one has {}",
+                step::MAX_NAME,
+                name.len()
+            ))
+            .with_field("step")),
+            selected => Ok(selected),
+        }
+    }
+}
+
 async fn run_page(
     State(api): State<Api>,
     reader: Reader,
     credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
+    query: Result<Query<RunQuery>, QueryRejection>,
 ) -> Result<Html<String>, Error> {
-    let Path(id) = id?;
+    let (Path(id), Query(query)) = (id?, query?);
     let csrf = forms(&api, &credentials);
     let viewer = viewer(&api, reader, csrf.as_deref());
-    let live = render_run(&api, id, viewer).await?;
+    let live = render_run(&api, id, viewer, query.selected()?).await?;
     let run = api.store().run_status(id).await?;
     Ok(Html(pages::run(id, run, live, viewer).into_string()))
 }
@@ -159,10 +184,11 @@ async fn run_fragment(
     reader: Reader,
     credentials: Credentials,
     id: Result<Path<Uuid>, PathRejection>,
+    query: Result<Query<RunQuery>, QueryRejection>,
 ) -> Result<Html<String>, Error> {
-    let Path(id) = id?;
+    let (Path(id), Query(query)) = (id?, query?);
     let csrf = forms(&api, &credentials);
-    Ok(Html(render_run(&api, id, viewer(&api, reader, csrf.as_deref())).await?))
+    Ok(Html(render_run(&api, id, viewer(&api, reader, csrf.as_deref()), query.selected()?).await?))
 }
 
 /// The CSRF token of the forms, when this request may act (else the page is read-only).
@@ -174,11 +200,13 @@ fn viewer<'a>(api: &Api, reader: Reader, csrf: Option<&'a str>) -> Viewer<'a> {
     Viewer { csrf, authenticated: reader.authenticated, updates: api.updates() }
 }
 
-/// The live part of a run page: what the SSE stream sends when the run changes.
-pub async fn render_run(api: &Api, id: Uuid, viewer: Viewer<'_>) -> Result<String, Error> {
+/// The live part of a run page, with the panel of the step `selected`: what the SSE stream
+/// sends when the run changes (without a selection: the page's script asks for the fragment
+/// of its selection instead).
+pub async fn render_run(api: &Api, id: Uuid, viewer: Viewer<'_>, selected: Option<&str>) -> Result<String, Error> {
     let run = api.store().run(id).await?;
     let inputs = api.store().step_inputs(id).await?;
-    Ok(pages::run_live(&run, &inputs, viewer, chrono::Utc::now()).into_string())
+    Ok(pages::run_live(&run, &inputs, viewer, chrono::Utc::now(), selected).into_string())
 }
 
 /// The refusal of a stream to an anonymous reader: a stream changes database state.
@@ -227,7 +255,7 @@ async fn run_events(
             if !next_change(&mut changes, Some(id)).await {
                 return None;
             }
-            match render_run(&api, id, viewer(&api, reader, csrf.as_deref())).await {
+            match render_run(&api, id, viewer(&api, reader, csrf.as_deref()), None).await {
                 Ok(html) => return Some((Ok(Event::default().event("update").data(html)), (api, changes, csrf))),
                 Err(e) => tracing::warn!(code = %e.body.code, "cannot render a run update"),
             }
@@ -258,85 +286,6 @@ fn sse(stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -
 /// subscribed, and `204`, on which an `EventSource` (a page rendered before) stops reconnecting.
 fn no_stream() -> Response {
     StatusCode::NO_CONTENT.into_response()
-}
-
-/// A console form: its CSRF token, and for a cancel the reason.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ActionForm {
-    pub csrf: String,
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// The run page to return to.
-    #[serde(default)]
-    pub back: Option<Uuid>,
-}
-
-fn back_to(run: Option<Uuid>) -> Redirect {
-    match run {
-        Some(run) => Redirect::to(&format!("/runs/{run}")),
-        None => Redirect::to("/"),
-    }
-}
-
-fn reason(form: &ActionForm) -> Option<String> {
-    form.reason.clone().filter(|r| !r.trim().is_empty())
-}
-
-async fn cancel_run_form(
-    State(api): State<Api>,
-    credentials: Credentials,
-    id: Result<Path<Uuid>, PathRejection>,
-    form: Result<Form<ActionForm>, FormRejection>,
-) -> Result<Redirect, Error> {
-    let (Path(id), Form(form)) = (id?, form?);
-    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    crate::runs::cancel(&api, id, false, reason(&form)).await?;
-    Ok(back_to(Some(id)))
-}
-
-async fn cancel_step_form(
-    State(api): State<Api>,
-    credentials: Credentials,
-    id: Result<Path<Uuid>, PathRejection>,
-    form: Result<Form<ActionForm>, FormRejection>,
-) -> Result<Redirect, Error> {
-    let (Path(id), Form(form)) = (id?, form?);
-    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    crate::runs::cancel(&api, id, true, reason(&form)).await?;
-    Ok(back_to(form.back))
-}
-
-async fn retry_step_form(
-    State(api): State<Api>,
-    credentials: Credentials,
-    id: Result<Path<Uuid>, PathRejection>,
-    form: Result<Form<ActionForm>, FormRejection>,
-) -> Result<Redirect, Error> {
-    let (Path(id), Form(form)) = (id?, form?);
-    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    crate::runs::retry(&api, id).await?;
-    Ok(back_to(form.back))
-}
-
-/// A rerun from a step of a finished run: the new run's page.
-#[derive(Debug, Clone, Deserialize)]
-pub struct RerunForm {
-    pub csrf: String,
-    pub from: String,
-}
-
-async fn rerun_form(
-    State(api): State<Api>,
-    credentials: Credentials,
-    id: Result<Path<Uuid>, PathRejection>,
-    form: Result<Form<RerunForm>, FormRejection>,
-) -> Result<Redirect, Error> {
-    let (Path(id), Form(form)) = (id?, form?);
-    api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    let body =
-        crate::rerun::RerunBody { from: form.from, inputs: serde_json::Map::new(), force: false, workflow: None };
-    let made = crate::rerun::make(&api, id, body).await?;
-    Ok(Redirect::to(&format!("/runs/{}", made.id)))
 }
 
 /// A bulk action from the runs list: first a confirmation page with the count, then the action.

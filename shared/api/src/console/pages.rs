@@ -8,12 +8,12 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use rara_domain::state::{RunStatus, StepStatus};
+use rara_domain::state::RunStatus;
 use rara_store::read::{RunView, StepView};
 use uuid::Uuid;
 
 use super::overview::Overview;
-use super::{ConsoleQuery, dag, status_colour, timeline};
+use super::{ConsoleQuery, dag, status_colour, step, timeline};
 use crate::Updates;
 use crate::runs::RunPage;
 
@@ -28,6 +28,11 @@ th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e2e8f0;vertical-a
 pre{background:#f1f5f9;padding:8px;overflow:auto;max-height:300px;margin:4px 0}
 form.inline{display:inline}button{cursor:pointer}.muted{color:#64748b}
 .progress{vertical-align:middle}figure{display:inline-block;margin:0 16px 8px 0}
+:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+#dag a:focus-visible{outline:none}#dag a:focus-visible>g>rect:first-of-type,#dag a[aria-current]>g>rect:first-of-type{stroke:#f59e0b;stroke-width:4}
+.run-grid.selecting{display:grid;grid-template-columns:minmax(0,1fr) minmax(340px,36%);gap:12px;align-items:start}
+.run-main{min-width:0}#step-panel{position:sticky;top:8px;max-height:calc(100vh - 16px)}#step-panel .close{float:right;margin:0}
+.selecting #timeline .attempt:not([data-selected]){opacity:.3}tr[aria-current]>td:first-child{box-shadow:inset 4px 0 #f59e0b;font-weight:600}
 @media (prefers-color-scheme:dark){body{color:#e2e8f0;background:#0b1120}header{background:#020617}
 table,.panel{background:#111827;border-color:#334155}th,td{border-color:#334155}pre{background:#1e293b}
 a{color:#93c5fd}.muted{color:#94a3b8}rect.map-group{fill:#1e1b4b;stroke:#6366f1}#timeline text{fill:#cbd5e1}}
@@ -67,10 +72,16 @@ es.addEventListener('changed',async()=>{const t=document.getElementById('waits')
 [...t.querySelectorAll('textarea,input[name=reason]')].some(f=>f.value))return;busy=true;try{const r=await fetch('/fragments/waits');
 if(r.ok)t.innerHTML=await r.text();}finally{busy=false;}});})();"#;
 
-/// Keeps a run page live (its stream is the page's path + `/events`).
-const RUN_LIVE: &str = r#"(()=>{if(!window.EventSource)return;const es=new EventSource(location.pathname+'/events');
-es.addEventListener('update',e=>{const open=[...document.querySelectorAll('details[open]')].map(d=>d.id);
-document.getElementById('live').innerHTML=e.data;open.forEach(i=>{const d=document.getElementById(i);if(d)d.open=true;});});})();"#;
+/// Keeps a run page live (its stream is the page's path + `/events`), and selects a step
+/// without a reload: the link's `?step=` goes in the address and the fragment of that
+/// selection replaces the live part (also on each update while a step is selected).
+const RUN_LIVE: &str = r#"(()=>{const live=document.getElementById('live');const swap=h=>{live.innerHTML=h;};
+const load=async()=>{const r=await fetch(location.pathname+'/fragment'+location.search);if(r.ok)swap(await r.text());};
+live.addEventListener('click',async e=>{const a=e.target.closest('a.select,#step-panel .close a');
+if(!a||e.ctrlKey||e.metaKey||e.shiftKey||e.button)return;e.preventDefault();history.pushState(null,'',a.getAttribute('href'));
+await load();const p=document.getElementById('step-panel');if(p)p.focus();});addEventListener('popstate',load);
+if(!window.EventSource)return;const es=new EventSource(location.pathname+'/events');
+es.addEventListener('update',e=>{if(new URLSearchParams(location.search).get('step'))load();else swap(e.data);});})();"#;
 
 /// Who a page is for and how it updates.
 #[derive(Debug, Clone, Copy)]
@@ -120,7 +131,7 @@ pub(super) fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup 
             }
             body {
                 header { nav aria-label="console" { a href="/" { "rara" } " " span.muted { "console" } " · " a href="/waits" { "waiting steps" }
-                    " · " a href="/schedules" { "schedules" } " · " a href="/limits" { "limits" } } }
+                    " · " a href="/schedules" { "schedules" } " · " a href="/limits" { "limits" } " · " a href="/dlq" { "dead letters" } } }
                 main { (body) }
                 script { (PreEscaped(CONFIRM)) }
                 @if let Some(script) = script { script { (PreEscaped(script)) } }
@@ -129,7 +140,7 @@ pub(super) fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup 
     }
 }
 
-fn badge(status: &str) -> Markup {
+pub(super) fn badge(status: &str) -> Markup {
     html! { span.badge data-status=(status) { (status) } }
 }
 
@@ -214,11 +225,18 @@ pub fn run(id: Uuid, status: RunStatus, live: String, viewer: Viewer<'_>) -> Mar
     layout(&format!("Run {id} ({status})"), body, live_script(viewer, RUN_LIVE))
 }
 
-/// The live part of a run page: header, actions, DAG, timeline, steps (fences and holders only
-/// for an authenticated reader, as `crate::redact` says).
-pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>, now: DateTime<Utc>) -> Markup {
+/// The live part of a run page: header, actions, DAG, timeline, steps, and the panel of the
+/// selected step beside them (fences and holders only for an authenticated reader, as
+/// `crate::redact` says).
+pub fn run_live(
+    run: &RunView,
+    inputs: &[(Uuid, serde_json::Value)],
+    viewer: Viewer<'_>,
+    now: DateTime<Utc>,
+    selected: Option<&str>,
+) -> Markup {
     let csrf = viewer.csrf;
-    let finished = run.steps.iter().filter(|s| is_finished(s.status)).count();
+    let finished = run.steps.iter().filter(|s| step::is_finished(s.status)).count();
     html! {
         h1 { (run.name) " " span #run-status { (badge(run.status.as_str())) } }
         @if let Some(of) = run.rerun_of { p #rerun-of { "Rerun of " a href={ "/runs/" (of) } { code { (of) } } } }
@@ -240,37 +258,38 @@ pub fn run_live(run: &RunView, inputs: &[(Uuid, serde_json::Value)], viewer: Vie
         @if let (Some(csrf), RunStatus::Running) = (csrf, run.status) {
             form.inline method="post" action={ "/runs/" (run.id) "/cancel" } data-confirm="Cancel every unfinished step of this run?" {
                 input type="hidden" name="csrf" value=(csrf);
-                input name="reason" placeholder="reason (optional)";
+                input name="reason" placeholder="reason (optional)" aria-label="reason (optional)";
                 " " button #cancel-run type="submit" { "Cancel run" }
             }
         }
-        div.panel { h2 { "Steps" } (dag::svg(&run.steps)) }
-        div.panel { h2 { "Attempts" } (timeline::svg(run, now)) }
-        @if let Some(output) = &run.output { div.panel { h2 { "Output" } pre { (pretty(output)) } } }
-        div.panel {
-            h2 { "Step details" }
-            table {
-                thead { tr { th { "step" } th { "operation" } th { "status" } th { "attempt" } th { "progress" } th { "" } } }
-                tbody { @for step in &run.steps { (step_row(run, step, inputs, viewer)) } }
+        div.run-grid.selecting[selected.is_some()] {
+            div.run-main {
+                div.panel { h2 { "Steps" } p.muted { "Select a step for its input, output, attempts and artifacts." } (dag::svg(&run.steps, selected)) }
+                div.panel tabindex="0" role="region" aria-label="attempts" { h2 { "Attempts" } (timeline::svg(run, now, selected)) }
+                @if let Some(output) = &run.output { div.panel { h2 { "Output" } pre tabindex="0" { (pretty(output)) } } }
+                div.panel {
+                    h2 { "Step details" }
+                    table {
+                        thead { tr { th { "step" } th { "operation" } th { "status" } th { "attempt" } th { "progress" } th { "actions" } } }
+                        tbody { @for s in &run.steps { (step_row(run, s, viewer, selected)) } }
+                    }
+                }
             }
+            @if let Some(name) = selected { (step::panel(run, name, inputs, viewer, now)) }
         }
     }
 }
 
-fn is_finished(status: StepStatus) -> bool {
-    matches!(status, StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled | StepStatus::Skipped)
-}
-
-fn pretty(value: &serde_json::Value) -> String {
+pub(super) fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn step_row(run: &RunView, step: &StepView, inputs: &[(Uuid, serde_json::Value)], viewer: Viewer<'_>) -> Markup {
-    let input = inputs.iter().find(|(id, _)| *id == step.id).map(|(_, v)| v);
+fn step_row(run: &RunView, step: &StepView, viewer: Viewer<'_>, selected: Option<&str>) -> Markup {
     let fraction = step.progress_fraction().clamp(0.0, 1.0);
+    let current = (selected == Some(step.name.as_str())).then_some("true");
     html! {
-        tr id={ "step-" (step.name) } data-step=(step.name) data-status=(step.status.as_str()) {
-            td { (step.name) }
+        tr id={ "step-" (step.name) } data-step=(step.name) data-status=(step.status.as_str()) aria-current=[current] {
+            td { a.select href=(step::select_href(&step.name)) { (step.name) } }
             td { code { (step.operation) } @if let Some(v) = &step.version { " " span.muted { (v) } } }
             td {
                 (badge(step.status.as_str()))
@@ -280,107 +299,13 @@ fn step_row(run: &RunView, step: &StepView, inputs: &[(Uuid, serde_json::Value)]
             }
             td { (step.attempt) "/" (step.max_attempts) }
             td {
-                svg.progress width="80" height="6" {
+                svg.progress width="80" height="6" aria-hidden="true" {
                     rect width="80" height="6" rx="3" fill="#e2e8f0" {}
                     rect width=(format!("{:.1}", fraction * 80.0)) height="6" rx="3" fill="#2563eb" {}
                 }
                 @if let Some(p) = &step.progress { " " span.muted { (p.message) } }
             }
-            td {
-                (step_actions(run, step, viewer.csrf))
-            }
-        }
-        tr {
-            td colspan="6" {
-                (step_details(step, input, viewer.authenticated))
-            }
-        }
-    }
-}
-
-/// The cancel, retry and rerun buttons of a step, for a console that may change state.
-fn step_actions(run: &RunView, step: &StepView, csrf: Option<&str>) -> Markup {
-    let run_id = run.id;
-    html! {
-        @if let Some(csrf) = csrf {
-            @if !is_finished(step.status) {
-                form.inline method="post" action={ "/steps/" (step.id) "/cancel" } data-confirm={ "Cancel step " (step.name) "?" } {
-                    input type="hidden" name="csrf" value=(csrf);
-                    input type="hidden" name="back" value=(run_id);
-                    button.cancel-step type="submit" data-step=(step.name) { "Cancel" }
-                }
-            }
-            @if matches!(step.status, StepStatus::Failed | StepStatus::Cancelled) {
-                form.inline method="post" action={ "/steps/" (step.id) "/retry" } data-confirm={ "Retry step " (step.name) "?" } {
-                    input type="hidden" name="csrf" value=(csrf);
-                    input type="hidden" name="back" value=(run_id);
-                    button.retry-step type="submit" data-step=(step.name) { "Retry" }
-                }
-            }
-            @if run.status != RunStatus::Running && step.parent.is_none() {
-                form.inline method="post" action={ "/runs/" (run_id) "/rerun" } data-confirm={ "Make a new run in which " (step.name) " and what follows run again (the other steps carried over)?" } {
-                    input type="hidden" name="csrf" value=(csrf);
-                    input type="hidden" name="from" value=(step.name);
-                    button.rerun-step type="submit" data-step=(step.name) { "Rerun from here" }
-                }
-            }
-        }
-    }
-}
-
-/// A step's details, folded: its input, output, error, attempts (their holder and fence for an
-/// authenticated reader only) and artifacts.
-fn step_details(step: &StepView, input: Option<&serde_json::Value>, authenticated: bool) -> Markup {
-    html! {
-        details id={ "detail-" (step.name) } {
-            summary { "details of " (step.name) }
-            @if let Some(input) = input { h4 { "Input (as stored: secret references, never values)" } pre { (pretty(input)) } }
-            @if let Some(output) = &step.output { h4 { "Output" } pre { (pretty(output)) } }
-            @if let Some(error) = &step.error {
-                h4 { "Error" }
-                pre { (error.0.code) ": " (error.0.message) @if error.0.retryable { " (retryable)" } }
-            }
-            @if !step.attempts.is_empty() {
-                h4 { "Attempts" }
-                table {
-                    thead { tr {
-                        th { "#" } th { "outcome" }
-                        @if authenticated { th { "by" } th { "fence" } }
-                        th { "started" } th { "finished" } th { "error" }
-                    } }
-                    tbody {
-                        @for a in &step.attempts {
-                            tr {
-                                td { (a.attempt) }
-                                td { (badge(&super::outcome_name(a.outcome))) }
-                                @if authenticated {
-                                    td { (a.leased_by) @if let Some(e) = &a.remote_endpoint { " → " (e) } }
-                                    td { (a.fence) }
-                                }
-                                td { (time(a.started_at)) }
-                                td { @if let Some(f) = a.finished_at { (time(f)) } }
-                                td { @if let Some(e) = &a.error { (e.0.code) ": " (e.0.message) } }
-                            }
-                        }
-                    }
-                }
-            }
-            @if !step.artifacts.is_empty() {
-                h4 { "Artifacts" }
-                table {
-                    thead { tr { th { "name" } th { "attempt" } th { "uri" } th { "type" } th { "size" } th { "digest" } } }
-                    tbody {
-                        @for a in &step.artifacts {
-                            tr {
-                                td { (a.name) } td { (a.attempt) } td { code { (a.uri) } }
-                                td { (a.media_type.clone().unwrap_or_default()) }
-                                td { @if let Some(n) = a.size_bytes { (n) } }
-                                td { code { (a.digest.clone().unwrap_or_default()) } }
-                            }
-                        }
-                    }
-                }
-            }
+            td { (step::actions(run, step, viewer.csrf)) }
         }
     }
 }

@@ -21,13 +21,18 @@ fn offset(t0: DateTime<Utc>, t: DateTime<Utc>) -> i64 {
     (t - t0).num_milliseconds().max(0)
 }
 
-pub fn svg(run: &RunView, now: DateTime<Utc>) -> Markup {
-    let mut attempts: Vec<(&str, &AttemptView)> =
-        run.steps.iter().flat_map(|s| s.attempts.iter().map(move |a| (s.name.as_str(), a))).collect();
-    attempts.sort_by_key(|(_, a)| (a.started_at, a.attempt));
+/// The timeline; the attempts of the step named `selected` (and of its children, for a map
+/// step) are marked `data-selected`, and the stylesheet fades the others.
+pub fn svg(run: &RunView, now: DateTime<Utc>, selected: Option<&str>) -> Markup {
+    let mut attempts: Vec<(&str, bool, &AttemptView)> = run
+        .steps
+        .iter()
+        .flat_map(|s| s.attempts.iter().map(move |a| (s.name.as_str(), super::step::is_selected(s, selected), a)))
+        .collect();
+    attempts.sort_by_key(|(_, _, a)| (a.started_at, a.attempt));
     let t0 = run.created_at;
     let end = run.finished_at.unwrap_or(now);
-    let last = attempts.iter().filter_map(|(_, a)| a.finished_at.or(a.retry_at)).max().unwrap_or(end).max(end);
+    let last = attempts.iter().filter_map(|(_, _, a)| a.finished_at.or(a.retry_at)).max().unwrap_or(end).max(end);
     let axis = Axis { t0, span: offset(t0, last).max(1) as f64 };
     let height = TOP + attempts.len().max(1) * ROW_H + 8;
     let width = LABEL_W + AXIS_W + 90;
@@ -46,8 +51,8 @@ pub fn svg(run: &RunView, now: DateTime<Utc>) -> Markup {
             y = TOP + 14
         );
     }
-    for (row, (step, a)) in attempts.iter().enumerate() {
-        attempt(&mut out, &axis, TOP + row * ROW_H, step, a, now);
+    for (row, (step, chosen, a)) in attempts.iter().enumerate() {
+        attempt(&mut out, &axis, TOP + row * ROW_H, (step, *chosen), a, now);
     }
     out.push_str("</svg>");
     PreEscaped(out)
@@ -67,8 +72,15 @@ impl Axis {
 }
 
 /// One attempt's row at height `y`: its label, its bar (hatched where it ran detached), the
-/// wait until its retry, and its duration.
-fn attempt(out: &mut String, axis: &Axis, y: usize, step: &str, a: &AttemptView, now: DateTime<Utc>) {
+/// wait until its retry, and its duration; `selected` marks it as the selection's.
+fn attempt(
+    out: &mut String,
+    axis: &Axis,
+    y: usize,
+    (step, selected): (&str, bool),
+    a: &AttemptView,
+    now: DateTime<Utc>,
+) {
     let outcome = outcome_name(a.outcome);
     let finished = a.finished_at.unwrap_or(now);
     let (x1, x2) = (axis.x(a.started_at), axis.x(finished).max(axis.x(a.started_at) + 2));
@@ -76,10 +88,11 @@ fn attempt(out: &mut String, axis: &Axis, y: usize, step: &str, a: &AttemptView,
     let name = escape(step);
     let _ = write!(
         out,
-        r##"<g class="attempt" data-step="{name}" data-attempt="{n}" data-outcome="{outcome}"><title>{name} attempt {n}: {outcome}, {took}</title><text x="4" y="{ty}" font-size="12" fill="#0f172a">{name} #{n}</text>"##,
+        r##"<g class="attempt" data-step="{name}" data-attempt="{n}" data-outcome="{outcome}"{chosen}><title>{name} attempt {n}: {outcome}, {took}</title><text x="4" y="{ty}" font-size="12" fill="#0f172a">{name} #{n}</text>"##,
         n = a.attempt,
         ty = y + 13,
         took = human(offset(a.started_at, finished)),
+        chosen = if selected { r#" data-selected="true""# } else { "" },
     );
     let spans = &a.detached_spans.0;
     if spans.is_empty() {

@@ -3,25 +3,11 @@
 
 use std::collections::HashMap;
 
+use rara_operator::dlq::State;
 use rara_queue::StepMessage;
 use rara_queue::sqs::{DLQ_REASON, DLQ_REASON_CODE};
 use rara_store::dlq::DlqStep;
-use serde::Serialize;
 use uuid::Uuid;
-
-/// The fate of a DLQ entry, as `--json` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    /// rara refused it (its reason says why), or it is not a step message at all.
-    Rejected,
-    /// Its step moved on (finished, leased again, handed back): nothing needs it.
-    Stale,
-    /// Its step still waits for exactly this message: redrive it.
-    Live,
-    /// A step message for a step this database does not know.
-    Unknown,
-}
 
 /// A DLQ entry's state and the sentence that explains it.
 #[derive(Debug, Clone, PartialEq, Eq)]
