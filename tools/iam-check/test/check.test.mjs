@@ -123,15 +123,16 @@ test("a queue policy of the template is the resource's policy: its deny wins", a
 // each call names infra/executor-service.yaml as its template.
 const SERVICE_CALLS = join(root, 'infra/tests/executor_service_calls.jsonl')
 
-test("the executor service's execution role allows exactly the ECS agent's calls", async () => {
+test("the executor service's roles allow exactly the ECS agent's and the executor's calls", async () => {
   const calls = readCalls([SERVICE_CALLS])
-  assert.equal(calls.length, 6)
+  assert.equal(calls.length, 12)
+  assert.deepEqual([...new Set(calls.map((c) => c.role))], ['ExecutionRole', 'TaskRole'])
   const results = await evaluate(calls, { root })
   assert.deepEqual(failures(results), [])
   assert.ok(results.every((r) => r.template === 'infra/executor-service.yaml' && r.decision === 'Allowed'))
 })
 
-test("the executor service: a log grant dropped is named; the task role grants nothing", async () => {
+test("the executor service: a log grant dropped is named; the task role's reach", async () => {
   const { readFileSync, writeFileSync, mkdtempSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
   const original = readFileSync(join(root, 'infra/executor-service.yaml'), 'utf8')
@@ -142,12 +143,20 @@ test("the executor service: a log grant dropped is named; the task role grants n
   const results = await evaluate(readCalls([SERVICE_CALLS]), { root, template: join(dir, 'executor-service.yaml') })
   assert.deepEqual(failures(results).map((r) => [r.role, r.action, r.decision]), [['ExecutionRole', 'logs:PutLogEvents', 'ImplicitlyDenied']])
 
-  // The Python executor makes no AWS call: its task role may not even read the tokens.
-  const [task] = await evaluate(
-    [{ role: 'TaskRole', action: 'secretsmanager:GetSecretValue', resource: 'Ref:TokensSecret', site: 'executor', template: 'infra/executor-service.yaml' }],
+  // The Python executor's task role reaches the artifact store's runs/ only: not the tokens,
+  // not another prefix, not a delete.
+  const task = (action, resource) => ({ role: 'TaskRole', action, resource, site: 'executor', template: 'infra/executor-service.yaml' })
+  const bucket = 'Sub:arn:${AWS::Partition}:s3:::${ArtifactsBucketName}'
+  const denied = await evaluate(
+    [
+      task('secretsmanager:GetSecretValue', 'Ref:TokensSecret'),
+      task('s3:PutObject', `${bucket}/elsewhere/x`),
+      task('s3:DeleteObject', `${bucket}/runs/{run}/x`),
+      task('s3:GetObject', 'arn:aws:s3:::another-bucket/runs/{run}/x'),
+    ],
     { root },
   )
-  assert.equal(task.decision, 'ImplicitlyDenied')
+  assert.deepEqual(denied.map((r) => r.decision), ['ImplicitlyDenied', 'ImplicitlyDenied', 'ImplicitlyDenied', 'ImplicitlyDenied'])
 })
 
 // Recorded by the artifact tests (RARA_AWS_CALL_LOG, shared/platform/src/call_log/s3.rs): the
