@@ -161,7 +161,7 @@ test("the executor service: a log grant dropped is named; the task role's reach"
 
 // Recorded by the artifact tests (RARA_AWS_CALL_LOG, shared/platform/src/call_log/s3.rs): the
 // executor's offloaded output and its read, the API's presigned GET, the operator's download
-// and prune (a ListObjectsV2 with its prefix, a DeleteObjects per key).
+// and prune, the scheduler's prune (a ListObjectsV2 with its prefix, a DeleteObjects per key).
 const S3_CALLS = join(here, 'fixtures/artifacts-s3.jsonl')
 
 /** infra/template.yaml with `from` replaced by `to`, written to a temporary file. */
@@ -187,6 +187,8 @@ test("the artifact store's S3 calls are allowed, each as IAM authorises it", asy
   assert.deepEqual(decided('OperatorPolicy', 's3:GetObject'), ['Allowed'])
   assert.deepEqual(decided('OperatorPolicy', 's3:ListBucket'), ['Allowed'])
   assert.deepEqual(decided('OperatorPolicy', 's3:DeleteObject'), ['Allowed'])
+  assert.deepEqual(decided('SchedulerRole', 's3:ListBucket'), ['Allowed'])
+  assert.deepEqual(decided('SchedulerRole', 's3:DeleteObject'), ['Allowed'])
   const multipart = calls.filter((c) => c.role === 'ExecutorRole' && c.action === 's3:PutObject').map((c) => c.operation)
   assert.ok(multipart.includes('UploadPart') && multipart.includes('CompleteMultipartUpload'), multipart.join())
 })
