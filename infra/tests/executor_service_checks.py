@@ -2,8 +2,9 @@
 do not make: the listener is HTTPS, the target group speaks gRPC and checks the health path
 rara_worker serves, the security groups admit only the executor function to the load
 balancer and only the load balancer to the tasks, the token secret is injected (never a
-plain value), logs are kept, CPU target tracking exists, and the execution role grants
-exactly the calls the ECS agent makes (executor_service_calls.jsonl), nothing more.
+plain value), logs are kept, CPU target tracking exists, and the roles grant exactly the
+calls of executor_service_calls.jsonl, nothing more: the execution role the ECS agent's, the
+task role (with an artifact store, ArtifactsBucketName) the S3 calls of rara_worker's store.
 
 Each check takes the template evaluated for one scenario (template_checks.resolve) and
 returns a list of problems, so a test can break the template in memory and see the
@@ -32,6 +33,7 @@ CONTAINER_PORT = 50051
 HEALTH_PATH = "/grpc.health.v1.Health/Check"  # grpc_health.v1, served by rara_worker.server
 TOKENS_ENV = "RARA_EXECUTOR_TOKENS"
 TOKEN_KEY = "token"  # the key of the secret's JSON (RARA_REMOTE_CREDENTIALS_SECRET_ARN's format)
+ARTIFACTS_ENV = "RARA_ARTIFACTS_URI"  # rara_worker's --artifacts-uri
 FARGATE_MAX_STOP_TIMEOUT = 120
 
 # Logical ids the checks follow.
@@ -49,6 +51,7 @@ SCENARIOS = {
     "bootstrap (no image yet)": {},
     "image": {"ImageTag": "0123abc"},
     "image x86 large": {"ImageTag": "0123abc", "CpuArchitecture": "X86_64", "TaskSize": "large"},
+    "image + artifact store": {"ImageTag": "0123abc", "ArtifactsBucketName": "rara-artifactsbucket"},
     "image + DNS record + alarm topic": {
         "ImageTag": "0123abc",
         "EndpointName": "executors.internal.example.com",
@@ -255,6 +258,10 @@ def check_task(r: Resolved) -> list[str]:
             problems.append(f"{TASK_DEF}: environment variable {name} is a plain secret")
         if isinstance(value, Sym) and value.resource == SECRET:
             problems.append(f"{TASK_DEF}: {SECRET} in plain environment variable {name}")
+    bucket = r.params.get("ArtifactsBucketName")
+    uri = {str(e.get("Name")): e.get("Value") for e in c.get("Environment", [])}.get(ARTIFACTS_ENV)
+    if uri != (f"s3://{bucket}" if bucket else None):
+        problems.append(f"{TASK_DEF}: {ARTIFACTS_ENV} is {uri!r} with ArtifactsBucketName {bucket!r}")
     secret = r.props(SECRET)
     if "SecretString" in secret or "GenerateSecretString" not in secret:
         problems.append(f"{SECRET}: the tokens must be generated (GenerateSecretString), never written in")
@@ -373,9 +380,16 @@ def role_statements(r: Resolved, role: str) -> list[dict]:
     ]
 
 
+# The only condition a grant may carry: every call is made over TLS.
+TLS_ONLY = {"Bool": {"aws:SecureTransport": "true"}}
+# The task role's S3 grants end in this prefix (the artifact store's layout, runs/{run}/...).
+RUNS_PREFIX = "/runs/*"
+
+
 def allowed(statements: list[dict], action: str, resource: str) -> bool:
     """A small IAM evaluation for the calls of the fixture: an explicit Deny wins, then any
-    Allow whose actions and resources match (IAM's `*`/`?` globs, case-insensitive actions)."""
+    Allow whose actions and resources match (IAM's `*`/`?` globs, case-insensitive actions)
+    and whose condition, if any, is TLS-only (the calls are made over TLS)."""
 
     def matches(st: dict) -> bool:
         actions = [str(a).lower() for a in tc._as_list(st.get("Action", []))]
@@ -387,47 +401,77 @@ def allowed(statements: list[dict], action: str, resource: str) -> bool:
 
     if any(st.get("Effect") == "Deny" and matches(st) for st in statements):
         return False
-    return any(st.get("Effect") == "Allow" and "Condition" not in st and matches(st) for st in statements)
+    return any(
+        st.get("Effect") == "Allow" and st.get("Condition", TLS_ONLY) == TLS_ONLY and matches(st) for st in statements
+    )
 
 
-def check_execution_role(r: Resolved, calls: list[dict] | None = None) -> list[str]:
-    """The execution role allows every call of the fixture and grants nothing else: no
-    wildcard action, `*` only for ecr:GetAuthorizationToken (it has no resource-level
-    permission). The task role has no permissions at all."""
+def call_resource(r: Resolved, resource: str) -> str:
+    """A fixture resource as the scenario resolves it: `Sub:text` with the parameters and
+    pseudo parameters substituted; GetAtt:, Ref:, * and ARNs as they are."""
+    if not resource.startswith("Sub:"):
+        return resource
+    values = {**tc.PSEUDO, **r.params}
+    return re.sub(r"\$\{([^}]+)\}", lambda m: str(values.get(m.group(1), m.group(0))), resource[len("Sub:"):])
+
+
+def role_calls(r: Resolved, calls: list[dict], role: str) -> list[dict]:
+    """The fixture's calls `role` makes in this scenario, resources resolved: the task role's
+    (the artifact store's) only with ArtifactsBucketName."""
+    if role == TASK_ROLE and not r.params.get("ArtifactsBucketName"):
+        return []
+    return [
+        {**c, "resource": call_resource(r, c["resource"])}
+        for c in calls
+        if c.get("template") == TEMPLATE_NAME and c.get("role") == role
+    ]
+
+
+def wildcard_allowed(role: str, action: str, resource: str) -> bool:
+    """`*` in a resource: ecr:GetAuthorizationToken has no resource-level permission; the
+    task role's S3 grants cover the store's runs/ prefix, nothing wider."""
+    if role == EXECUTION_ROLE:
+        return action == "ecr:GetAuthorizationToken"
+    return action.startswith("s3:") and resource.endswith(RUNS_PREFIX) and resource.count("*") == 1
+
+
+def check_roles(r: Resolved, calls: list[dict] | None = None) -> list[str]:
+    """Each role allows every call of the fixture it makes in the scenario and grants nothing
+    else: no wildcard action, `*` in a resource only where `wildcard_allowed` says, no
+    managed policy, assumable by ecs-tasks only. The task role's grants are TLS-only; without
+    an artifact store it has none."""
     calls = load_calls() if calls is None else calls
     problems = []
-    statements = role_statements(r, EXECUTION_ROLE)
-    trust = r.props(EXECUTION_ROLE).get("AssumeRolePolicyDocument", {}).get("Statement", [])
-    if [st.get("Principal") for st in trust] != [{"Service": "ecs-tasks.amazonaws.com"}]:
-        problems.append(f"{EXECUTION_ROLE}: not assumable by ecs-tasks.amazonaws.com only")
-    if r.props(EXECUTION_ROLE).get("ManagedPolicyArns"):
-        problems.append(f"{EXECUTION_ROLE}: managed policies grant more than the calls need")
-    needed = set()
-    for call in calls:
-        if call.get("template") != TEMPLATE_NAME or call.get("role") != EXECUTION_ROLE:
-            continue
-        needed.add((call["action"], call["resource"]))
-        if not allowed(statements, call["action"], call["resource"]):
-            problems.append(f"{EXECUTION_ROLE} denies {call['action']} on {call['resource']} ({call['site']})")
-    granted = set()
-    for st in statements:
-        if st.get("Effect") != "Allow":
-            continue
-        if "NotAction" in st or "NotResource" in st:
-            problems.append(f"{EXECUTION_ROLE}: NotAction/NotResource")
-            continue
-        for action in map(str, tc._as_list(st.get("Action", []))):
-            if "*" in action or "?" in action:
-                problems.append(f"{EXECUTION_ROLE}: wildcard action {action}")
-            for res in map(symbol, tc._as_list(st.get("Resource", []))):
-                if "*" in res and action != "ecr:GetAuthorizationToken":
-                    problems.append(f"{EXECUTION_ROLE}: {action} on wildcard resource {res!r}")
-                granted.add((action, res))
-    for action, res in sorted(granted - needed):
-        problems.append(f"{EXECUTION_ROLE}: grants {action} on {res}, which no call of the fixture needs")
-    task_role = r.props(TASK_ROLE)
-    if task_role.get("Policies") or task_role.get("ManagedPolicyArns"):
-        problems.append(f"{TASK_ROLE}: has permissions; the built-in capabilities call no AWS API")
+    for role in (EXECUTION_ROLE, TASK_ROLE):
+        statements = role_statements(r, role)
+        trust = r.props(role).get("AssumeRolePolicyDocument", {}).get("Statement", [])
+        if [st.get("Principal") for st in trust] != [{"Service": "ecs-tasks.amazonaws.com"}]:
+            problems.append(f"{role}: not assumable by ecs-tasks.amazonaws.com only")
+        if r.props(role).get("ManagedPolicyArns"):
+            problems.append(f"{role}: managed policies grant more than the calls need")
+        needed = role_calls(r, calls, role)
+        for call in needed:
+            if not allowed(statements, call["action"], call["resource"]):
+                problems.append(f"{role} denies {call['action']} on {call['resource']} ({call['site']})")
+        for st in statements:
+            if st.get("Effect") != "Allow":
+                continue
+            if "NotAction" in st or "NotResource" in st:
+                problems.append(f"{role}: NotAction/NotResource")
+                continue
+            if role == TASK_ROLE and st.get("Condition") != TLS_ONLY:
+                problems.append(f"{role}: statement {st.get('Sid', '?')} is not TLS-only (aws:SecureTransport)")
+            for action in map(str, tc._as_list(st.get("Action", []))):
+                if "*" in action or "?" in action:
+                    problems.append(f"{role}: wildcard action {action}")
+                for res in map(symbol, tc._as_list(st.get("Resource", []))):
+                    if "*" in res and not wildcard_allowed(role, action, res):
+                        problems.append(f"{role}: {action} on wildcard resource {res!r}")
+                    if not any(
+                        c["action"] == action and (c["resource"] == res or ("*" in res and fnmatch.fnmatchcase(c["resource"], res)))
+                        for c in needed
+                    ):
+                        problems.append(f"{role}: grants {action} on {res}, which no call of the fixture needs")
     return problems
 
 
@@ -444,8 +488,13 @@ def check_calls_fixture(template: dict, calls: list[dict]) -> list[str]:
         m = re.fullmatch(r"(GetAtt):(\w+)\.\w+|(Ref):(\w+)", call["resource"])
         if m and (m.group(2) or m.group(4)) not in template["Resources"]:
             problems.append(f"calls line {i}: {call['resource']} names no resource")
+        elif call["resource"].startswith("Sub:"):
+            names = set(re.findall(r"\$\{([^}]+)\}", call["resource"]))
+            unknown = names - set(tc.PSEUDO) - set(template.get("Parameters", {}))
+            if unknown:
+                problems.append(f"calls line {i}: {call['resource']} names no parameter {sorted(unknown)}")
         elif not m and not (call["resource"] == "*" or call["resource"].startswith("arn:")):
-            problems.append(f"calls line {i}: resource {call['resource']!r} is not GetAtt:, Ref:, * or an ARN")
+            problems.append(f"calls line {i}: resource {call['resource']!r} is not GetAtt:, Ref:, Sub:, * or an ARN")
         if not re.fullmatch(r"[a-z0-9-]+:[A-Za-z0-9]+", call["action"]):
             problems.append(f"calls line {i}: action {call['action']!r}")
     return problems
@@ -465,7 +514,7 @@ SCENARIO_CHECKS = (
     check_logs,
     check_autoscaling,
     check_alarm,
-    check_execution_role,
+    check_roles,
     check_outputs,
 )
 
@@ -484,7 +533,7 @@ def all_problems(template: dict, calls: list[dict] | None = None) -> list[str]:
         if bool(running) != bool(params.get("ImageTag")) or (running and len(running) != len(RUNNING)):
             problems.append(f"[{name}] ImageTag={params.get('ImageTag', '')!r} but {running} exist")
         for check in SCENARIO_CHECKS:
-            found = check(r, calls) if check is check_execution_role else check(r)
+            found = check(r, calls) if check is check_roles else check(r)
             for p in found:
                 if p not in seen:
                     seen.add(p)

@@ -46,7 +46,7 @@ def test_the_calls_fixture_is_the_execution_role_exactly(template, calls):
     """Spot-check by value, independent of the checker: six calls, each allowed; the role's
     grants, read off the template, are these pairs and no others."""
     r = tc.resolve(template, {**es.REQUIRED_PARAMS, "ImageTag": "v1"})
-    pairs = {(c["action"], c["resource"]) for c in calls}
+    pairs = {(c["action"], c["resource"]) for c in calls if c["role"] == "ExecutionRole"}
     assert pairs == {
         ("ecr:GetAuthorizationToken", "*"),
         ("ecr:BatchGetImage", "GetAtt:Repository.Arn"),
@@ -62,8 +62,33 @@ def test_the_calls_fixture_is_the_execution_role_exactly(template, calls):
         for res in tc._as_list(st["Resource"])
     }
     assert granted == pairs
-    assert {c["role"] for c in calls} == {"ExecutionRole"}
+    assert {c["role"] for c in calls} == {"ExecutionRole", "TaskRole"}
     assert {c["template"] for c in calls} == {"infra/executor-service.yaml"}
+
+
+def test_the_task_role_reaches_the_artifact_store_only_when_it_is_given(template, calls):
+    """By value: with ArtifactsBucketName, the task role grants what rara_worker's S3 store
+    calls (a write, multipart or not, its abort, a read) under runs/ over TLS, and the container
+    gets the store's URI; without it, no grant and no URI."""
+    bucket = "rara-artifacts-123"
+    r = tc.resolve(template, {**es.REQUIRED_PARAMS, "ImageTag": "v1", "ArtifactsBucketName": bucket})
+    statements = es.role_statements(r, es.TASK_ROLE)
+    granted = {(a, res) for st in statements for a in tc._as_list(st["Action"]) for res in tc._as_list(st["Resource"])}
+    runs = f"arn:aws:s3:::{bucket}/runs/*"
+    assert granted == {("s3:PutObject", runs), ("s3:AbortMultipartUpload", runs), ("s3:GetObject", runs)}
+    assert all(st["Condition"] == {"Bool": {"aws:SecureTransport": "true"}} for st in statements)
+    task = [c for c in calls if c["role"] == "TaskRole"]
+    assert {c["action"] for c in task} == {a for a, _ in granted}
+    for call in task:
+        assert es.allowed(statements, call["action"], es.call_resource(r, call["resource"])), call["site"]
+    assert not es.allowed(statements, "s3:DeleteObject", f"arn:aws:s3:::{bucket}/runs/x")
+    assert not es.allowed(statements, "s3:GetObject", f"arn:aws:s3:::{bucket}/other/x")
+    env = r.props("TaskDefinition")["ContainerDefinitions"][0]["Environment"]
+    assert env == [{"Name": "RARA_ARTIFACTS_URI", "Value": f"s3://{bucket}"}]
+
+    bare = tc.resolve(template, {**es.REQUIRED_PARAMS, "ImageTag": "v1"})
+    assert "Policies" not in bare.props(es.TASK_ROLE)
+    assert "Environment" not in bare.props("TaskDefinition")["ContainerDefinitions"][0]
 
 
 def test_the_evaluation_denies_what_the_role_does_not_grant(template):
@@ -97,6 +122,11 @@ def _statement(t: dict, sid: str) -> dict:
 
 def _statements(t: dict) -> list:
     return t["Resources"]["ExecutionRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+
+
+def _task_statement(t: dict) -> dict:
+    """The task role's artifact grant (its Policies under `!If HasArtifacts`)."""
+    return t["Resources"]["TaskRole"]["Properties"]["Policies"]["Fn::If"][1][0]["PolicyDocument"]["Statement"][0]
 
 
 def _set(name: str, **values: Any) -> Callable[[dict], None]:
@@ -272,7 +302,27 @@ MUTATIONS: dict[str, tuple[Callable[[dict], None], str]] = {
     ),
     "task role with permissions": (
         _set("TaskRole", Policies=[{"PolicyName": "x", "PolicyDocument": {"Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}}]),
-        "TaskRole: has permissions",
+        "TaskRole: s3:GetObject on wildcard resource '*'",
+    ),
+    "task role's S3 grant not TLS-only": (
+        lambda t: _task_statement(t).pop("Condition"),
+        "TaskRole: statement Artifacts is not TLS-only",
+    ),
+    "task role may delete artifacts": (
+        lambda t: _task_statement(t)["Action"].append("s3:DeleteObject"),
+        "TaskRole: grants s3:DeleteObject on arn:aws:s3:::rara-artifactsbucket/runs/*, which no call of the fixture needs",
+    ),
+    "task role reaches the whole bucket": (
+        lambda t: _task_statement(t).update(Resource={"Fn::Sub": "arn:${AWS::Partition}:s3:::${ArtifactsBucketName}/*"}),
+        "TaskRole: s3:PutObject on wildcard resource 'arn:aws:s3:::rara-artifactsbucket/*'",
+    ),
+    "task role cannot read artifacts": (
+        lambda t: _task_statement(t)["Action"].remove("s3:GetObject"),
+        "TaskRole denies s3:GetObject on arn:aws:s3:::rara-artifactsbucket/runs/{run}/{step}/{attempt}/report.csv",
+    ),
+    "no artifact store for the container": (
+        lambda t: _container(t).pop("Environment"),
+        "TaskDefinition: RARA_ARTIFACTS_URI is None with ArtifactsBucketName 'rara-artifactsbucket'",
     ),
     "execution role assumable by Lambda": (
         lambda t: _props("ExecutionRole")(t)["AssumeRolePolicyDocument"]["Statement"][0].update(Principal={"Service": "lambda.amazonaws.com"}),
@@ -303,6 +353,14 @@ CALL_MUTATIONS: dict[str, tuple[Callable[[list[dict]], None], str]] = {
     "a call dropped (the grant becomes unexplained)": (
         lambda c: c.pop(3),
         "grants secretsmanager:GetSecretValue on Ref:TokensSecret, which no call of the fixture needs",
+    ),
+    "the task role's read dropped": (
+        lambda c: c.remove(next(x for x in c if x["action"] == "s3:GetObject")),
+        "TaskRole: grants s3:GetObject on arn:aws:s3:::rara-artifactsbucket/runs/*, which no call of the fixture needs",
+    ),
+    "a parameter the template lacks": (
+        lambda c: c[-1].update(resource="Sub:arn:aws:s3:::${Bucket}/runs/x"),
+        "names no parameter ['Bucket']",
     ),
     "an unknown resource": (lambda c: c[1].update(resource="GetAtt:Repo.Arn"), "GetAtt:Repo.Arn names no resource"),
     "a field missing": (lambda c: c[0].pop("site"), "calls line 1: keys"),

@@ -1,11 +1,11 @@
 //! The AWS SDK configuration every client of a function is built from (SQS, Secrets
-//! Manager): the environment's region, credentials and `AWS_ENDPOINT_URL`, with rara's
+//! Manager, S3): the environment's region, credentials and `AWS_ENDPOINT_URL`, with rara's
 //! [`Timeouts`] and the SDK's standard retry mode. Each client records its calls for the
 //! IAM check when `RARA_AWS_CALL_LOG` is set ([`crate::call_log`]).
 
 use rara_runtime::timeouts::Timeouts;
 
-use crate::call_log::CallLog;
+use crate::call_log::{CallLog, S3CallLog};
 
 /// The SDK configuration of a function's [`Timeouts`].
 #[allow(async_fn_in_trait)]
@@ -51,11 +51,25 @@ pub async fn sqs_client_from_env() -> aws_sdk_sqs::Client {
 }
 
 /// An S3 client of `config` for the artifact store (path-style addressing when an endpoint is
-/// set). Its calls are not recorded for the IAM check: the record reads JSON protocols'
-/// `X-Amz-Target`, and S3 is REST (the template's S3 grants are written from the calls in
-/// `rara_artifacts::s3`; see docs/src/internals/artifacts.md).
+/// set), recording its calls when `RARA_AWS_CALL_LOG` is set ([`S3CallLog`]).
 pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
-    aws_sdk_s3::Client::from_conf(rara_artifacts::s3::client_config(config).build())
+    let mut builder = rara_artifacts::s3::client_config(config);
+    if let Some(log) = S3CallLog::from_env() {
+        builder.push_interceptor(aws_sdk_s3::config::SharedInterceptor::new(log));
+    }
+    aws_sdk_s3::Client::from_conf(builder.build())
+}
+
+/// The artifact store `uri` names (with `s3`'s client for `s3://`). For the IAM check, an S3
+/// store stands for the template's `ArtifactsBucket` (a no-op unless recording).
+pub fn open_artifacts(
+    uri: &str,
+    s3: impl FnOnce() -> aws_sdk_s3::Client,
+) -> Result<std::sync::Arc<dyn rara_artifacts::ArtifactStore>, rara_artifacts::Error> {
+    if let rara_artifacts::Location::S3 { bucket, prefix } = rara_artifacts::Location::parse(uri)? {
+        crate::call_log::artifacts_store(&bucket, &prefix);
+    }
+    rara_artifacts::open(uri, s3)
 }
 
 /// The artifact store of `RARA_ARTIFACTS_URI`, if set, with an S3 client from the SDK's
@@ -64,7 +78,7 @@ pub async fn artifact_store_from_env()
 -> Result<Option<std::sync::Arc<dyn rara_artifacts::ArtifactStore>>, rara_artifacts::Error> {
     let Some(uri) = std::env::var("RARA_ARTIFACTS_URI").ok().filter(|u| !u.is_empty()) else { return Ok(None) };
     let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    rara_artifacts::open(&uri, || s3_client(&config)).map(Some)
+    open_artifacts(&uri, || s3_client(&config)).map(Some)
 }
 
 /// A Secrets Manager client of `config` (recording its calls when `RARA_AWS_CALL_LOG` is set).

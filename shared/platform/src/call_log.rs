@@ -1,7 +1,8 @@
 //! The record of the AWS calls a process makes, for the IAM check (`scripts/check-iam.sh`,
 //! `tools/iam-check`): with `RARA_AWS_CALL_LOG=<dir>` set, every SQS and Secrets Manager
-//! client built by the `aws` module (and by `rara-testkit`) carries a [`CallLog`] interceptor
-//! that appends one JSON line per operation to `<dir>/calls-<pid>.jsonl`:
+//! client built by the `aws` module (and by `rara-testkit`) carries a [`CallLog`] interceptor,
+//! every S3 client an [`S3CallLog`] ([`mod@s3`]), that appends one JSON line per operation
+//! (per object for `DeleteObjects`) to `<dir>/calls-<pid>.jsonl`:
 //!
 //! ```json
 //! {"role":"ExecutorRole","action":"sqs:SendMessage","resource":"GetAtt:StepQueue.Arn",
@@ -12,8 +13,9 @@
 //!
 //! | field | from |
 //! |---|---|
-//! | `action` | the request's `X-Amz-Target` (JSON protocols), a batch operation as the action IAM authorises it as |
-//! | `resource` | the body's `QueueUrl` / `SecretId`, as the template resource it stands for ([`stands_for`], else [`queue_resource`]) |
+//! | `action` | the request's `X-Amz-Target` (JSON protocols), a batch operation as the action IAM authorises it as; S3 (REST) by the operation's input ([`mod@s3`]) |
+//! | `resource` | the body's `QueueUrl` / `SecretId`, as the template resource it stands for ([`stands_for`], else [`queue_resource`]); S3's object or bucket, under `ArtifactsBucket` for a declared store ([`artifacts_store`]) |
+//! | `context` | S3's `ListBucket` only: its `s3:prefix` |
 //! | `role`, `site` | the innermost rara frame of the call's backtrace that is not plumbing ([`attribute`]) |
 //!
 //! A call whose frames name no function is recorded with the role `unattributed` (the check
@@ -30,6 +32,9 @@ use aws_sdk_sqs::error::BoxError;
 
 /// The variable that turns the record on: the directory the call lines go to.
 pub const ENV: &str = "RARA_AWS_CALL_LOG";
+mod s3;
+pub use s3::S3CallLog;
+
 /// How `rara-testkit` names a test's queue (`<prefix><id>`) and its DLQ (`<prefix><id>-dlq`):
 /// such a queue stands for the template's `StepQueue` / `DeadLetterQueue`.
 pub const TEST_QUEUE_PREFIX: &str = "rara-test-";
@@ -37,7 +42,14 @@ pub const TEST_QUEUE_PREFIX: &str = "rara-test-";
 /// Where a call came from, by source path (repo-relative prefix), innermost frame first: the
 /// first rara frame that [`ROLES`] names decides; plumbing (the adapters every role shares) is
 /// skipped; any other rara frame leaves the call unattributed.
-pub const PLUMBING: &[&str] = &["shared/queue/src/", "shared/platform/src/", "shared/runtime/src/interrupt.rs"];
+/// The artifact store and the pass that deletes pruned runs' objects serve several roles.
+pub const PLUMBING: &[&str] = &[
+    "shared/queue/src/",
+    "shared/platform/src/",
+    "shared/runtime/src/interrupt.rs",
+    "shared/artifacts/src/",
+    "shared/runtime/src/pruned_objects.rs",
+];
 pub const ROLES: &[(&str, &str)] = &[
     // The local poller stands for Lambda's event source mapping, which polls with the function's role.
     ("shared/platform/src/runner.rs", "ExecutorRole"),
@@ -84,7 +96,8 @@ impl Sink {
 struct Sink {
     path: PathBuf,
     file: Mutex<std::fs::File>,
-    /// Secret ids (or prefixes, ending in `/`) and the template resource each stands for.
+    /// Secret ids (or prefixes, ending in `/`), artifact stores (`s3://bucket`) and the
+    /// template resource each stands for.
     names: Mutex<BTreeMap<String, Named>>,
 }
 
@@ -93,6 +106,8 @@ enum Named {
     Exact(String),
     /// A prefix standing for the template's `SecretsPrefix`.
     SecretsPrefix,
+    /// A bucket whose objects under this prefix stand for the template's `ArtifactsBucket`.
+    ArtifactsRoot(String),
 }
 
 /// The interceptor that records each operation of a client (see the module docs).
@@ -125,6 +140,14 @@ pub fn workflow_secrets_prefix(prefix: &str) {
     }
 }
 
+/// Declares that the artifact store `s3://bucket/prefix` stands for the template's
+/// `ArtifactsBucket` (whose store is the bucket's root). A no-op unless the log is on.
+pub fn artifacts_store(bucket: &str, prefix: &str) {
+    if let Some(sink) = sink() {
+        lock(&sink.names).insert(format!("s3://{bucket}"), Named::ArtifactsRoot(prefix.to_owned()));
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -152,9 +175,17 @@ impl Intercept for CallLog {
         let line = serde_json::json!({
             "role": role, "action": action, "resource": resource, "site": site, "operation": operation,
         });
-        let mut file = lock(&sink.file);
-        // One write per line on an append-mode file: lines of concurrent processes do not mix.
-        file.write_all(format!("{line}\n").as_bytes())?;
+        sink.write(&[line])
+    }
+}
+
+impl Sink {
+    fn write(&self, lines: &[serde_json::Value]) -> Result<(), BoxError> {
+        let mut file = lock(&self.file);
+        for line in lines {
+            // One write per line on an append-mode file: lines of concurrent processes do not mix.
+            file.write_all(format!("{line}\n").as_bytes())?;
+        }
         Ok(())
     }
 }
@@ -211,7 +242,7 @@ fn secret_resource(names: &BTreeMap<String, Named>, id: &str) -> String {
     }
     let under = names.iter().find_map(|(prefix, named)| match named {
         Named::SecretsPrefix => id.strip_prefix(prefix.as_str()),
-        Named::Exact(_) => None,
+        Named::Exact(_) | Named::ArtifactsRoot(_) => None,
     });
     // A name resolves to the secret's ARN, which ends in a random suffix of six characters.
     match under {

@@ -137,7 +137,7 @@ pub fn artifact_store(
     aws: &aws_config::SdkConfig,
 ) -> Result<Option<Arc<dyn rara_artifacts::ArtifactStore>>, Error> {
     let Some(uri) = &settings.artifacts_uri else { return Ok(None) };
-    Ok(Some(rara_artifacts::open(uri, || crate::aws::s3_client(aws))?))
+    Ok(Some(crate::aws::open_artifacts(uri, || crate::aws::s3_client(aws))?))
 }
 
 /// Puts the token and attempt key of the secret `arn` (`RARA_REMOTE_CREDENTIALS_SECRET_ARN`),

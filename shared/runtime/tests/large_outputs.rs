@@ -113,6 +113,55 @@ async fn a_5_mib_output_is_stored_by_reference_and_pointers_into_it_resolve(pool
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_pointer_into_a_carried_offloaded_output_resolves_in_the_rerun(pool: PgPool) {
     let (store, stack, echo, _artifacts) = stack(pool).await;
+    let (_, rerun) = failed_then_rerun(&store, &stack).await;
+    assert_eq!(rerun.carried, ["big"]);
+    assert_eq!(stack.run_until_finished(rerun.run_id, LIMIT).await.0, "succeeded");
+    assert_eq!(echo.0.lock().unwrap().clone(), [json!({"row": 7})], "read from the original's object");
+}
+
+/// Pruning the original of a rerun that carries its offloaded output deletes nothing the rerun
+/// reads: the original (its rows and its objects) stays while the rerun does, and goes, objects
+/// and all, in the batch after the rerun's.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_prune_keeps_the_original_of_a_rerun_that_carries_its_offloaded_output(pool: PgPool) {
+    use rara_runtime::pruned_objects::delete_pruned;
+    use rara_store::retention::Prune;
+    let (store, stack, echo, artifacts) = stack(pool).await;
+    let (original, rerun) = failed_then_rerun(&store, &stack).await;
+    assert_eq!(rerun.carried, ["big"]);
+    let objects = |run| {
+        let artifacts = artifacts.clone();
+        async move { artifacts.list(&rara_artifacts::Key::run(run), 1000).await.unwrap().len() }
+    };
+    assert_eq!(objects(original).await, 1, "the original's offloaded output");
+
+    // The original is finished, the rerun not yet: the prune leaves the original alone.
+    assert_eq!(store.prunable(Duration::ZERO).await.unwrap().runs, 0, "the dry run agrees");
+    let pruned = store.prune_queueing(Duration::ZERO, 100, Prune::Delete, true).await.unwrap();
+    assert_eq!(pruned.runs, 0, "the original stays while its rerun does");
+    assert_eq!(delete_pruned(&store, &*artifacts, 100).await.unwrap().objects, 0);
+    assert_eq!(objects(original).await, 1);
+    assert_eq!(stack.run_until_finished(rerun.run_id, LIMIT).await.0, "succeeded");
+    assert_eq!(echo.0.lock().unwrap().clone(), [json!({"row": 7})], "read from the original's object");
+
+    // Both finished: the rerun goes in one batch, the original in the next, then their objects.
+    assert_eq!(store.prunable(Duration::ZERO).await.unwrap().runs, 2);
+    let batches: Vec<u64> = {
+        let mut batches = Vec::new();
+        for _ in 0..3 {
+            batches.push(store.prune_queueing(Duration::ZERO, 100, Prune::Delete, true).await.unwrap().runs);
+        }
+        batches
+    };
+    assert_eq!(batches, [1, 1, 0]);
+    let pass = delete_pruned(&store, &*artifacts, 100).await.unwrap();
+    assert_eq!((pass.runs, pass.failed), (2, 0));
+    assert_eq!(objects(original).await, 0, "the original's objects go with it");
+}
+
+/// A run whose `gate` fails after `big` offloaded its output, and its rerun from `gate` (which
+/// carries `big`; `use` then reads a pointer into its output), not run yet.
+async fn failed_then_rerun(store: &Store, stack: &Stack) -> (uuid::Uuid, rara_store::rerun::Rerun) {
     let flow = "name: carried\ninputs: {fail: {type: integer}}\nsteps:\n  - {name: big, operation: test.big}\n  \
                 - {name: gate, operation: fail, depends_on: [big], max_attempts: 1, input: {fail_attempts: {$input: /fail}, retryable: false}}\n  \
                 - {name: use, operation: test.echo, depends_on: [gate], input: {row: {$output: big, pointer: /rows/7/i}}}\n";
@@ -131,8 +180,5 @@ async fn a_pointer_into_a_carried_offloaded_output_resolves_in_the_rerun(pool: P
         force: false,
         version: None,
     };
-    let rerun = store.rerun(original, &request).await.unwrap();
-    assert_eq!(rerun.carried, ["big"]);
-    assert_eq!(stack.run_until_finished(rerun.run_id, LIMIT).await.0, "succeeded");
-    assert_eq!(echo.0.lock().unwrap().clone(), [json!({"row": 7})], "read from the original's object");
+    (original, store.rerun(original, &request).await.unwrap())
 }

@@ -128,3 +128,24 @@ async fn prune_waits_for_a_lock(pool: &PgPool) -> bool {
     .await
     .unwrap()
 }
+
+/// With an artifact store, the pass deletes a pruned run's objects after its rows: the
+/// scheduler's own S3 calls (`ListObjectsV2` under `runs/{run}/`, `DeleteObjects`), which the
+/// IAM check evaluates against `SchedulerRole` when `RARA_AWS_CALL_LOG` is set.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn with_an_artifact_store_the_pass_deletes_the_pruned_runs_objects(pool: PgPool) {
+    use rara_artifacts::Key;
+    let (store, _queues, stack) = Stack::fresh(pool, &[("RARA_RETENTION_DAYS", "7")]).await;
+    let (artifacts, _) = rara_testkit::s3_store("retention").await;
+    let (old, recent) =
+        (cancelled_days_ago(&store, &stack.settings, 8).await, cancelled_days_ago(&store, &stack.settings, 6).await);
+    for run in [old, recent] {
+        let key = Key::output(run, Uuid::new_v4(), 1);
+        artifacts.put(&key, rara_artifacts::port::reader_of(vec![1; 100]), None).await.unwrap();
+    }
+    let scheduler = stack.scheduler().with_artifacts(artifacts.clone());
+    assert_eq!(scheduler.pass().await.unwrap().pruned, 1);
+    assert!(!exists(&store, old).await);
+    assert!(artifacts.list(&Key::run(old), 10).await.unwrap().is_empty(), "the pruned run's object is gone");
+    assert_eq!(artifacts.list(&Key::run(recent), 10).await.unwrap().len(), 1, "a kept run's object stays");
+}

@@ -7,6 +7,7 @@ WITH doomed AS (
     SELECT id FROM workflow_runs
     WHERE finished_at < now() - $1::bigint * interval '1 millisecond'
       AND status <> 'running'
+      AND NOT EXISTS (SELECT FROM workflow_runs r WHERE r.rerun_of = workflow_runs.id)
     ORDER BY finished_at
     LIMIT $2::bigint
     FOR UPDATE SKIP LOCKED

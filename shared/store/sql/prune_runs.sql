@@ -12,6 +12,10 @@ WITH doomed AS (
     SELECT id FROM workflow_runs
     WHERE finished_at < now() - $1::bigint * interval '1 millisecond'
       AND status <> 'running'
+      -- A run that a rerun was made from stays while the rerun does: the rerun's carried steps
+      -- show its attempts and artifacts, and their objects lie under its prefix. Reruns of
+      -- reruns chain: the original goes in the batch after its last rerun.
+      AND NOT EXISTS (SELECT 1 FROM workflow_runs r WHERE r.rerun_of = workflow_runs.id)
     ORDER BY finished_at
     LIMIT $2::bigint
     FOR UPDATE SKIP LOCKED

@@ -123,7 +123,7 @@ pub async fn s3_store(prefix: &str) -> (Arc<dyn rara_artifacts::ArtifactStore>, 
     let bucket = format!("rara-test-{}", Uuid::new_v4().simple());
     client.create_bucket().bucket(&bucket).send().await.expect("create a bucket on LocalStack");
     let uri = format!("s3://{bucket}/{prefix}");
-    (rara_artifacts::open(&uri, || client).expect("an s3:// store"), uri)
+    (rara_platform::aws::open_artifacts(&uri, || client).expect("an s3:// store"), uri)
 }
 
 /// A fresh queue and DLQ (redrive after `max_receive` receives).

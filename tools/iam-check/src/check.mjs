@@ -3,8 +3,9 @@
 // queue policies as resource policies, resource ARNs, conditions; actions validated against
 // iam-data). Calls are made over TLS (aws:SecureTransport true), in the template's account.
 //
-// A call is a JSON line: {"role", "action", "resource", "site", "template"?}. `resource` is a
-// literal ARN, GetAtt:Id.Attr, Ref:Name or Sub:text of the template. The roles `harness`
+// A call is a JSON line: {"role", "action", "resource", "site", "template"?, "context"?}.
+// `resource` is a literal ARN, GetAtt:Id.Attr, Ref:Name or Sub:text of the template;
+// `context`, the request's own condition keys (S3 ListBucket's s3:prefix). The roles `harness`
 // (the tests' own setup) and `local` (rara dev's LocalStack stack) are counted, not
 // evaluated; `unattributed` fails.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
@@ -43,8 +44,9 @@ export async function evaluate(calls, options = {}) {
     const template = options.template ?? call.template ?? 'infra/template.yaml'
     // The harness's own calls are counted per action (its queues have a name per test).
     const resource = NOT_EVALUATED.has(call.role) ? '(test setup)' : call.resource
-    const key = JSON.stringify([template, call.role, call.action, resource])
-    const group = groups.get(key) ?? { template, role: call.role, action: call.action, resource, count: 0, sites: new Map() }
+    const context = call.context ?? {}
+    const key = JSON.stringify([template, call.role, call.action, resource, context])
+    const group = groups.get(key) ?? { template, role: call.role, action: call.action, resource, context, count: 0, sites: new Map() }
     group.count += 1
     group.sites.set(call.site, (group.sites.get(call.site) ?? 0) + 1)
     groups.set(key, group)
@@ -74,7 +76,10 @@ async function decide(group, templates, root) {
         principal,
         action: group.action,
         resource: { resource: arn, accountId: ACCOUNT },
-        contextVariables: { 'aws:SecureTransport': 'true', 'aws:PrincipalArn': principal, 'aws:PrincipalAccount': ACCOUNT },
+        contextVariables: {
+          ...group.context,
+          'aws:SecureTransport': 'true', 'aws:PrincipalArn': principal, 'aws:PrincipalAccount': ACCOUNT,
+        },
       },
       identityPolicies: policies,
       resourcePolicy: resourcePolicy(template, arn) ?? undefined,
@@ -96,7 +101,8 @@ export const passes = (result) => result.decision === 'Allowed' || result.decisi
 /** The summary table and, for each call that fails, its sites. */
 export function report(results) {
   const rows = [['role', 'action', 'resource', 'calls', 'decision']]
-  for (const r of results) rows.push([r.role, r.action, r.resource, String(r.count), r.decision])
+  const shown = (r) => r.resource + Object.entries(r.context ?? {}).map(([k, v]) => ` (${k}=${v})`).join('')
+  for (const r of results) rows.push([r.role, r.action, shown(r), String(r.count), r.decision])
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)))
   const lines = rows.map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd())
   lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '))

@@ -15,6 +15,8 @@ export const TEST_PARAMETERS = {
   SecretsPrefix: 'rara/workflows/',
   RemoteCredentialsSecretArn: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:rara/remote-AbCdEf`,
   EnableApi: 'true',
+  // The executor service's artifact store (infra/executor-service.yaml).
+  ArtifactsBucketName: 'rara-artifactsbucket',
 }
 
 const NO_VALUE = Symbol('AWS::NoValue')
@@ -98,6 +100,8 @@ export function resolver(template, parameters = {}) {
         return `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:${resolve(resource.Properties?.Name ?? name)}-AbCdEf`
       case 'AWS::Logs::LogGroup': return resolve(resource.Properties?.LogGroupName ?? name)
       case 'AWS::IAM::ManagedPolicy': return `arn:aws:iam::${ACCOUNT}:policy/${name}`
+      // A bucket's generated name is the stack's and the id's, lower case.
+      case 'AWS::S3::Bucket': return resolve(resource.Properties?.BucketName ?? `rara-${name.toLowerCase()}`)
       default: return name
     }
   }
@@ -115,6 +119,8 @@ export function resolver(template, parameters = {}) {
       return `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${ref(id)}:*`
     }
     if (type === 'AWS::IAM::Role' && attribute === 'Arn') return `arn:aws:iam::${ACCOUNT}:role/${id}`
+    // S3 ARNs name neither region nor account.
+    if (type === 'AWS::S3::Bucket' && attribute === 'Arn') return `arn:aws:s3:::${ref(id)}`
     if (attribute === 'Arn') {
       const kind = type.split('::')[2].toLowerCase()
       return `arn:aws:${service(type)}:${REGION}:${ACCOUNT}:${kind}/${id}`
@@ -230,15 +236,23 @@ export function resourceArn(template, spec, parameters = {}) {
 
 /**
  * The resource policy the template puts on `arn`, if any: an AWS::SQS::QueuePolicy listing
- * the queue (say, a deny without aws:SecureTransport), or null.
+ * the queue, an AWS::S3::BucketPolicy of the bucket or of the object's bucket (say, a deny
+ * without aws:SecureTransport), or null.
  */
 export function resourcePolicy(template, arn, parameters = {}) {
   const r = resolver(template, parameters)
   for (const [id, resource] of Object.entries(r.resources)) {
-    if (resource.Type !== 'AWS::SQS::QueuePolicy' || !r.exists(id)) continue
-    const props = r.resolve(resource.Properties ?? {})
-    const arns = (props.Queues ?? []).map((url) => `arn:aws:sqs:${REGION}:${ACCOUNT}:${String(url).split('/').pop()}`)
-    if (arns.includes(arn)) return props.PolicyDocument
+    if (!r.exists(id)) continue
+    if (resource.Type === 'AWS::SQS::QueuePolicy') {
+      const props = r.resolve(resource.Properties ?? {})
+      const arns = (props.Queues ?? []).map((url) => `arn:aws:sqs:${REGION}:${ACCOUNT}:${String(url).split('/').pop()}`)
+      if (arns.includes(arn)) return props.PolicyDocument
+    }
+    if (resource.Type === 'AWS::S3::BucketPolicy') {
+      const props = r.resolve(resource.Properties ?? {})
+      const bucket = `arn:aws:s3:::${props.Bucket}`
+      if (arn === bucket || arn.startsWith(`${bucket}/`)) return props.PolicyDocument
+    }
   }
   return null
 }

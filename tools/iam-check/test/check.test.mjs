@@ -123,15 +123,16 @@ test("a queue policy of the template is the resource's policy: its deny wins", a
 // each call names infra/executor-service.yaml as its template.
 const SERVICE_CALLS = join(root, 'infra/tests/executor_service_calls.jsonl')
 
-test("the executor service's execution role allows exactly the ECS agent's calls", async () => {
+test("the executor service's roles allow exactly the ECS agent's and the executor's calls", async () => {
   const calls = readCalls([SERVICE_CALLS])
-  assert.equal(calls.length, 6)
+  assert.equal(calls.length, 12)
+  assert.deepEqual([...new Set(calls.map((c) => c.role))], ['ExecutionRole', 'TaskRole'])
   const results = await evaluate(calls, { root })
   assert.deepEqual(failures(results), [])
   assert.ok(results.every((r) => r.template === 'infra/executor-service.yaml' && r.decision === 'Allowed'))
 })
 
-test("the executor service: a log grant dropped is named; the task role grants nothing", async () => {
+test("the executor service: a log grant dropped is named; the task role's reach", async () => {
   const { readFileSync, writeFileSync, mkdtempSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
   const original = readFileSync(join(root, 'infra/executor-service.yaml'), 'utf8')
@@ -142,10 +143,84 @@ test("the executor service: a log grant dropped is named; the task role grants n
   const results = await evaluate(readCalls([SERVICE_CALLS]), { root, template: join(dir, 'executor-service.yaml') })
   assert.deepEqual(failures(results).map((r) => [r.role, r.action, r.decision]), [['ExecutionRole', 'logs:PutLogEvents', 'ImplicitlyDenied']])
 
-  // The Python executor makes no AWS call: its task role may not even read the tokens.
-  const [task] = await evaluate(
-    [{ role: 'TaskRole', action: 'secretsmanager:GetSecretValue', resource: 'Ref:TokensSecret', site: 'executor', template: 'infra/executor-service.yaml' }],
+  // The Python executor's task role reaches the artifact store's runs/ only: not the tokens,
+  // not another prefix, not a delete.
+  const task = (action, resource) => ({ role: 'TaskRole', action, resource, site: 'executor', template: 'infra/executor-service.yaml' })
+  const bucket = 'Sub:arn:${AWS::Partition}:s3:::${ArtifactsBucketName}'
+  const denied = await evaluate(
+    [
+      task('secretsmanager:GetSecretValue', 'Ref:TokensSecret'),
+      task('s3:PutObject', `${bucket}/elsewhere/x`),
+      task('s3:DeleteObject', `${bucket}/runs/{run}/x`),
+      task('s3:GetObject', 'arn:aws:s3:::another-bucket/runs/{run}/x'),
+    ],
     { root },
   )
-  assert.equal(task.decision, 'ImplicitlyDenied')
+  assert.deepEqual(denied.map((r) => r.decision), ['ImplicitlyDenied', 'ImplicitlyDenied', 'ImplicitlyDenied', 'ImplicitlyDenied'])
+})
+
+// Recorded by the artifact tests (RARA_AWS_CALL_LOG, shared/platform/src/call_log/s3.rs): the
+// executor's offloaded output and its read, the API's presigned GET, the operator's download
+// and prune, the scheduler's prune (a ListObjectsV2 with its prefix, a DeleteObjects per key).
+const S3_CALLS = join(here, 'fixtures/artifacts-s3.jsonl')
+
+/** infra/template.yaml with `from` replaced by `to`, written to a temporary file. */
+async function templateWith(from, to) {
+  const { readFileSync, writeFileSync, mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const original = readFileSync(join(root, 'infra/template.yaml'), 'utf8')
+  const text = original.replace(from, to)
+  assert.notEqual(text, original, `the template holds ${from}`)
+  const dir = mkdtempSync(join(tmpdir(), 'iam-check-'))
+  writeFileSync(join(dir, 'template.yaml'), text)
+  return join(dir, 'template.yaml')
+}
+
+test("the artifact store's S3 calls are allowed, each as IAM authorises it", async () => {
+  const calls = readCalls([S3_CALLS])
+  const results = await evaluate(calls, { root })
+  assert.deepEqual(failures(results), [])
+  const decided = (role, action) => [...new Set(results.filter((r) => r.role === role && r.action === action).map((r) => r.decision))]
+  assert.deepEqual(decided('ExecutorRole', 's3:PutObject'), ['Allowed'])
+  assert.deepEqual(decided('ExecutorRole', 's3:GetObject'), ['Allowed'])
+  assert.deepEqual(decided('ApiRole', 's3:GetObject'), ['Allowed'])
+  assert.deepEqual(decided('OperatorPolicy', 's3:GetObject'), ['Allowed'])
+  assert.deepEqual(decided('OperatorPolicy', 's3:ListBucket'), ['Allowed'])
+  assert.deepEqual(decided('OperatorPolicy', 's3:DeleteObject'), ['Allowed'])
+  assert.deepEqual(decided('SchedulerRole', 's3:ListBucket'), ['Allowed'])
+  assert.deepEqual(decided('SchedulerRole', 's3:DeleteObject'), ['Allowed'])
+  const multipart = calls.filter((c) => c.role === 'ExecutorRole' && c.action === 's3:PutObject').map((c) => c.operation)
+  assert.ok(multipart.includes('UploadPart') && multipart.includes('CompleteMultipartUpload'), multipart.join())
+})
+
+test('an S3 grant dropped or widened is named with its site; the prefix condition decides', async () => {
+  const noRead = await templateWith(
+    'Action: [s3:PutObject, s3:GetObject, s3:AbortMultipartUpload]',
+    'Action: [s3:PutObject, s3:AbortMultipartUpload]',
+  )
+  const results = await evaluate(readCalls([S3_CALLS]), { root, template: noRead })
+  assert.deepEqual(failures(results).map((r) => [r.role, r.action, r.decision]), [['ExecutorRole', 's3:GetObject', 'ImplicitlyDenied']])
+  assert.match(report(results), /DENIED ExecutorRole s3:GetObject on arn:aws:s3:::rara-artifactsbucket\/runs\/\{run\}/)
+  assert.match(report(results), /at shared\/runtime\/src\/executor\/offload\.rs:\d+/)
+
+  const list = (prefix) => ({ role: 'OperatorPolicy', action: 's3:ListBucket', resource: 'GetAtt:ArtifactsBucket.Arn', site: 'x.rs:1', context: { 's3:prefix': prefix } })
+  const listed = await evaluate([list('runs/{run}/'), list(''), list('other/')], { root })
+  assert.deepEqual(listed.map((r) => [r.context['s3:prefix'], r.decision]).sort(), [
+    ['', 'ImplicitlyDenied'], ['other/', 'ImplicitlyDenied'], ['runs/{run}/', 'Allowed'],
+  ])
+})
+
+test("the bucket policy is the objects' resource policy: its deny wins", async () => {
+  // The TLS-only deny without its condition denies every call, whatever the role grants.
+  const denyAll = await templateWith(
+    `            Resource: [!GetAtt ArtifactsBucket.Arn, !Sub "\${ArtifactsBucket.Arn}/*"]
+            Condition:
+              Bool:
+                aws:SecureTransport: "false"`,
+    '            Resource: [!GetAtt ArtifactsBucket.Arn, !Sub "${ArtifactsBucket.Arn}/*"]',
+  )
+  const results = await evaluate(readCalls([S3_CALLS]), { root, template: denyAll })
+  const evaluated = results.filter((r) => r.decision !== 'not evaluated')
+  assert.ok(evaluated.length >= 5)
+  assert.ok(evaluated.every((r) => r.decision === 'ExplicitlyDenied'), evaluated.map((r) => r.decision).join())
 })
