@@ -15,26 +15,17 @@
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS t(step_id, lease_token, ord)
 ),
--- Each pair's row, one probe of steps_pkey per pair, locked (in step order: two claims of
--- overlapping batches never wait on each other in a cycle) and judged on its newest version;
--- then the update of those rows, a TID scan. As a plain join of the batch with `steps`,
--- statistics taken while every step was pending made the planner walk every leased step of
--- the table against the whole batch (batch × backlog; issue 50, quick_lock.sql). The lateral
--- subquery with its locking clause is never flattened, so the batch drives.
-target AS (
-    SELECT r.row FROM (SELECT * FROM input ORDER BY step_id) i
-    CROSS JOIN LATERAL (
-        SELECT s.ctid AS row FROM steps s
-        WHERE s.id = i.step_id AND s.lease_token = i.lease_token
-          AND (s.attempt < s.max_attempts OR s.remote_endpoint IS NOT NULL)
-          AND CASE s.status
-                  WHEN 'leased' THEN s.next_run_at <= now()
-                  WHEN 'running' THEN s.lease_expires_at <= now()
-                  ELSE false
-              END
-        FOR UPDATE
-    ) r
-),
+-- Each pair's row, one probe of steps_pkey per pair, driven by the batch in step order (two
+-- claims of overlapping batches lock their rows in the same order, never in a cycle), and
+-- judged on its newest version (a row another transaction changed while the claim waited for
+-- it is re-checked against the whole predicate: the key, the token, the status). The key and
+-- the token are array memberships, which can be neither merged nor hashed, so the input
+-- drives whatever the statistics say (fence.rs says the same of the outcome writes): as a
+-- plain join, statistics taken while every step was pending made the planner walk every
+-- leased step of the table against the whole batch (batch × backlog; issue 50,
+-- quick_lock.sql), and the token as an equality let it sort all of `steps` for a merge join
+-- (`tests/quick_plan.rs`). No locking subquery before the update: it cost each row a lock of
+-- its own, its WAL record included (2026-12-06-ordinary-path-2.md).
 claimed AS (
     UPDATE steps s
     SET status = 'running', leased_by = $3::text,
@@ -42,7 +33,14 @@ claimed AS (
         attempt = CASE WHEN s.remote_endpoint IS NULL THEN s.attempt + 1 ELSE s.attempt END,
         lease_expires_at = now() + $4::bigint * interval '1 millisecond',
         progress = CASE WHEN s.remote_endpoint IS NULL THEN NULL ELSE s.progress END, updated_at = now()
-    WHERE s.ctid = ANY (ARRAY(SELECT t.row FROM target t))
+    FROM (SELECT * FROM input ORDER BY step_id) i
+    WHERE s.id = ANY (ARRAY[i.step_id]) AND s.lease_token = ANY (ARRAY[i.lease_token])
+      AND (s.attempt < s.max_attempts OR s.remote_endpoint IS NOT NULL)
+      AND CASE s.status
+              WHEN 'leased' THEN s.next_run_at <= now()
+              WHEN 'running' THEN s.lease_expires_at <= now()
+              ELSE false
+          END
     RETURNING s.id, s.run_id, s.name, s.operation, s.version, s.input, s.attempt, s.max_attempts, s.fence,
               s.timeout_seconds, s.retry_initial_delay_ms, s.retry_max_delay_ms, s.retry_multiplier,
               s.lease_expires_at, s.lease_token, s.remote_endpoint, s.remote_sequence, now() AS attached_at,
@@ -52,11 +50,14 @@ opened AS (
     INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token)
     SELECT id, attempt, fence, $3::text, lease_token FROM claimed WHERE remote_endpoint IS NULL
 ),
+-- The attempt before, when this claim takes over from a holder that died (a first attempt has
+-- none to look for).
 taken_over AS (
     UPDATE step_attempts a
     SET outcome = 'lease_expired', finished_at = now(), error = $5::jsonb
     FROM claimed c
-    WHERE a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running' AND c.remote_endpoint IS NULL
+    WHERE c.attempt > 1 AND a.step_id = c.id AND a.attempt = c.attempt - 1 AND a.outcome = 'running'
+      AND c.remote_endpoint IS NULL
     RETURNING a.step_id
 )
 SELECT c.id AS "id!", c.run_id AS "run_id!", c.name AS "name!", c.operation AS "operation!",

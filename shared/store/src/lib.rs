@@ -73,10 +73,10 @@
 //! And the batch must drive: one probe per step, never `steps` read whole against the batch.
 //! Statistics taken while every step was pending say no step is held, and a plain join of
 //! the batch with `steps` then walks every held step of the table for each statement (issue
-//! 50: batch × backlog). The claim and the quick path probe each pair in a lateral subquery
-//! with a locking clause; the fenced writes match the key as `s.id = ANY (ARRAY[i.step_id])`,
-//! which the planner can neither merge nor hash ([`fence`]). The proofs are
-//! `tests/quick_plan.rs` and `tests/outcome_plan.rs`.
+//! 50: batch × backlog). The quick path probes each pair in a lateral subquery with a locking
+//! clause; the claim and the fenced writes match the key as `s.id = ANY (ARRAY[i.step_id])`
+//! (the claim its lease token the same way), which the planner can neither merge nor hash
+//! ([`fence`]). The proofs are `tests/quick_plan.rs` and `tests/outcome_plan.rs`.
 
 pub mod artifacts;
 pub mod browse;

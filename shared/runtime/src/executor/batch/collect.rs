@@ -1,5 +1,6 @@
-//! Collecting a batch's executions as they finish: whatever finishes together (within
-//! [`RECORD_WINDOW`] of the first) is judged and recorded together.
+//! Collecting a batch's executions as they finish: whatever finishes together (each within
+//! [`RECORD_WINDOW`] of the one before, up to [`RECORD_WINDOW_MAX`] after the first) is judged
+//! and recorded together.
 //!
 //! Each step is judged on its own, behind [`std::panic::catch_unwind`]: a verdict that panics
 //! (a retry decision on hostile details, say) is that step's retryable `EXECUTOR_PANICKED`,
@@ -19,13 +20,14 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::record::Finished;
-use super::{BatchExecutor, InFlight, RECORD_WINDOW, panicked, trace};
+use super::{BatchExecutor, InFlight, RECORD_WINDOW, RECORD_WINDOW_MAX, panicked, trace};
 use crate::executor::execution::Execution;
 use crate::executor::fate::{BatchReport, Verdict};
 
 impl BatchExecutor {
-    /// Records outcomes as the steps finish, in micro-batches: whatever finished together (within
-    /// [`RECORD_WINDOW`] of the first) is recorded together (one statement per kind of outcome).
+    /// Records outcomes as the steps finish, in micro-batches: whatever finished together (each
+    /// within [`RECORD_WINDOW`] of the one before, up to [`RECORD_WINDOW_MAX`] after the first) is
+    /// recorded together (one statement per kind of outcome).
     pub(super) async fn collect(
         &self,
         mut running: JoinSet<Execution>,
@@ -34,10 +36,12 @@ impl BatchExecutor {
     ) {
         while let Some(first) = running.join_next_with_id().await {
             let mut joined = vec![first];
-            // What finishes within RECORD_WINDOW of the first joins it: a batch of short steps
-            // is one statement, not one per wave of completions (journal:
-            // docs/benchmarks/journal/2026-12-04-after-this-rounds-cuts.md).
-            let window = Instant::now() + RECORD_WINDOW;
+            // What finishes within RECORD_WINDOW of the one before joins it, up to
+            // RECORD_WINDOW_MAX after the first: a batch of short steps is one statement, not
+            // one per wave of completions, even when its hundred steps finish over more than
+            // one window (journal: docs/benchmarks/journal/2026-12-04-after-this-rounds-cuts.md,
+            // 2026-12-06-ordinary-path-2.md).
+            let last_call = Instant::now() + RECORD_WINDOW_MAX;
             loop {
                 while let Some(more) = running.try_join_next_with_id() {
                     joined.push(more);
@@ -45,6 +49,7 @@ impl BatchExecutor {
                 if running.is_empty() {
                     break;
                 }
+                let window = (Instant::now() + RECORD_WINDOW).min(last_call);
                 match tokio::time::timeout_at(window, running.join_next_with_id()).await {
                     Ok(Some(more)) => joined.push(more),
                     _ => break,

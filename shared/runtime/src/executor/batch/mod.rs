@@ -65,10 +65,15 @@ use crate::settings::Settings;
 pub use crate::executor::fate::BatchReport;
 pub use quick::QUICK_BOUND;
 
-/// How long the outcomes of a batch wait for the steps that finish right after the first, to
-/// be recorded in one statement: short steps started together finish within microseconds of
-/// each other; a step that takes longer is recorded on its own, at most this much later.
+/// How long the outcomes of a batch wait for the next step to finish, to be recorded in one
+/// statement: short steps started together finish within microseconds of each other, and a
+/// wave of them keeps the window open (each finish opens it anew, for at most
+/// [`RECORD_WINDOW_MAX`] after the first); a step that takes longer is recorded on its own.
 pub const RECORD_WINDOW: Duration = Duration::from_millis(2);
+
+/// The longest the first outcome of a micro-batch waits for the steps finishing after it
+/// ([`RECORD_WINDOW`]).
+pub const RECORD_WINDOW_MAX: Duration = Duration::from_millis(10);
 
 mod child;
 mod claim;
