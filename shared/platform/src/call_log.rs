@@ -1,7 +1,7 @@
 //! The record of the AWS calls a process makes, for the IAM check (`scripts/check-iam.sh`,
 //! `tools/iam-check`): with `RARA_AWS_CALL_LOG=<dir>` set, every SQS and Secrets Manager
 //! client built by the `aws` module (and by `rara-testkit`) carries a [`CallLog`] interceptor,
-//! every S3 client an [`S3CallLog`] ([`mod@s3`]), that appends one JSON line per operation
+//! every S3 client an [`S3CallLog`] (`call_log/s3.rs`), that appends one JSON line per operation
 //! (per object for `DeleteObjects`) to `<dir>/calls-<pid>.jsonl`:
 //!
 //! ```json
@@ -13,7 +13,7 @@
 //!
 //! | field | from |
 //! |---|---|
-//! | `action` | the request's `X-Amz-Target` (JSON protocols), a batch operation as the action IAM authorises it as; S3 (REST) by the operation's input ([`mod@s3`]) |
+//! | `action` | the request's `X-Amz-Target` (JSON protocols), a batch operation as the action IAM authorises it as; S3 (REST) by the operation's input (`call_log/s3.rs`) |
 //! | `resource` | the body's `QueueUrl` / `SecretId`, as the template resource it stands for ([`stands_for`], else [`queue_resource`]); S3's object or bucket, under `ArtifactsBucket` for a declared store ([`artifacts_store`]) |
 //! | `context` | S3's `ListBucket` only: its `s3:prefix` |
 //! | `role`, `site` | the innermost rara frame of the call's backtrace that is not plumbing ([`attribute`]) |
@@ -60,6 +60,9 @@ pub const ROLES: &[(&str, &str)] = &[
     ("functions/scheduler/src/", "SchedulerRole"),
     ("cli/src/cmd/scheduler.rs", "SchedulerRole"),
     ("functions/api/src/", "ApiRole"),
+    // The console's `/dlq` page reads the DLQ only where it is given RARA_DLQ_URL: `rara ui` on an
+    // operator's machine, with the operator's credentials (the API function is not given it).
+    ("shared/api/src/console/dlq.rs", "OperatorPolicy"),
     ("shared/api/src/", "ApiRole"),
     // `rara dev` and `rara queue create` make queues for local use (LocalStack), never in AWS.
     ("cli/src/cmd/dev.rs", "local"),
@@ -347,6 +350,14 @@ mod tests {
         assert_eq!(attribute(&orphan, "/"), ("unattributed", "shared/queue/src/sqs.rs:7".into()));
         let unknown = format!("  1: x\n      at {root}shared/runtime/src/burst.rs:3:1\n");
         assert_eq!(attribute(&unknown, "/").0, "unattributed");
+        // The console's DLQ page is `rara ui`'s, with the operator's credentials; the rest of the
+        // API is the API function's.
+        let dlq = format!(
+            "  1: x\n      at {root}shared/platform/src/dlq/mod.rs:40:1\n  2: y\n      at {root}shared/api/src/console/dlq.rs:62:9\n"
+        );
+        assert_eq!(attribute(&dlq, "/"), ("OperatorPolicy", "shared/api/src/console/dlq.rs:62".into()));
+        let artifacts = format!("  1: x\n      at {root}shared/api/src/artifacts.rs:130:9\n");
+        assert_eq!(attribute(&artifacts, "/").0, "ApiRole");
     }
 
     #[test]
