@@ -206,7 +206,20 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     let status = Command::new(rara_testkit::repo_root().join("scripts/browser-env.sh")).status().unwrap();
     assert!(status.success(), "scripts/browser-env.sh could not install chromium");
     let sqs = rara_testkit::sqs_client().await; // LocalStack up
-    let python = rara_testkit::python::PythonServer::start();
+    // The artifact store is a bucket on LocalStack's S3, as a deployment's: the console's
+    // artifact links redirect to a presigned URL there.
+    let (_, artifacts_uri) = rara_testkit::s3_store("console").await;
+    let endpoint = rara_testkit::endpoint();
+    let python = rara_testkit::python::PythonServer::start_with_env(
+        0,
+        &[
+            ("RARA_ARTIFACTS_URI", &artifacts_uri),
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+        ],
+    );
     let db = ScratchDb::new();
     assert!(db.rara(&["migrate"]).status.success());
     let rara = env!("CARGO_BIN_EXE_rara");
@@ -214,16 +227,17 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
         ("DATABASE_URL", db.url.clone()),
         ("RARA_LOG", "warn".to_owned()),
         ("RARA_REMOTE_EXECUTORS", python.url().to_owned()),
-        ("AWS_ENDPOINT_URL", rara_testkit::endpoint()),
+        ("AWS_ENDPOINT_URL", endpoint.clone()),
         ("AWS_ACCESS_KEY_ID", "test".to_owned()),
         ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
         ("AWS_REGION", "us-east-1".to_owned()),
         // The Python executor's store (its artifacts), served by the console; an output beyond
         // 2 KiB goes there too, by reference (the step panel's run).
-        ("RARA_ARTIFACTS_URI", format!("file://{}", python.artifacts_dir().display())),
+        ("RARA_ARTIFACTS_URI", artifacts_uri.clone()),
         ("RARA_INLINE_OUTPUT_BYTES", "2048".to_owned()),
     ];
-    let queue = format!("rara-console-{}", uuid::Uuid::new_v4().simple());
+    // A test's queue name, so that the IAM check reads it (and its DLQ) as the template's queues.
+    let queue = format!("{}console-{}", rara_platform::call_log::TEST_QUEUE_PREFIX, uuid::Uuid::new_v4().simple());
     let _dev = spawn(rara, &["dev", "--queue-name", &queue], &env);
     // `rara ui` reads the DLQ `rara dev` made (its `/dlq` page), once it exists.
     let (queue_url, dlq_url) = queue_urls(&sqs, &queue).await;
@@ -590,18 +604,18 @@ async fn step_panel(browser: &Browser, http: &reqwest::Client, base: &str, db: &
     publish(&browser.screenshot("console-step.png").await, "console-step.png");
     accessible(browser, "run page with a step's panel").await;
 
-    // Both links download for the session: the output (JSON, its words) and the artifact.
-    let fetched = browser
-        .exec_async(&format!(
-            "const done = arguments[arguments.length - 1]; \
-             Promise.all([fetch('{output}').then(r => r.json()), fetch('{artifact}').then(async r => [r.status, (await r.text()).length])]) \
-             .then(([o, a]) => done([o.words, a])).catch(e => done('failed: ' + e));",
-            output = panel["download"].as_str().unwrap(),
-            artifact = ids[0],
-        ))
-        .await;
-    let sizes = db.psql_rows(&format!("SELECT size_bytes FROM artifacts WHERE step_id = {step} ORDER BY id"));
-    assert_eq!(fetched, json!([400, [200, sizes[0].parse::<u64>().unwrap()]]), "what the links download");
+    // Both links download for the session, each a redirect to a presigned URL of the bucket
+    // that the browser follows without rara's session or any AWS credential: the output (JSON,
+    // its words) and the artifact (the Python step's JSON, whole).
+    let rows = db.psql_rows(&format!("SELECT uri || ' ' || size_bytes FROM artifacts WHERE step_id = {step}"));
+    let (uri, size) = rows[0].split_once(' ').unwrap();
+    assert!(uri.starts_with("s3://"), "the artifact is in the bucket: {uri}");
+    let output: Value =
+        serde_json::from_str(&presigned(browser, base, panel["download"].as_str().unwrap()).await).unwrap();
+    assert_eq!(output["words"], json!(400), "what the output's link downloads");
+    let artifact = presigned(browser, base, &ids[0]).await;
+    assert_eq!(artifact.len(), size.parse::<usize>().unwrap(), "the object downloaded whole: {artifact:.200}");
+    assert!(serde_json::from_str::<Value>(&artifact).is_ok(), "the Python step's JSON: {artifact:.200}");
     let anonymous = reqwest::get(format!("{base}{}", ids[0])).await.unwrap();
     assert_eq!(anonymous.status(), 401, "not without a session");
 
@@ -609,6 +623,18 @@ async fn step_panel(browser: &Browser, http: &reqwest::Client, base: &str, db: &
     let page = http.get(format!("{base}/runs/{run}?step=report")).send().await.unwrap().text().await.unwrap();
     assert!(page.contains(r#"id="step-panel""#) && page.contains(r#"data-step="report""#), "the panel without script");
     run
+}
+
+/// Opens `link` (a path of the console) in the browser: it must land on a presigned URL (not on
+/// `base`); the JSON text the browser shows there.
+async fn presigned(browser: &Browser, base: &str, link: &str) -> String {
+    browser.goto(&format!("{base}{link}")).await;
+    let opened = browser
+        .exec("return {href: location.href, text: (document.querySelector('pre') || document.body).textContent}")
+        .await;
+    let href = opened["href"].as_str().unwrap();
+    assert!(href.contains("X-Amz-Signature=") && !href.starts_with(base), "{link}: not a presigned URL: {href}");
+    opened["text"].as_str().unwrap().to_owned()
 }
 
 /// The keyboard alone: Tab through the overview to a run's link (its focus visible) and open
