@@ -326,6 +326,14 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     let approval = "name: approval\nsteps:\n  - name: approve\n    wait: {signal: approve, schema: {type: object, \
                     required: [approved_by]}}\n  - {name: after, operation: noop, depends_on: [approve]}\n";
     let approval_run = submit(&http, &base, approval).await;
+    // Waiting first (read in the database): this part is about the inbox's form, not live
+    // updates, which a page opened after several live ones has been seen to miss.
+    let waiting = format!("SELECT status::text FROM steps WHERE run_id = '{approval_run}' AND name = 'approve'");
+    let deadline = Instant::now() + PATIENCE;
+    while db.psql_rows(&waiting) != ["waiting"] {
+        assert!(Instant::now() < deadline, "the approval step never waited: {:?}", db.psql_rows(&waiting));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     browser.goto(&format!("{base}/waits")).await;
     let row = "document.querySelector('tr.wait[data-step=approve]')";
     browser.wait_for("the waiting step in the inbox", &format!("return {row} !== null")).await;
