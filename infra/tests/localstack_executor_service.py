@@ -15,7 +15,9 @@ back and checks, as AWS stores them:
   LocalStack applies them (4.13.1 ignores both: the property tests check them instead);
 - the execution role, as IAM returns it, allows every call of executor_service_calls.jsonl
   on the concrete ARN the ECS agent uses (the log stream under the group, the secret's ARN)
-  and denies neighbours (another secret, a push); the task role has no permissions;
+  and denies neighbours (another secret, a push); the task role, deployed with an artifact
+  bucket, allows the store's calls on its runs/ keys and denies another bucket, another
+  prefix and a delete;
 - the task definition the service would register, with the real secret ARN and log group
   in place, is a valid ecs:RegisterTaskDefinition request (botocore's ECS model).
 
@@ -40,6 +42,7 @@ import template_checks as tc
 
 SUPPORTED = {"AWS::SecretsManager::Secret", "AWS::Logs::LogGroup", "AWS::IAM::Role"}
 REPOSITORY_NAME = "rara-executor-localstack"
+BUCKET = "rara-artifacts-localstack"  # ArtifactsBucketName: only named in the task role's grants
 STREAM = "rara-worker/rara-worker/0123456789abcdef0123456789abcdef"  # prefix/container/task id
 
 
@@ -57,7 +60,8 @@ def deployable_template(template: dict) -> tuple[dict, list[str]]:
     """The resources LocalStack can create, and the logical ids left out."""
     kept = {k: v for k, v in template["Resources"].items() if v["Type"] in SUPPORTED and "Condition" not in v}
     resources = _replace_repository(kept)
-    body = json.dumps(resources)
+    conditions = _conditions_used(template.get("Conditions", {}), json.dumps(resources))
+    body = json.dumps([resources, conditions])
     referenced = set(re.findall(r'"Ref": "(\w+)"', body)) | set(re.findall(r"\$\{(\w+)\}", body))
     missing = {
         r for r in set(re.findall(r'"Fn::GetAtt": \["(\w+)"', body)) | referenced if r in template["Resources"]
@@ -70,9 +74,24 @@ def deployable_template(template: dict) -> tuple[dict, list[str]]:
         "Description": "rara executor service: the parts LocalStack community can run",
         "Mappings": template.get("Mappings", {}),
         "Parameters": params,
+        "Conditions": conditions,
         "Resources": resources,
     }
     return out, sorted(set(template["Resources"]) - set(kept))
+
+
+def _conditions_used(conditions: dict, body: str) -> dict:
+    """The template's conditions `body` names (Fn::If, Condition), with those they name in
+    turn: CloudFormation refuses a template whose Fn::If names a condition it lacks."""
+    used: dict = {}
+    pending = set(re.findall(r'"Fn::If": \["(\w+)"', body)) | set(re.findall(r'"Condition": "(\w+)"', body))
+    while pending:
+        name = pending.pop()
+        if name in used or name not in conditions:
+            continue
+        used[name] = conditions[name]
+        pending |= set(re.findall(r'"Condition": "(\w+)"', json.dumps(conditions[name])))
+    return used
 
 
 def _camel(node: Any, keep: bool = False) -> Any:
@@ -111,6 +130,22 @@ def _policy_statements(iam: Any, role: str) -> list[dict]:
         doc = json.loads(doc) if isinstance(doc, str) else doc
         out += tc._as_list(doc["Statement"])
     return out
+
+
+def check_task_role(iam: Any, role: str, expect: Any) -> None:
+    """The task role, deployed with an artifact store, allows the store's calls of the
+    fixture on the bucket's runs/ keys and nothing beside them."""
+    statements = _policy_statements(iam, role)
+    key = f"arn:aws:s3:::{BUCKET}/runs/0b7c/report/1/report.csv"
+    for call in (c for c in es.load_calls() if c["role"] == es.TASK_ROLE):
+        expect(es.allowed(statements, call["action"], key), f"{role} allows {call['action']} on {key} ({call['site']})")
+    for action, resource in (
+        ("s3:PutObject", key.replace(BUCKET, "other-bucket")),
+        ("s3:GetObject", f"arn:aws:s3:::{BUCKET}/outside/report.csv"),
+        ("s3:DeleteObject", key),
+    ):
+        expect(not es.allowed(statements, action, resource), f"{role} denies {action} on {resource}")
+    expect(not iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"], f"{role} has no managed policies")
 
 
 def check_deployed(stack: str, template: dict, cfn: Any, problems: list[str]) -> dict[str, str]:
@@ -171,11 +206,7 @@ def check_deployed(stack: str, template: dict, cfn: Any, problems: list[str]) ->
         expect(not es.allowed(statements, action, resource), f"{role} denies {action} on {resource}")
     expect(not iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"], f"{role} has no managed policies")
     task_role = physical[es.TASK_ROLE]
-    expect(
-        not iam.list_role_policies(RoleName=task_role)["PolicyNames"]
-        and not iam.list_attached_role_policies(RoleName=task_role)["AttachedPolicies"],
-        f"the task role {task_role} has no permissions",
-    )
+    check_task_role(iam, task_role, expect)
 
     real = {
         tc.Sym("Ref", es.SECRET): secret_arn,
@@ -203,7 +234,8 @@ def deploy_and_check(keep: bool = False) -> list[str]:
     print(f"== executor service: deploying {stack} ({', '.join(body['Resources'])})")
     print(f"   not in LocalStack community (ECS, ELBv2, ECR, EC2 off, Route 53 off): {', '.join(left_out)}")
     start = time.time()
-    cfn.create_stack(StackName=stack, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
+    params = [{"ParameterKey": "ArtifactsBucketName", "ParameterValue": BUCKET}]
+    cfn.create_stack(StackName=stack, TemplateBody=json.dumps(body), Parameters=params, Capabilities=["CAPABILITY_IAM"])
     problems: list[str] = []
     retained: dict[str, str] = {}
     try:
