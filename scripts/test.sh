@@ -25,11 +25,14 @@ scripts/check-iam.sh install
 
 echo "== Rust tests"
 RARA_AWS_CALL_LOG="$CALLS" cargo test --workspace --all-targets --no-fail-fast
+# The Python executor's artifact store records its S3 calls too (rara_worker/call_log.py),
+# as the executor service's task role: those of the Python tests and of the servers the Rust
+# tests started.
+echo "== Python tests"
+RARA_AWS_CALL_LOG="$CALLS" scripts/test-python.sh
 echo "== IAM check"
 scripts/check-iam.sh test >/dev/null
 # The ECS agent's calls for the executor service stack (its own template) are checked too.
 scripts/check-iam.sh "$CALLS" infra/tests/executor_service_calls.jsonl
-echo "== Python tests"
-scripts/test-python.sh
 echo "== Client tests"
 scripts/test-clients.sh

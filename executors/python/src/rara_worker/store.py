@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from . import call_log
+
 #: The part size of an S3 multipart upload, and how many are in flight.
 PART_BYTES = 5 * 1024 * 1024
 PARTS_IN_FLIGHT = 2
@@ -121,6 +123,7 @@ class S3Store:
             style = "path" if os.environ.get("AWS_ENDPOINT_URL") else "auto"
             config = Config(s3={"addressing_style": style}, request_checksum_calculation="when_required")
             client = boto3.client("s3", config=config)
+            call_log.install(client, self.prefix)
         self._client = client
 
     def _object(self, key: str) -> str:
