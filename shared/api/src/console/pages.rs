@@ -55,19 +55,27 @@ pub fn inline_style() -> &'static str {
 }
 
 /// The text of every inline `<script>` a page may carry.
-pub fn inline_scripts() -> [&'static str; 4] {
-    [CONFIRM, RUNS_LIVE, RUN_LIVE, WAITS_LIVE]
+pub fn inline_scripts() -> [&'static str; 5] {
+    [CONFIRM, LIVE, RUNS_LIVE, RUN_LIVE, WAITS_LIVE]
 }
 
+/// A live page's stream (`raraLive(url)`, an `EventSource`), closed when the page is hidden.
+/// A browser holds at most six connections to one HTTP/1.1 origin: a page it keeps for "back"
+/// (the back/forward cache) with its stream open holds one of them, and after a few live pages
+/// the next page's requests wait for a free one (the console's live updates stalled). A page
+/// shown again from that cache reloads, to show now and stream again.
+const LIVE: &str = r#"window.raraLive=u=>{const es=new EventSource(u);addEventListener('pagehide',()=>es.close());
+addEventListener('pageshow',e=>{if(e.persisted)location.reload();});return es;};"#;
+
 /// Keeps the runs list live, and the overview above it (at most every 5 s).
-const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false,last=0;const es=new EventSource('/events');
+const RUNS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false,last=0;const es=raraLive('/events');
 es.addEventListener('changed',async()=>{if(busy)return;busy=true;try{const r=await fetch('/fragments/runs'+location.search);
 if(r.ok)document.getElementById('runs').innerHTML=await r.text();const o=document.getElementById('overview');
 if(o&&Date.now()-last>5000){last=Date.now();const f=await fetch('/fragments/overview'+location.search);if(f.ok)o.outerHTML=await f.text();}}
 finally{busy=false;}});})();"#;
 
 /// Keeps the inbox live, except while the reader is filling one of its forms.
-pub(super) const WAITS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=new EventSource('/events');
+pub(super) const WAITS_LIVE: &str = r#"(()=>{if(!window.EventSource)return;let busy=false;const es=raraLive('/events');
 es.addEventListener('changed',async()=>{const t=document.getElementById('waits');if(busy||t.contains(document.activeElement)||
 [...t.querySelectorAll('textarea,input[name=reason]')].some(f=>f.value))return;busy=true;try{const r=await fetch('/fragments/waits');
 if(r.ok)t.innerHTML=await r.text();}finally{busy=false;}});})();"#;
@@ -80,7 +88,7 @@ const load=async()=>{const r=await fetch(location.pathname+'/fragment'+location.
 live.addEventListener('click',async e=>{const a=e.target.closest('a.select,#step-panel .close a');
 if(!a||e.ctrlKey||e.metaKey||e.shiftKey||e.button)return;e.preventDefault();history.pushState(null,'',a.getAttribute('href'));
 await load();const p=document.getElementById('step-panel');if(p)p.focus();});addEventListener('popstate',load);
-if(!window.EventSource)return;const es=new EventSource(location.pathname+'/events');
+if(!window.EventSource)return;const es=raraLive(location.pathname+'/events');
 es.addEventListener('update',e=>{if(new URLSearchParams(location.search).get('step'))load();else swap(e.data);});})();"#;
 
 /// Who a page is for and how it updates.
@@ -134,7 +142,7 @@ pub(super) fn layout(title: &str, body: Markup, script: Option<&str>) -> Markup 
                     " · " a href="/schedules" { "schedules" } " · " a href="/limits" { "limits" } " · " a href="/dlq" { "dead letters" } } }
                 main { (body) }
                 script { (PreEscaped(CONFIRM)) }
-                @if let Some(script) = script { script { (PreEscaped(script)) } }
+                @if let Some(script) = script { script { (PreEscaped(LIVE)) } script { (PreEscaped(script)) } }
             }
         }
     }
