@@ -130,7 +130,7 @@ impl Scheduler {
             Ok(plan) => plan,
             Err(e) => return firing.fail(format!("{}@{version}: {e}", due.spec.workflow)),
         };
-        let origin = Origin { workflow_version: Some(*version), schedule: Some((due.id, slot)) };
+        let origin = Origin { workflow_version: Some(*version), schedule: Some((due.id, slot)), run_id: None };
         let run = match self.db(round.submit(&plan, origin)).await {
             Ok(submitted) => {
                 firing.advance.fired += u64::from(submitted.created);
