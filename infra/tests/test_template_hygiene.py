@@ -210,7 +210,7 @@ BUCKET = "ArtifactsBucket"
 # What each role may do in the bucket (docs/src/internals/artifacts.md): exactly these
 # actions, only on `runs/*` (ListBucket on the bucket, with its prefix held to `runs/*`).
 S3_GRANTS = {
-    "SchedulerRole": {"s3:ListBucket", "s3:DeleteObject"},
+    "SchedulerRole": {"s3:ListBucket", "s3:DeleteObject", "s3:PutObject", "s3:AbortMultipartUpload"},
     "ExecutorRole": {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"},
     # A submission's large inputs are written (and deleted when no run was made) under
     # runs/*/inputs.json.

@@ -1,5 +1,5 @@
 //! Large run inputs by reference (a claim check; DESIGN.md "Artifacts and large values"), as
-//! `POST /api/runs` and `rara submit` store a run: inputs larger than the inline bound
+//! `POST /api/runs`, `rara submit` and the scheduler's schedule fires store a run: inputs larger than the inline bound
 //! (`RARA_INLINE_OUTPUT_BYTES`, serialised) are written to the artifact store under the new
 //! run's prefix (`runs/{run}/inputs.json`, with their sha256) before the run is stored, and the
 //! run keeps `{"$stored": {uri, size_bytes, digest, media_type}}` ([`rara_domain::stored`]).
@@ -10,7 +10,7 @@
 //! | the run is stored | kept; pruning the run deletes it with everything under `runs/{run}/` |
 //! | the idempotency key names an existing run (same digest: that run; else a conflict) | deleted |
 //! | the store refuses the run | deleted |
-//! | the process dies between the write and the run's commit | left under a prefix no run has |
+//! | the process dies between the write and the run's commit (or a schedule round that made the run rolls back) | left under a prefix no run has |
 //!
 //! No store configured: the inputs stay inline, bounded by `RARA_MAX_INPUT_BYTES` as ever.
 
@@ -60,8 +60,23 @@ pub async fn submit(
     trace_context: Option<&str>,
     mut origin: Origin,
 ) -> Result<Submitted, Error> {
+    let written = write(offload, &mut plan, &mut origin).await?;
+    let submitted = store.submit_from(&plan, trace_context, origin).await;
+    if let (Some(offload), Some(key)) = (offload, &written)
+        && !submitted.as_ref().is_ok_and(|s| s.created)
+    {
+        discard(offload, key).await;
+    }
+    Ok(submitted?)
+}
+
+/// Writes `plan`'s inputs to the store of `offload` when they are larger than its inline
+/// bound: `plan` then holds their reference and `origin` the id of the run to store (under
+/// whose prefix they lie). Returns the key written; the caller [`discard`]s it when no run is
+/// made.
+pub async fn write(offload: Option<&Offload>, plan: &mut Plan, origin: &mut Origin) -> Result<Option<Key>, Error> {
     let Some((offload, bytes)) = offload.and_then(|o| Some((o, beyond(&plan.inputs, o.inline_bytes)?))) else {
-        return Ok(store.submit_from(&plan, trace_context, origin).await?);
+        return Ok(None);
     };
     let size = bytes.len();
     let run = Uuid::now_v7();
@@ -80,14 +95,15 @@ pub async fn submit(
     };
     plan.inputs = descriptor.reference();
     origin.run_id = Some(run);
-    let submitted = store.submit_from(&plan, trace_context, origin).await;
-    if !submitted.as_ref().is_ok_and(|s| s.created) {
-        // No run of this id exists: nothing would ever prune the object.
-        if let Err(e) = offload.store.delete(std::slice::from_ref(&key)).await {
-            tracing::warn!(error = %e, %run, "the inputs of a run that was not stored could not be deleted");
-        }
+    Ok(Some(key))
+}
+
+/// Deletes the inputs written for a run that was not made (nothing would ever prune them); a
+/// failure is logged, not returned.
+pub async fn discard(offload: &Offload, key: &Key) {
+    if let Err(e) = offload.store.delete(std::slice::from_ref(key)).await {
+        tracing::warn!(error = %e, key = key.as_str(), "the inputs of a run that was not stored could not be deleted");
     }
-    Ok(submitted?)
 }
 
 /// `inputs` serialised, when that is larger than `inline_bytes`.

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rara_artifacts::file::FileStore;
 use rara_artifacts::Key;
+use rara_artifacts::file::FileStore;
 use rara_domain::config::Config;
 use rara_domain::stored::Descriptor;
 use rara_domain::workflow::{Format, Plan, WorkflowDefinition};
