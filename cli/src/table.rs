@@ -54,7 +54,9 @@ pub fn run(run: &RunView) -> String {
     for child in &run.children {
         let _ = writeln!(out, "child run {} of step {} (attempt {})", child.run_id, child.step, child.attempt);
     }
-    if run.inputs.as_object().is_some_and(|i| !i.is_empty()) {
+    if let Some(d) = rara_domain::stored::Descriptor::of(&run.inputs) {
+        let _ = writeln!(out, "inputs by reference: {} bytes, {} at {}", d.size_bytes, d.digest, d.uri);
+    } else if run.inputs.as_object().is_some_and(|i| !i.is_empty()) {
         let _ = writeln!(out, "inputs {}", run.inputs);
     }
     if let Some(output) = &run.output {

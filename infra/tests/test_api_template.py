@@ -47,7 +47,10 @@ def test_the_api_role_reads_the_secret_and_its_artifacts_and_writes_its_logs_and
         "kms:Decrypt",
         "logs:CreateLogStream",
         "logs:PutLogEvents",
+        "s3:AbortMultipartUpload",  # a submission's large inputs (runs/*/inputs.json)
+        "s3:DeleteObject",  # ... deleted when no run was made
         "s3:GetObject",  # GET /api/artifacts/{id}: it signs the presigned URLs
+        "s3:PutObject",  # a submission's large inputs
         "secretsmanager:GetSecretValue",
         "secretsmanager:GetSecretValue",
         "secretsmanager:GetSecretValue",  # the remote credential: a cancel tells detached attempts

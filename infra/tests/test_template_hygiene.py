@@ -210,10 +210,12 @@ BUCKET = "ArtifactsBucket"
 # What each role may do in the bucket (docs/src/internals/artifacts.md): exactly these
 # actions, only on `runs/*` (ListBucket on the bucket, with its prefix held to `runs/*`).
 S3_GRANTS = {
-    "SchedulerRole": {"s3:ListBucket", "s3:DeleteObject"},
+    "SchedulerRole": {"s3:ListBucket", "s3:DeleteObject", "s3:PutObject", "s3:AbortMultipartUpload"},
     "ExecutorRole": {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"},
-    "ApiRole": {"s3:GetObject"},
-    "OperatorPolicy": {"s3:GetObject", "s3:DeleteObject", "s3:ListBucket"},
+    # A submission's large inputs are written (and deleted when no run was made) under
+    # runs/*/inputs.json.
+    "ApiRole": {"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"},
+    "OperatorPolicy": {"s3:GetObject", "s3:DeleteObject", "s3:ListBucket", "s3:PutObject", "s3:AbortMultipartUpload"},
 }
 
 
@@ -265,7 +267,7 @@ def check_artifacts_bucket(r: Resolved) -> list[str]:
             prefix = st.get("Condition", {}).get("StringLike", {}).get("s3:prefix")
             if s3 == ["s3:ListBucket"] and bucket_arn and prefix == "runs/*":
                 continue
-            if not (isinstance(res, str) and res.endswith("/runs/*")):
+            if not (isinstance(res, str) and res.endswith(("/runs/*", "/runs/*/inputs.json"))):
                 problems.append(f"{where}: {', '.join(s3)} on {res!r}, not the bucket's runs/*")
         granted.setdefault(role, set()).update(s3)
     for role, want in S3_GRANTS.items():

@@ -43,6 +43,28 @@ pub fn config() -> Result<Config, Failure> {
     Ok(Config::from_lookup("cli", |k| std::env::var(k).ok())?)
 }
 
+/// `RARA_INLINE_OUTPUT_BYTES`: the largest output or run inputs kept inline.
+pub fn inline_bytes() -> Result<usize, Failure> {
+    match std::env::var("RARA_INLINE_OUTPUT_BYTES") {
+        Ok(text) => Ok(text
+            .trim()
+            .parse()
+            .with_context(|| format!("RARA_INLINE_OUTPUT_BYTES={text:?} is not valid: expected a number of bytes"))?),
+        Err(_) => Ok(rara_artifacts::DEFAULT_INLINE_BYTES),
+    }
+}
+
+/// Where run `inputs` go when they are larger than `RARA_INLINE_OUTPUT_BYTES` and
+/// `RARA_ARTIFACTS_URI` names a store (the store is opened only then).
+pub async fn inputs_offload(inputs: &serde_json::Value) -> Result<Option<rara_operator::inputs::Offload>, Failure> {
+    let inline_bytes = inline_bytes()?;
+    if inputs.to_string().len() <= inline_bytes {
+        return Ok(None);
+    }
+    let store = rara_platform::aws::artifact_store_from_env().await.context("RARA_ARTIFACTS_URI")?;
+    Ok(store.map(|store| rara_operator::inputs::Offload { store, inline_bytes }))
+}
+
 pub async fn connect(config: &Config) -> Result<Store, Failure> {
     check_database(&config.database_url).await?;
     Store::connect(&config.database_url, 2)

@@ -170,13 +170,21 @@ pub async fn run(args: Submit, json: bool) -> Result<(), Failure> {
     let caller = std::env::var("TRACEPARENT").ok().and_then(|t| rara_runtime::telemetry::parse_traceparent(&t));
     let trace_context = rara_runtime::telemetry::new_traceparent(caller.as_ref());
     let started = std::time::SystemTime::now();
-    let submitted = store.submit_from(&plan, Some(&trace_context), origin).await?;
+    let offload = super::inputs_offload(&plan.inputs).await?;
+    let name = plan.name.clone();
+    let submitted = rara_operator::inputs::submit(&store, offload.as_ref(), plan, Some(&trace_context), origin)
+        .await
+        .map_err(|e| match e {
+        // The store's own error, so its exit code (a conflict, ...) is kept.
+        rara_operator::inputs::Error::Store(e) => Failure::from(e),
+        other => Failure::from(other),
+    })?;
     if let (true, Some(run)) = (submitted.created, rara_runtime::telemetry::parse_traceparent(&trace_context)) {
         rara_runtime::telemetry::emit_run_span(
             &run,
             caller,
             submitted.run_id,
-            &plan.name,
+            &name,
             started,
             std::time::SystemTime::now(),
         );

@@ -72,9 +72,9 @@ pub async fn run(args: Ui, json: bool) -> Result<(), Failure> {
     let security = rara_remote::Security::from_lookup(|var| std::env::var(var).ok())?;
     let mut api =
         Api::new(store, config, auth)?.with_hosts(Hosts::bound(addr, &args.allow_host)).with_remote_security(security);
-    // Artifacts are served from RARA_ARTIFACTS_URI, when set.
+    // Artifacts are served from RARA_ARTIFACTS_URI, when set; large run inputs go there.
     if let Some(artifacts) = rara_platform::aws::artifact_store_from_env().await? {
-        api = api.with_artifacts(artifacts);
+        api = api.with_artifacts(artifacts, super::inline_bytes()?);
     }
     // The `/dlq` page reads the DLQ `rara dlq` reads, when RARA_DLQ_URL and RARA_QUEUE_URL are set.
     if let Some(dead_letters) = rara_platform::dlq::SqsDeadLetters::from_env(dlq_store).await {

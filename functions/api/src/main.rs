@@ -27,7 +27,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         .with_hosts(policy.hosts())
         .with_remote_security(settings.remote_security.clone());
     if let Some(artifacts) = rara_platform::wiring::artifact_store(&settings, &aws)? {
-        api = api.with_artifacts(artifacts);
+        api = api.with_artifacts(artifacts, settings.inline_output_bytes);
     }
     lambda_http::run(api::router(api)).await
 }

@@ -96,6 +96,10 @@ impl From<rara_store::Error> for Error {
                 Self::not_found(e.to_string())
             }
             rara_store::Error::ScheduleExists(_) => Self::conflict(e.to_string()).with_field("name"),
+            // `rara submit` exits 8 for the same conflict.
+            rara_store::Error::IdempotencyConflict { .. } => {
+                Self::new(StatusCode::CONFLICT, "conflict", e.to_string(), 8).with_field("idempotency_key")
+            }
             rara_store::Error::SecretNotGranted { path, .. } => {
                 let code = rara_domain::step_error::codes::SECRET_NOT_GRANTED;
                 Self::new(StatusCode::FORBIDDEN, code, e.to_string(), 1).with_field(format!("definition.{path}"))
@@ -120,6 +124,22 @@ impl From<rara_operator::bulk::Error> for Error {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "too_many", e.to_string(), 2)
             }
             rara_operator::bulk::Error::Store(e) => e.into(),
+        }
+    }
+}
+
+/// A submission's failure: the store's, or its large inputs could not be written to the artifact
+/// store (503 `unavailable`, nothing stored).
+impl From<rara_operator::inputs::Error> for Error {
+    fn from(e: rara_operator::inputs::Error) -> Self {
+        match e {
+            rara_operator::inputs::Error::Store(e) => e.into(),
+            e @ rara_operator::inputs::Error::Artifacts { .. } => {
+                let source = std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default();
+                tracing::warn!(error = %e, %source, "the run's inputs could not be offloaded");
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("{e}; try again"), 1)
+                    .with_field("inputs")
+            }
         }
     }
 }

@@ -61,7 +61,9 @@ pub use auth::{Auth, Caller, ConsoleKey, Reader};
 pub use error::{Error, ErrorBody};
 pub use guard::Hosts;
 
-/// The largest request body accepted (a definition of a thousand steps fits many times over).
+/// The largest request body accepted besides a run's inputs (a definition of a thousand steps
+/// fits many times over): a body may be larger by `RARA_MAX_INPUT_BYTES`, the bound of the
+/// inputs it carries ([`Api::body_limit`]).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// How a console page learns of changes.
@@ -86,8 +88,11 @@ pub struct Api {
     hosts: Arc<Hosts>,
     /// How a cancel tells remote executors to stop detached attempts: TLS, token, attempt key.
     remote: Arc<Security>,
-    /// The artifact store (`RARA_ARTIFACTS_URI`) artifacts are served from, if any.
+    /// The artifact store (`RARA_ARTIFACTS_URI`) artifacts are served from, if any; a
+    /// submission's inputs beyond `inline_bytes` are written to it.
     artifacts: Option<Arc<dyn rara_artifacts::ArtifactStore>>,
+    /// `RARA_INLINE_OUTPUT_BYTES`: the largest run inputs kept inline when there is a store.
+    inline_bytes: usize,
     /// The dead-letter queue the console's `/dlq` page reads, when one is configured.
     dead_letters: Option<Arc<dyn rara_operator::dlq::DeadLetters>>,
 }
@@ -122,6 +127,7 @@ impl Api {
             hosts: Arc::default(),
             remote: Arc::default(),
             artifacts: None,
+            inline_bytes: rara_artifacts::DEFAULT_INLINE_BYTES,
             dead_letters: None,
         })
     }
@@ -134,14 +140,29 @@ impl Api {
         self
     }
 
-    /// The same API serving artifacts from `store` (`GET /api/artifacts/{id}`).
-    pub fn with_artifacts(mut self, store: Arc<dyn rara_artifacts::ArtifactStore>) -> Self {
+    /// The same API serving artifacts from `store` (`GET /api/artifacts/{id}`), and writing to
+    /// it the inputs of a submission that are larger than `inline_bytes`
+    /// (`RARA_INLINE_OUTPUT_BYTES`; the run keeps a reference).
+    pub fn with_artifacts(mut self, store: Arc<dyn rara_artifacts::ArtifactStore>, inline_bytes: usize) -> Self {
         self.artifacts = Some(store);
+        self.inline_bytes = inline_bytes;
         self
     }
 
     pub fn artifacts(&self) -> Option<&Arc<dyn rara_artifacts::ArtifactStore>> {
         self.artifacts.as_ref()
+    }
+
+    /// The largest request body: [`MAX_BODY_BYTES`] and a run's inputs (`RARA_MAX_INPUT_BYTES`,
+    /// checked by the planner with its field).
+    pub fn body_limit(&self) -> usize {
+        MAX_BODY_BYTES.saturating_add(self.inner.config.max_input_bytes)
+    }
+
+    /// Where a submission's inputs beyond the inline bound go, when there is a store.
+    pub(crate) fn offload(&self) -> Option<rara_operator::inputs::Offload> {
+        let store = self.artifacts.clone()?;
+        Some(rara_operator::inputs::Offload { store, inline_bytes: self.inline_bytes })
     }
 
     /// The same API with a `/dlq` page over `dead_letters` (`rara ui`: `RARA_DLQ_URL` and
@@ -202,7 +223,7 @@ impl Api {
             .merge(login::routes())
             .route("/openapi.json", axum::routing::get(openapi::serve))
             .fallback(not_found)
-            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .layer(DefaultBodyLimit::max(self.body_limit()))
             .layer(middleware::from_fn_with_state(self.clone(), guard::check_host))
             .layer(middleware::map_response(guard::headers))
             .with_state(self.clone())

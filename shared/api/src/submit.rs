@@ -46,7 +46,7 @@ pub(crate) async fn submit_definition(
     let builtins = &api.inner.builtins;
     let plan =
         definition.plan_for(&api.inner.config, inputs, |op, version| builtins.in_process(op, version).is_some())?;
-    let submitted = api.store().submit_from(&plan, None, origin).await?;
+    let submitted = rara_operator::inputs::submit(api.store(), api.offload().as_ref(), plan, None, origin).await?;
     let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(SubmitResponse { id: submitted.run_id, created: submitted.created })))
 }

@@ -61,7 +61,7 @@ async fn put(store: &Arc<dyn ArtifactStore>, run: Uuid, step: Uuid, name: &str) 
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn from_s3_an_authenticated_caller_is_redirected_to_a_presigned_url_that_downloads(pool: PgPool) {
     let (store, _) = rara_testkit::s3_store("art").await;
-    let router = api(pool.clone()).with_artifacts(store.clone()).router();
+    let router = api(pool.clone()).with_artifacts(store.clone(), rara_artifacts::DEFAULT_INLINE_BYTES).router();
     let client = Client { router: router.clone() };
     let (run, step) = one_step_run(&client, &pool).await;
     let stored = put(&store, run, step, "report.html").await;
@@ -89,7 +89,7 @@ async fn from_s3_an_authenticated_caller_is_redirected_to_a_presigned_url_that_d
 async fn from_a_directory_the_bytes_are_an_attachment_and_foreign_uris_are_never_served(pool: PgPool) {
     let dir = std::env::temp_dir().join(format!("rara-api-artifacts-{}", Uuid::new_v4().simple()));
     let store = rara_artifacts::open(&format!("file://{}", dir.display()), || unreachable!()).unwrap();
-    let router = api(pool.clone()).with_artifacts(store.clone()).router();
+    let router = api(pool.clone()).with_artifacts(store.clone(), rara_artifacts::DEFAULT_INLINE_BYTES).router();
     let client = Client { router: router.clone() };
     let (run, step) = one_step_run(&client, &pool).await;
     let stored = put(&store, run, step, "page.html").await;
@@ -118,7 +118,7 @@ async fn from_a_directory_the_bytes_are_an_attachment_and_foreign_uris_are_never
 async fn an_offloaded_output_downloads_and_the_step_panel_links_it_and_the_artifacts(pool: PgPool) {
     let dir = std::env::temp_dir().join(format!("rara-api-output-{}", Uuid::new_v4().simple()));
     let store = rara_artifacts::open(&format!("file://{}", dir.display()), || unreachable!()).unwrap();
-    let router = api(pool.clone()).with_artifacts(store.clone()).router();
+    let router = api(pool.clone()).with_artifacts(store.clone(), rara_artifacts::DEFAULT_INLINE_BYTES).router();
     let client = Client { router: router.clone() };
     let (run, step) = one_step_run(&client, &pool).await;
     let output = store.put(&Key::output(run, step, 1), reader_of(br#"{"big":true}"#.to_vec()), None).await.unwrap();

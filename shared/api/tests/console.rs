@@ -256,3 +256,23 @@ async fn rerun_from_here_opens_the_new_run(pool: PgPool) {
     let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), cookie, None).await;
     assert!(html.contains(&format!(r#"href="{location}""#)), "the original links its rerun");
 }
+
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_run_page_shows_inputs_kept_by_reference_by_size_and_digest(pool: PgPool) {
+    let client = Client::new(pool.clone());
+    let run = client.submit_demo().await;
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), None, None).await;
+    assert!(!html.contains("inputs-stored"), "inline inputs: no reference");
+    // As `rara_operator::inputs` stores a run's large inputs.
+    let reference = json!({"$stored": {"uri": "s3://b/runs/x/inputs.json", "size_bytes": 5_447_781,
+                                       "digest": "sha256:abc123", "media_type": "application/json"}});
+    sqlx::query("UPDATE workflow_runs SET inputs = $2 WHERE id = $1::uuid")
+        .bind(&run)
+        .bind(&reference)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (_, _, html) = page(&client, Method::GET, &format!("/runs/{run}"), None, None).await;
+    assert!(html.contains(r#"id="inputs-stored""#), "{html}");
+    assert!(html.contains("5447781 bytes") && html.contains("sha256:abc123"), "{html}");
+}

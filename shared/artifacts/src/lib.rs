@@ -22,6 +22,10 @@ use std::sync::Arc;
 pub use location::{Key, Location};
 pub use port::{ArtifactStore, Error, Reader, Stored};
 
+/// Default `RARA_INLINE_OUTPUT_BYTES`: an output or a run's inputs larger than this (serialised)
+/// are written to the store and Postgres keeps a reference.
+pub const DEFAULT_INLINE_BYTES: usize = 64 * 1024;
+
 /// The store `uri` names: a directory for `file://`, S3 for `s3://` (with `s3`, a client the
 /// caller built: the platform's records its calls for the IAM check).
 pub fn open(uri: &str, s3: impl FnOnce() -> aws_sdk_s3::Client) -> Result<Arc<dyn ArtifactStore>, Error> {

@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | an artifact of an attempt | `runs/{run}/{step}/{attempt}/{name}` |
 //! | an attempt's offloaded output | `runs/{run}/{step}/{attempt}.output.json` |
+//! | a run's offloaded inputs | `runs/{run}/inputs.json` |
 //!
 //! so everything of a run lies under `runs/{run}/`, which pruning deletes. A URI is read or
 //! served only when it lies inside the store ([`Location::key_of`]): an executor may report any
@@ -43,6 +44,16 @@ impl Key {
     /// The offloaded output of an attempt.
     pub fn output(run: Uuid, step: Uuid, attempt: u32) -> Key {
         Key(format!("runs/{run}/{step}/{attempt}.output.json"))
+    }
+
+    /// The offloaded inputs of a run.
+    pub fn inputs(run: Uuid) -> Key {
+        Key(format!("runs/{run}/inputs.json"))
+    }
+
+    /// The prefix every run's objects lie under.
+    pub fn runs() -> Key {
+        Key("runs/".to_owned())
     }
 
     /// The prefix everything of the run `run` lies under.

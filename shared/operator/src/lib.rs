@@ -11,6 +11,10 @@
 //! - [`replay`]: one new run per finished run a filter matches (or a rerun from its first failed
 //!   step), once per run.
 //!
+//! - [`inputs`]: submit a plan whose inputs, serialised, exceed the inline bound by reference:
+//!   written to the artifact store first (`runs/{run}/inputs.json`), the run keeps
+//!   `{"$stored": descriptor}`.
+//!
 //! - [`schedules`]: create a schedule (checked as its runs will be), trigger one run now, backfill
 //!   a range of slots (bounded; the slots' keys make a second backfill add nothing).
 //!
@@ -22,6 +26,7 @@
 pub mod bulk;
 pub mod cancel;
 pub mod dlq;
+pub mod inputs;
 pub mod replay;
 pub mod rerun;
 pub mod schedules;

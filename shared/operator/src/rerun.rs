@@ -23,6 +23,10 @@ pub async fn plan_version(
     let found = store.definition(&workflow.name, workflow.version).await?;
     let shown = format!("{}@{}", found.name, found.version);
     let refused = |why: String| rara_store::Error::RerunRefused(format!("{shown} {why}"));
+    if inputs.contains_key(rara_domain::stored::KEY) {
+        // Planning needs the values; the run keeps only their reference.
+        return Err(refused("cannot plan with the run's inputs: they are in the artifact store (by reference)".into()));
+    }
     let definition: WorkflowDefinition =
         serde_json::from_value(found.definition).map_err(|e| refused(format!("does not read: {e}")))?;
     let plan = definition

@@ -146,7 +146,7 @@ async fn fire(
     for &at in slots {
         let slot = Slot { schedule_id: view.id, schedule: &view.name, inputs: &inputs, at };
         let plan = schedule::plan_slot(&definition, &slot, config, in_process)?;
-        let origin = Origin { workflow_version: Some(version), schedule: Some((view.id, at)) };
+        let origin = Origin { workflow_version: Some(version), schedule: Some((view.id, at)), run_id: None };
         let run = match store.submit_from(&plan, None, origin).await {
             Ok(submitted) => {
                 fired.created += usize::from(submitted.created);

@@ -42,13 +42,16 @@ pub const TEST_QUEUE_PREFIX: &str = "rara-test-";
 /// Where a call came from, by source path (repo-relative prefix), innermost frame first: the
 /// first rara frame that [`ROLES`] names decides; plumbing (the adapters every role shares) is
 /// skipped; any other rara frame leaves the call unattributed.
-/// The artifact store and the pass that deletes pruned runs' objects serve several roles.
+/// The artifact store, the pass that deletes pruned runs' objects and the write of a run's large
+/// inputs serve several roles.
 pub const PLUMBING: &[&str] = &[
     "shared/queue/src/",
     "shared/platform/src/",
     "shared/runtime/src/interrupt.rs",
     "shared/artifacts/src/",
     "shared/runtime/src/pruned_objects.rs",
+    // A run's large inputs, written for the API, the CLI and the scheduler alike.
+    "shared/operator/src/inputs.rs",
 ];
 pub const ROLES: &[(&str, &str)] = &[
     // The local poller stands for Lambda's event source mapping, which polls with the function's role.
@@ -283,14 +286,17 @@ pub fn attribute(backtrace: &str, cwd: &str) -> (&'static str, String) {
             continue;
         };
         let site = location.rsplit_once(':').map_or(location, |(at, _column)| at).to_owned();
-        if let Some((_, role)) =
-            ROLES.iter().find(|(prefix, _)| location.starts_with(prefix) || location.contains(prefix))
-        {
-            return (role, site);
-        }
-        if PLUMBING.iter().any(|p| location.starts_with(p)) {
-            innermost.get_or_insert(site);
-            continue;
+        // The longer prefix decides: `runner.rs` is a role inside plumbing, `inputs.rs` plumbing
+        // inside a role's folder.
+        let plumbing = PLUMBING.iter().filter(|p| location.starts_with(*p)).map(|p| p.len()).max();
+        let role = ROLES.iter().find(|(prefix, _)| location.starts_with(prefix) || location.contains(prefix));
+        match (role, plumbing) {
+            (Some((prefix, role)), plumbing) if plumbing.is_none_or(|p| prefix.len() > p) => return (role, site),
+            (_, Some(_)) => {
+                innermost.get_or_insert(site);
+                continue;
+            }
+            _ => {}
         }
         return ("unattributed", site);
     }
@@ -358,6 +364,15 @@ mod tests {
         assert_eq!(attribute(&dlq, "/"), ("OperatorPolicy", "shared/api/src/console/dlq.rs:62".into()));
         let artifacts = format!("  1: x\n      at {root}shared/api/src/artifacts.rs:130:9\n");
         assert_eq!(attribute(&artifacts, "/").0, "ApiRole");
+        // A run's large inputs are written for whoever submits; the poller is a role in plumbing.
+        let inputs = |caller: &str| {
+            format!("  1: x\n      at {root}shared/operator/src/inputs.rs:87:9\n  2: y\n      at {root}{caller}:1:1\n")
+        };
+        assert_eq!(attribute(&inputs("shared/runtime/src/scheduler/schedules.rs"), "/").0, "SchedulerRole");
+        assert_eq!(attribute(&inputs("shared/api/src/submit.rs"), "/").0, "ApiRole");
+        assert_eq!(attribute(&inputs("cli/src/cmd/submit.rs"), "/").0, "OperatorPolicy");
+        let poller = format!("  1: x\n      at {root}shared/platform/src/runner.rs:5:5\n");
+        assert_eq!(attribute(&poller, "/").0, "ExecutorRole");
     }
 
     #[test]

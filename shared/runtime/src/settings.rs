@@ -28,9 +28,10 @@ pub const DEFAULT_STEPS_PER_MESSAGE: u32 = 10;
 /// children's outputs (measured in Postgres, before anything is read).
 pub const DEFAULT_MAX_GATHERED_BYTES: usize = 16 * 1024 * 1024;
 
-/// Default `RARA_INLINE_OUTPUT_BYTES`: an output larger than this (serialised) is written to
-/// the artifact store and the step keeps a reference (when `RARA_ARTIFACTS_URI` is set).
-pub const DEFAULT_INLINE_OUTPUT_BYTES: usize = 64 * 1024;
+/// Default `RARA_INLINE_OUTPUT_BYTES`: an output (or a run's inputs) larger than this
+/// (serialised) is written to the artifact store and the step (or run) keeps a reference (when
+/// `RARA_ARTIFACTS_URI` is set).
+pub const DEFAULT_INLINE_OUTPUT_BYTES: usize = rara_artifacts::DEFAULT_INLINE_BYTES;
 
 /// Settings of both functions.
 #[derive(Debug, Clone)]
@@ -121,8 +122,8 @@ pub struct Settings {
     /// `RARA_ARTIFACTS_URI`: the artifact store (`s3://bucket/prefix`, `file:///dir`), checked
     /// at start; unset: none, every output stays inline.
     pub artifacts_uri: Option<String>,
-    /// `RARA_INLINE_OUTPUT_BYTES`: the largest output kept inline in Postgres; a larger one
-    /// goes to the artifact store and the step keeps a reference.
+    /// `RARA_INLINE_OUTPUT_BYTES`: the largest output (or run inputs) kept inline in Postgres; a
+    /// larger one goes to the artifact store and the step (or run) keeps a reference.
     pub inline_output_bytes: usize,
 }
 

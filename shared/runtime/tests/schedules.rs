@@ -200,3 +200,49 @@ async fn two_schedulers_make_one_run_per_slot(pool: PgPool) {
         b.slots_fired
     );
 }
+
+/// A schedule whose inputs are beyond the inline bound: its slot's run keeps them by reference in
+/// the artifact store (LocalStack's S3), under the run's prefix, and its step's `$input`
+/// pointers read them at claim.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_slots_large_inputs_are_stored_by_reference_and_read_at_claim(pool: PgPool) {
+    use rara_artifacts::Key;
+    let (artifacts, _) = rara_testkit::s3_store("schedules").await;
+    let (store, _queues, mut stack) = Stack::fresh(pool, &[("RARA_INLINE_OUTPUT_BYTES", "100")]).await;
+    stack.executor = stack.executor.clone().with_artifacts(artifacts.clone(), &stack.settings);
+    let flow = "name: big\ninputs: {night: {type: string}, blob: {type: string}}\n\
+                steps: [{name: index, operation: noop, input: {n: {$input: /night}, size: {$input: /blob}}}]\n";
+    let definition = WorkflowDefinition::parse(flow, Format::Yaml).unwrap();
+    store.register_definition("big", &serde_json::to_value(&definition).unwrap()).await.unwrap();
+    let blob = "x".repeat(1000);
+    let inputs = serde_json::json!({"night": {"$schedule": "/slot_time"}, "blob": blob});
+    let new = CreateSchedule {
+        name: "big".into(),
+        workflow: WorkflowRef { name: "big".into(), version: None },
+        spec: Spec::Every(Duration::from_secs(3600)),
+        timezone: "UTC".into(),
+        inputs: inputs.as_object().unwrap().clone(),
+        overlap: Overlap::Skip,
+        catchup_window: Duration::from_secs(7200),
+        jitter: Duration::ZERO,
+    };
+    schedules::create(&store, &stack.settings.core, &|_, _| true, new).await.unwrap();
+    rewind(&store, "big", 3600).await;
+    assert_eq!(stack.scheduler().with_artifacts(artifacts.clone()).pass().await.unwrap().slots_fired, 1);
+
+    let run_id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM workflow_runs").fetch_one(store.pool()).await.unwrap();
+    let kept = store.run_inputs(run_id).await.unwrap();
+    let descriptor = rara_domain::stored::Descriptor::of(&kept).expect("the run keeps a reference");
+    assert_eq!(artifacts.location().key_of(&descriptor.uri).unwrap(), Key::inputs(run_id));
+    assert_eq!(stack.run_until_finished(run_id, Duration::from_secs(60)).await.0, "succeeded");
+    let slot: DateTime<Utc> =
+        sqlx::query_scalar("SELECT schedule_slot FROM workflow_runs").fetch_one(store.pool()).await.unwrap();
+    let slot = slot.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let ran: serde_json::Value =
+        sqlx::query_scalar("SELECT a.input FROM step_attempts a JOIN steps s ON s.id = a.step_id WHERE s.run_id = $1")
+            .bind(run_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(ran, serde_json::json!({"n": slot, "size": blob}));
+}

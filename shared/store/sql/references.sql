@@ -4,7 +4,8 @@
 -- latest of that name); the inputs of the runs $6. One row per thing found: a step that has
 -- not succeeded gives no output, a missing artifact no row. An output's `home` is the run it
 -- was made in: the step's, or for a step a rerun carried over, the run of the step it was
--- carried from (its offloaded output lies under that run's prefix).
+-- carried from (its offloaded output lies under that run's prefix); offloaded inputs' `home`
+-- likewise.
 SELECT 'output' AS "kind!", s.run_id AS "run_id!", s.name AS "step?", NULL::text AS "artifact?",
        coalesce(s.output, 'null'::jsonb) AS "value!",
        coalesce((SELECT c.run_id FROM steps c WHERE c.id = s.carried_from), s.run_id) AS "home?"
@@ -26,4 +27,17 @@ CROSS JOIN LATERAL (
 ) d
 WHERE s.status = 'succeeded'
 UNION ALL
-SELECT 'inputs', w.id, NULL, NULL, w.inputs, NULL::uuid FROM workflow_runs w WHERE w.id = ANY($6::uuid[])
+SELECT 'inputs', w.id, NULL, NULL, w.inputs,
+       -- Offloaded inputs: the run they were written under, this one or one it was rerun from
+       -- (a rerun keeps the reference), by the run its URI names.
+       CASE WHEN jsonb_typeof(w.inputs) = 'object' AND w.inputs ? '$stored' THEN (
+           WITH RECURSIVE chain(id, rerun_of) AS (
+               SELECT w.id, w.rerun_of
+               UNION ALL
+               SELECT r.id, r.rerun_of FROM workflow_runs r JOIN chain c ON r.id = c.rerun_of
+           )
+           SELECT c.id FROM chain c
+           WHERE w.inputs -> '$stored' ->> 'uri' LIKE '%/runs/' || c.id::text || '/inputs.json'
+           LIMIT 1)
+       END
+FROM workflow_runs w WHERE w.id = ANY($6::uuid[])

@@ -53,7 +53,7 @@ impl Store {
     pub async fn start_child(&self, start: &ChildStart) -> Result<ChildStarted, Error> {
         let (holder, plan) = (&start.holder, &start.plan);
         let mut tx = self.pool.begin().await?;
-        let origin = Origin { workflow_version: Some(start.version), schedule: None };
+        let origin = Origin { workflow_version: Some(start.version), schedule: None, run_id: None };
         let submitted = submit_in(&mut tx, plan, None, origin).await?;
         let attempt: Option<i32> = sqlx::query_scalar(sql::CHILD_WAIT.as_str())
             .bind(holder.step_id)

@@ -62,6 +62,12 @@ pub struct Upstream {
     /// The run each output was made in, where it is not the step's own run (a step a rerun
     /// carried over): its offloaded output lies under that run's prefix.
     pub homes: HashMap<(Uuid, String), Uuid>,
+    /// Offloaded run inputs (`{"$stored": …}` in `inputs`) read whole from the artifact store,
+    /// for the `$input` references that point into them.
+    pub loaded_inputs: HashMap<Uuid, Value>,
+    /// The run whose prefix each run's offloaded inputs lie under, where it is not the run
+    /// itself (a rerun keeps the reference of the run it was made from).
+    pub inputs_homes: HashMap<Uuid, Uuid>,
 }
 
 impl Upstream {
@@ -100,6 +106,10 @@ impl Sources for RunValues<'_> {
 
     fn loaded(&self, step: &str) -> Option<&Value> {
         self.upstream.loaded.get(&(self.run_id, step.to_owned()))
+    }
+
+    fn loaded_inputs(&self) -> Option<&Value> {
+        self.upstream.loaded_inputs.get(&self.run_id)
     }
 }
 
@@ -141,6 +151,9 @@ impl Store {
                     upstream.artifacts.insert((row.run_id, step, name), row.value);
                 }
                 ("inputs", _, _) => {
+                    if let Some(home) = row.home.filter(|home| *home != row.run_id) {
+                        upstream.inputs_homes.insert(row.run_id, home);
+                    }
                     upstream.inputs.insert(row.run_id, row.value);
                 }
                 _ => {}

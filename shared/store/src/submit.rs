@@ -16,6 +16,9 @@ pub struct Origin {
     pub workflow_version: Option<i32>,
     /// The schedule and slot the run was made for.
     pub schedule: Option<(Uuid, chrono::DateTime<chrono::Utc>)>,
+    /// The run's id when the caller chose it (its inputs were written under the run's prefix in
+    /// the artifact store before the run existed); a fresh one otherwise.
+    pub run_id: Option<Uuid>,
 }
 
 /// The run a submission created or found.
@@ -121,7 +124,7 @@ async fn insert_run(
     let no_output = serde_json::json!({});
     Ok(sqlx::query_file_scalar!(
         "sql/submit_run.sql",
-        Uuid::now_v7(),
+        origin.run_id.unwrap_or_else(Uuid::now_v7),
         &plan.name,
         plan.idempotency_key.as_deref(),
         plan.steps.len() as i32,
@@ -137,8 +140,8 @@ async fn insert_run(
     .await?)
 }
 
-/// The run the plan's idempotency key names: it, when submitted with the same inputs, else
-/// [`Error::IdempotencyConflict`].
+/// The run the plan's idempotency key names: it, when submitted with the same inputs (offloaded
+/// inputs: the same digest), else [`Error::IdempotencyConflict`].
 async fn existing_run(tx: &mut sqlx::PgConnection, plan: &Plan) -> Result<Submitted, Error> {
     let existing = sqlx::query_file!("sql/run_by_key.sql", plan.idempotency_key.as_deref(), &plan.inputs)
         .fetch_one(&mut *tx)

@@ -131,7 +131,8 @@ class Context:
 
     async def load_output(self, value: Any) -> Any:
         """``value``, or when it is an offloaded output (``{"$stored": descriptor}``, what a
-        ``$output`` reference to a large output passes on) the output read back whole."""
+        ``$output`` reference to a large output passes on) the output read back whole; the
+        same for a run's offloaded inputs (what ``{"$input": ""}`` passes on)."""
         if isinstance(value, dict) and set(value) == {"$stored"}:
             return json.loads(await self.read_artifact(value["$stored"]))
         return value

@@ -262,6 +262,9 @@ pub fn run_live(
             @if let Some(f) = run.finished_at { " · finished " (time(f)) }
             " · " (finished) "/" (run.steps.len()) " steps finished"
             @if let Some(key) = &run.idempotency_key { " · key " code { (key) } }
+            @if let Some(d) = rara_domain::stored::Descriptor::of(&run.inputs) {
+                span #inputs-stored { " · inputs by reference (in the artifact store): " (d.size_bytes) " bytes " code { (d.digest) } }
+            }
         }
         @if let (Some(csrf), RunStatus::Running) = (csrf, run.status) {
             form.inline method="post" action={ "/runs/" (run.id) "/cancel" } data-confirm="Cancel every unfinished step of this run?" {

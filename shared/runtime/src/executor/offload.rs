@@ -11,8 +11,12 @@
 //! | what fails | the attempt |
 //! | --- | --- |
 //! | writing the output (the store unreachable) | retryable `ARTIFACT_STORE_UNAVAILABLE` |
-//! | reading an offloaded output a pointer needs (the store unreachable, no store configured) | retryable `ARTIFACT_STORE_UNAVAILABLE` |
-//! | the object is missing, outside the store or the run, not its digest, beyond `RARA_MAX_OUTPUT_BYTES`, not JSON | permanent `INPUT_REFERENCE_MISSING` |
+//! | reading an offloaded output (or run inputs) a pointer needs (the store unreachable, no store configured) | retryable `ARTIFACT_STORE_UNAVAILABLE` |
+//! | the object is missing, outside the store or the run, not its digest, beyond `RARA_MAX_OUTPUT_BYTES` (inputs: `RARA_MAX_INPUT_BYTES`), not JSON | permanent `INPUT_REFERENCE_MISSING` |
+//!
+//! A run's inputs beyond the inline bound are offloaded when the run is submitted
+//! (`rara_operator::inputs`, `runs/{run}/inputs.json`); `$input` references with a pointer into
+//! them read the object the same way (`batch/stored.rs`).
 
 use std::sync::Arc;
 
@@ -85,14 +89,20 @@ impl Offload {
         }
     }
 
-    /// The offloaded output `descriptor` of a step of the run `run`, read whole (at most
-    /// `bound` bytes) and checked against its digest.
-    pub(crate) async fn load(&self, run: Uuid, descriptor: &Descriptor, bound: u64) -> Result<Value, StepError> {
+    /// The offloaded value `descriptor` (`what`: "output", "inputs") of the run `run`, read
+    /// whole (at most `bound` bytes) and checked against its digest.
+    pub(crate) async fn load(
+        &self,
+        run: Uuid,
+        descriptor: &Descriptor,
+        bound: u64,
+        what: &str,
+    ) -> Result<Value, StepError> {
         let missing = |why: String| StepError::permanent(codes::INPUT_REFERENCE_MISSING, why);
         let Some(store) = &self.store else {
             return Err(StepError::retryable(
                 codes::ARTIFACT_STORE_UNAVAILABLE,
-                "an upstream output is in the artifact store, and none is configured (RARA_ARTIFACTS_URI)",
+                format!("the offloaded {what}: no artifact store is configured (RARA_ARTIFACTS_URI)"),
             ));
         };
         let key = store.location().key_of(&descriptor.uri).map_err(|e| missing(e.to_string()))?;
@@ -100,14 +110,14 @@ impl Offload {
             return Err(missing(format!("{} is not an object of this run", descriptor.uri)));
         }
         let bytes = store.read_verified(&key, Some(&descriptor.digest), bound).await.map_err(|e| {
-            tracing::warn!(error = %e, "an offloaded output could not be read");
+            tracing::warn!(error = %e, what, "an offloaded value could not be read");
             if e.is_transient() {
-                StepError::retryable(codes::ARTIFACT_STORE_UNAVAILABLE, format!("the offloaded output: {e}"))
+                StepError::retryable(codes::ARTIFACT_STORE_UNAVAILABLE, format!("the offloaded {what}: {e}"))
             } else {
-                missing(format!("the offloaded output: {e}"))
+                missing(format!("the offloaded {what}: {e}"))
             }
         })?;
         serde_json::from_slice(&bytes)
-            .map_err(|e| missing(format!("the offloaded output at {} is not JSON: {e}", descriptor.uri)))
+            .map_err(|e| missing(format!("the offloaded {what} at {} is not JSON: {e}", descriptor.uri)))
     }
 }

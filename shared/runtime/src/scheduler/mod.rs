@@ -53,6 +53,9 @@ pub enum Error {
     Store(#[from] rara_store::Error),
     #[error(transparent)]
     Queue(#[from] rara_queue::Error),
+    /// A schedule's run's large inputs could not be written to the artifact store.
+    #[error(transparent)]
+    Inputs(#[from] rara_operator::inputs::Error),
 }
 
 impl Error {
@@ -61,6 +64,8 @@ impl Error {
         match self {
             Error::Store(e) => e.is_transient(),
             Error::Queue(_) => true,
+            Error::Inputs(rara_operator::inputs::Error::Store(e)) => e.is_transient(),
+            Error::Inputs(rara_operator::inputs::Error::Artifacts { source, .. }) => source.is_transient(),
         }
     }
 }
@@ -89,7 +94,8 @@ pub struct Scheduler {
     builtins: Arc<std::sync::OnceLock<Option<rara_domain::registry::Registry>>>,
     /// Failed sends to the queue, logged once per burst.
     sends: Arc<Mutex<Burst>>,
-    /// The artifact store (`RARA_ARTIFACTS_URI`): pruned runs' objects are deleted from it.
+    /// The artifact store (`RARA_ARTIFACTS_URI`): pruned runs' objects are deleted from it, a
+    /// schedule's run's large inputs written to it.
     artifacts: Option<Arc<dyn rara_artifacts::ArtifactStore>>,
 }
 
@@ -100,7 +106,8 @@ impl std::fmt::Debug for Scheduler {
 }
 
 impl Scheduler {
-    /// The same scheduler deleting pruned runs' objects from `store` after their rows.
+    /// The same scheduler deleting pruned runs' objects from `store` after their rows, and
+    /// writing there the inputs of a schedule's run beyond `RARA_INLINE_OUTPUT_BYTES`.
     pub fn with_artifacts(mut self, store: Arc<dyn rara_artifacts::ArtifactStore>) -> Self {
         self.artifacts = Some(store);
         self
@@ -145,6 +152,12 @@ impl Scheduler {
                 return Ok(counters);
             }
         }
+    }
+
+    /// Where a schedule's run's inputs beyond the inline bound go, when there is a store.
+    fn inputs_offload(&self) -> Option<rara_operator::inputs::Offload> {
+        let store = self.artifacts.clone()?;
+        Some(rara_operator::inputs::Offload { store, inline_bytes: self.settings.inline_output_bytes })
     }
 
     /// The in-process executors (see the field `builtins`).

@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rara_domain::schedule::{self, Calendar, Decision, Overlap, Slot};
 use rara_domain::workflow::WorkflowDefinition;
+use rara_operator::inputs;
 use rara_store::schedules::{Advance, DueSchedule, ScheduleRound};
 use rara_store::submit::Origin;
 
@@ -130,8 +131,18 @@ impl Scheduler {
             Ok(plan) => plan,
             Err(e) => return firing.fail(format!("{}@{version}: {e}", due.spec.workflow)),
         };
-        let origin = Origin { workflow_version: Some(*version), schedule: Some((due.id, slot)) };
-        let run = match self.db(round.submit(&plan, origin)).await {
+        let mut origin = Origin { workflow_version: Some(*version), schedule: Some((due.id, slot)), run_id: None };
+        // Inputs beyond the inline bound go to the store first (a failure: the round again).
+        let offload = self.inputs_offload();
+        let mut plan = plan;
+        let written = inputs::write(offload.as_ref(), &mut plan, &mut origin).await?;
+        let submitted = self.db(round.submit(&plan, origin)).await;
+        if let (Some(offload), Some(key)) = (&offload, &written)
+            && !submitted.as_ref().is_ok_and(|s| s.created)
+        {
+            inputs::discard(offload, key).await;
+        }
+        let run = match submitted {
             Ok(submitted) => {
                 firing.advance.fired += u64::from(submitted.created);
                 submitted.run_id

@@ -28,7 +28,7 @@ pub(crate) async fn make(
     check(&version.plan, steps, &carried, request.from.as_deref(), version.version)?;
     let mut plan = version.plan.clone();
     plan.idempotency_key = request.idempotency_key.clone();
-    let origin = Origin { workflow_version: Some(version.version), schedule: None };
+    let origin = Origin { workflow_version: Some(version.version), schedule: None, run_id: None };
     let submitted = submit_in(&mut *tx, &plan, None, origin).await?;
     let names: Vec<String> = carried.iter().map(|s| s.name.clone()).collect();
     let rerun_names = plan.steps.iter().map(|s| s.name.clone()).filter(|n| !names.contains(n)).collect();

@@ -99,8 +99,17 @@ fn at(name: &str) -> String {
 /// A rerun's inputs (`rara rerun --input`): the run's `original` inputs (as submit resolved
 /// them) with the `given` ones replaced. The run keeps no definition, so a given input must be
 /// one the original has, of the same JSON kind, holding no secret; the whole within
-/// `max_bytes` (`RARA_MAX_INPUT_BYTES`). Each thing wrong is a problem at its path.
+/// `max_bytes` (`RARA_MAX_INPUT_BYTES`). Each thing wrong is a problem at its path. Inputs the
+/// run keeps by reference (`{"$stored": …}`) are kept whole: none may be replaced.
 pub fn replace(original: &Value, given: &Map<String, Value>, max_bytes: usize) -> Result<Value, Vec<Problem>> {
+    if let (Some(stored), false) = (crate::stored::Descriptor::of(original), given.is_empty()) {
+        let message = format!(
+            "the run's inputs are in the artifact store ({} bytes, {}): a rerun keeps them whole and \
+             cannot replace one; submit a new run",
+            stored.size_bytes, stored.digest
+        );
+        return Err(vec![Problem { path: "inputs".into(), message }]);
+    }
     let mut problems = Vec::new();
     let mut values = original.as_object().cloned().unwrap_or_default();
     for (name, value) in given {
@@ -195,6 +204,16 @@ mod tests {
         assert!(secret.unwrap_err()[0].message.contains("secret reference"), "a secret reference is refused");
         let big = replace(&original, &object(json!({"date": "x".repeat(2000)})), 1024).unwrap_err();
         assert!(big[0].message.contains("RARA_MAX_INPUT_BYTES"), "{big:?}");
+        // Inputs kept by reference: kept whole, none replaced.
+        let d = crate::stored::Descriptor {
+            uri: "s3://b/k".into(),
+            size_bytes: 9,
+            digest: "sha256:0".into(),
+            media_type: None,
+        };
+        assert_eq!(replace(&d.reference(), &Map::new(), 1024).unwrap(), d.reference());
+        let refused = replace(&d.reference(), &object(json!({"date": "x"})), 1024).unwrap_err();
+        assert!(refused[0].message.contains("cannot replace one"), "{refused:?}");
     }
 
     fn object(value: Value) -> Map<String, Value> {

@@ -116,8 +116,9 @@ impl WorkflowDefinition {
     }
 }
 
-/// The run's inputs (given or defaults) are within the input size limit; [`inputs::resolve`]
-/// checks that they hold no secret.
+/// The run's inputs (given or defaults) are within the input size limit, and none is named
+/// `$stored` (the key of the reference large inputs are stored as: [`crate::stored`]);
+/// [`inputs::resolve`] checks that they hold no secret.
 fn check_inputs_size(inputs: &RunInputs, config: &Config, problem: &mut impl FnMut(String, String)) {
     let bytes = inputs.values.to_string().len();
     if bytes > config.max_input_bytes {
@@ -125,6 +126,11 @@ fn check_inputs_size(inputs: &RunInputs, config: &Config, problem: &mut impl FnM
             "inputs".into(),
             format!("{bytes} bytes; at most {} are allowed (RARA_MAX_INPUT_BYTES)", config.max_input_bytes),
         );
+    }
+    if inputs.types.contains_key(crate::stored::KEY) {
+        let mut path = "inputs".to_owned();
+        crate::secret_material::push_key(&mut path, crate::stored::KEY);
+        problem(path, "the name is reserved: rara stores large run inputs as {\"$stored\": …}".into());
     }
 }
 

@@ -288,6 +288,14 @@ fn run_inputs_hold_no_secrets_and_respect_the_size_limit() {
     .unwrap();
     let err = def.plan(&c).unwrap_err().to_string();
     assert!(err.contains("inputs: 20 bytes") && err.contains("RARA_MAX_INPUT_BYTES"), "{err}");
+    // `$stored` is the key of a large run inputs' reference: no input may take its name.
+    let def = WorkflowDefinition::parse(
+        r#"{"name":"r","inputs":{"$stored":{"type":"object","default":{}}},"steps":[{"name":"a","operation":"x"}]}"#,
+        Format::Json,
+    )
+    .unwrap();
+    let err = def.plan(&config()).unwrap_err().to_string();
+    assert!(err.contains("the name is reserved"), "{err}");
     let err = WorkflowDefinition::parse("name: r\ninputs: [1]\nsteps: []\n", Format::Yaml).unwrap_err();
     assert!(chain(&err).contains("inputs"), "{}", chain(&err));
 }

@@ -26,6 +26,11 @@ pub trait Sources {
     fn loaded(&self, _step: &str) -> Option<&Value> {
         None
     }
+    /// The whole of the run's inputs when they were offloaded (they are a
+    /// [`stored`](crate::stored) reference) and read for a pointer into them.
+    fn loaded_inputs(&self) -> Option<&Value> {
+        None
+    }
 }
 
 /// A reference that finds nothing: the step fails for good with `INPUT_REFERENCE_MISSING`.
@@ -93,6 +98,9 @@ pub fn substitute_child(input: &Value, sources: &impl Sources, item: &Value) -> 
         fn loaded(&self, step: &str) -> Option<&Value> {
             self.0.loaded(step)
         }
+        fn loaded_inputs(&self) -> Option<&Value> {
+            self.0.loaded_inputs()
+        }
     }
     substitute(input, &Child(sources, item))
 }
@@ -157,11 +165,18 @@ fn resolve(reference: Reference<'_>, path: &str, sources: &impl Sources) -> Resu
             .artifact(step, name)
             .cloned()
             .ok_or_else(|| missing(format!("step {step:?} has no artifact named {name:?}"), Some(step), None)),
-        Reference::Input { pointer } => sources
-            .inputs()
-            .and_then(|inputs| inputs.pointer(pointer))
-            .cloned()
-            .ok_or_else(|| missing(format!("the run's inputs have nothing at {pointer:?}"), None, Some(pointer))),
+        Reference::Input { pointer } => {
+            // Offloaded inputs: a pointer goes into their whole (read at claim), the whole is
+            // passed on as its reference.
+            let inputs = sources.inputs().and_then(|inputs| match crate::stored::Descriptor::of(inputs) {
+                Some(_) if !pointer.is_empty() => sources.loaded_inputs(),
+                _ => Some(inputs),
+            });
+            inputs
+                .and_then(|inputs| inputs.pointer(pointer))
+                .cloned()
+                .ok_or_else(|| missing(format!("the run's inputs have nothing at {pointer:?}"), None, Some(pointer)))
+        }
         Reference::Item { pointer } => sources
             .item()
             .and_then(|item| item.pointer(pointer))
@@ -256,6 +271,38 @@ mod tests {
                 "key": {"$secret": "api"}, "literal": "$output",
             })
         );
+    }
+
+    #[test]
+    fn offloaded_inputs_are_read_through_their_loaded_whole_and_passed_whole_as_the_reference() {
+        struct Offloaded(Value, Option<Value>);
+        impl Sources for Offloaded {
+            fn output(&self, _: &str) -> Option<&Value> {
+                None
+            }
+            fn artifact(&self, _: &str, _: &str) -> Option<&Value> {
+                None
+            }
+            fn inputs(&self) -> Option<&Value> {
+                Some(&self.0)
+            }
+            fn loaded_inputs(&self) -> Option<&Value> {
+                self.1.as_ref()
+            }
+        }
+        let d = crate::stored::Descriptor {
+            uri: "s3://b/k".into(),
+            size_bytes: 9,
+            digest: "sha256:0".into(),
+            media_type: None,
+        };
+        let input = json!({"n": {"$input": "/big/n"}, "all": {"$input": ""}});
+        let loaded = Offloaded(d.reference(), Some(json!({"big": {"n": 7}})));
+        assert_eq!(substitute(&input, &loaded).unwrap(), json!({"n": 7, "all": d.reference()}));
+        // Never a pointer into the reference itself.
+        let unread = Offloaded(d.reference(), None);
+        let e = substitute(&json!({"u": {"$input": "/$stored/uri"}}), &unread).unwrap_err();
+        assert_eq!(e.field, "input.u");
     }
 
     #[test]

@@ -106,7 +106,11 @@ impl BatchExecutor {
                 }
             }
         };
+        self.load_stored_inputs(&steps, &maps, &mut upstream, &mut ended).await;
         for step in maps {
+            if ended.contains_key(&step.holder.step_id) {
+                continue;
+            }
             if let Some(map) = &step.map {
                 let execution = map::end(step, map, &upstream.of_run(step.run_id), self.max_input_bytes);
                 ended.insert(step.holder.step_id, execution);
