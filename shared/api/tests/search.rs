@@ -185,6 +185,14 @@ async fn the_console_search_round_trips_every_filter_and_its_bulk_action_acts_on
         assert_eq!(html.matches(field).count(), 3, "{field}:\n{html}");
     }
 
+    // Each filter alone narrows the console's list as the API's.
+    for (search, only) in [("/?where=inputs.region%3Dus", &b), ("/?error=E_BROKEN", &a), ("/?workflow=billing%402", &c)]
+    {
+        let (_, _, html) = common::page(&client, Method::GET, search, cookie, None).await;
+        let listed: Vec<&String> = [&a, &b, &c, &d].into_iter().filter(|r| html.contains(r.as_str())).collect();
+        assert_eq!(listed, vec![only], "{search}");
+    }
+
     let csrf = common::csrf_of(&html);
     let form = format!(
         "csrf={csrf}&action=cancel&workflow=billing%401&where=inputs.tenant%3Dacme&where=&where=inputs.region%3Dus&error=CANCELLED"
