@@ -57,8 +57,13 @@ fn moment(text: &str) -> Result<DateTime<Utc>, String> {
 
 pub async fn run(args: ReplayArgs, json: bool) -> Result<(), Failure> {
     let store = super::connect(&super::config()?).await?;
-    let filter =
-        RunFilter { status: args.status, name: args.name, created_after: args.since, created_before: args.until };
+    let filter = RunFilter {
+        status: args.status,
+        name: args.name,
+        created_after: args.since,
+        created_before: args.until,
+        ..RunFilter::default()
+    };
     let done = replay(&store, &filter, args.from_failed, args.dry_run).await.map_err(|e| match e {
         rara_operator::bulk::Error::TooMany { .. } => Failure::new(ExitCode::Usage, e),
         rara_operator::bulk::Error::Store(e) => e.into(),

@@ -41,7 +41,7 @@ interface Call {
   method: "GET" | "POST" | "DELETE";
   path: string;
   body?: unknown;
-  query?: Record<string, string | number | undefined>;
+  query?: Record<string, string | number | string[] | undefined>;
   /** Safe to send again after a 5xx or a lost connection (a refused one is always retried). */
   idempotent: boolean;
 }
@@ -73,7 +73,9 @@ export class RaraClient {
 
   private async send<T>(call: Call): Promise<T> {
     const query = Object.entries(call.query ?? {}).filter(([, v]) => v !== undefined);
-    const search = query.length ? `?${new URLSearchParams(query.map(([k, v]) => [k, String(v)]))}` : "";
+    // An array is the parameter repeated (`where`).
+    const pairs = query.flatMap(([k, v]) => (Array.isArray(v) ? v.map((item) => [k, item]) : [[k, String(v)]]));
+    const search = pairs.length ? `?${new URLSearchParams(pairs)}` : "";
     const body = call.body ?? (call.method === "POST" ? {} : undefined);
     for (let attempt = 1; ; attempt++) {
       let response: Response;
@@ -145,7 +147,12 @@ export class RaraClient {
     return this.send({ method: "GET", path: `/api/runs/${seg(id)}`, idempotent: true });
   }
 
-  listRuns(filter: { status?: string; name?: string; created_after?: string; created_before?: string; limit?: number; cursor?: string } = {}): Promise<t.RunPage> {
+  /** Runs newest first, matching every filter given: `error` (a step's error code), `workflow`
+   * (`NAME` or `NAME@VERSION`), `where` (`inputs.PATH=VALUE`, up to 4). */
+  listRuns(filter: {
+    status?: string; name?: string; created_after?: string; created_before?: string; error?: string; workflow?: string;
+    where?: string[]; limit?: number; cursor?: string;
+  } = {}): Promise<t.RunPage> {
     return this.send({ method: "GET", path: "/api/runs", query: filter, idempotent: true });
   }
 

@@ -130,7 +130,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List runs, newest first. */
+        /** List runs, newest first, matching every filter given. */
         get: operations["list"];
         put?: never;
         /** Submit a run. */
@@ -519,6 +519,8 @@ export interface components {
             created_before?: string | null;
             /** @description Count what would change, change nothing. */
             dry_run?: boolean;
+            /** @description As the list's `error`: runs with a step that failed or was cancelled with this error code. */
+            error?: string | null;
             /**
              * @description For a replay: a rerun from each run's first failed step (runs with none are left
              *     alone), instead of a new run of every step.
@@ -528,6 +530,10 @@ export interface components {
             /** @description For a cancel: the reason recorded. */
             reason?: string | null;
             status?: string | null;
+            /** @description As the list's `where`: `inputs.PATH=VALUE` conditions, all of which must hold (at most 4). */
+            where?: string[];
+            /** @description As the list's `workflow`: `NAME` or `NAME@VERSION`; not with `name`. */
+            workflow?: string | null;
         };
         BulkResponse: {
             /**
@@ -1106,10 +1112,22 @@ export interface operations {
                 created_after?: string;
                 /** @description Only runs created before (RFC 3339). */
                 created_before?: string;
+                /**
+                 * @description Only runs with a step that failed or was cancelled with this error code: 1 to
+                 *     128 bytes of letters, digits and `_ . : / -`.
+                 */
+                error?: string;
+                /**
+                 * @description Only runs of this workflow: `NAME` (any version) or `NAME@VERSION` (the registered
+                 *     version the run was made from). Not with `name`.
+                 */
+                workflow?: string;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
                 /** @description Runs per page, 1 to 500 (default 50). */
                 limit?: number;
+                /** @description Only runs whose inputs hold VALUE at PATH: `inputs.PATH=VALUE` (`inputs.tenant=acme`), repeatable up to 4 times (all must hold). PATH is 1 to 8 keys joined by `.`, each 1 to 64 bytes of letters, digits, `_` and `-`; VALUE, at most 256 bytes, is read as JSON when it is a JSON number, `true`, `false`, `null` or a quoted string, and as a string otherwise. Inputs stored by reference (`$stored`) match nothing inside them. */
+                where?: string[];
             };
             header?: never;
             path?: never;

@@ -68,3 +68,15 @@ test("a downloaded artifact is checked against its recorded digest", async () =>
   await assert.rejects(rara.downloadArtifact(other), (e: unknown) =>
     e instanceof DigestMismatchError && e.actual === sha && e.expected === "0".repeat(64));
 });
+
+test("a search's where conditions are the parameter repeated", async () => {
+  const asked: string[] = [];
+  const fetch = (async (url: string | URL | Request) => {
+    asked.push(String(url));
+    return new Response(JSON.stringify({ runs: [], next_cursor: null }), { status: 200 });
+  }) as typeof globalThis.fetch;
+  const rara = new RaraClient({ url: "http://rara.invalid", fetch });
+  await rara.listRuns({ error: "E_BROKEN", workflow: "billing@2", where: ["inputs.tenant=acme", "inputs.region=eu"] });
+  assert.equal(asked[0], "http://rara.invalid/api/runs?error=E_BROKEN&workflow=billing%402"
+    + "&where=inputs.tenant%3Dacme&where=inputs.region%3Deu");
+});

@@ -3,9 +3,11 @@
 //!
 //! # Layout
 //!
-//! - [`runs`]: the JSON API under `/api`: submit, list (filters, cursor), a run, cancel a run or
+//! - [`list`]: `GET /api/runs`: the runs list, its filters, its cursor.
+//! - [`runs`]: the JSON API under `/api`: submit, a run, cancel a run or
 //!   a step, retry a step, bulk cancel/retry by filter with a dry run.
 //! - [`artifacts`]: `GET /api/artifacts/{id}`: a presigned redirect (S3) or the bytes streamed.
+//! - [`filters`]: the run search's error code, workflow version and input-field filters, checked.
 //! - [`submit`]: a definition submitted, whole or registered (what `runs` and `workflows` share).
 //! - [`workflows`]: registered definitions under `/api/workflows`: register, list, a version, a
 //!   run of one.
@@ -34,7 +36,9 @@ pub mod auth;
 pub mod body;
 pub mod console;
 pub mod error;
+pub mod filters;
 pub mod guard;
+pub mod list;
 pub mod live;
 pub mod login;
 pub mod openapi;

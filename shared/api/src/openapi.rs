@@ -15,7 +15,7 @@ use crate::runs;
         in AWS the function URL's IAM auth admits callers instead. Reads need the token (or a console \
         session) where the server requires it (`rara ui` off loopback or with `--read-auth`); an \
         anonymous reader is not shown fences and lease data."),
-    paths(runs::submit, runs::list, runs::run, runs::cancel_run, runs::cancel_step, runs::retry_step,
+    paths(runs::submit, crate::list::list, runs::run, runs::cancel_run, runs::cancel_step, runs::retry_step,
           runs::bulk_cancel, runs::bulk_retry, crate::login::issue, crate::waits::signal, crate::waits::event,
           crate::waits::complete, crate::waits::waits, crate::rerun::rerun, crate::rerun::replay,
           crate::artifacts::download, crate::artifacts::output,
@@ -24,7 +24,7 @@ use crate::runs;
           crate::schedules::create, crate::schedules::list, crate::schedules::one, crate::schedules::delete,
           crate::schedules::pause, crate::schedules::resume, crate::schedules::trigger, crate::schedules::backfill),
     components(schemas(crate::ErrorBody, crate::waits::SignalRequest, crate::waits::SignalResponse,
-        crate::waits::EventRequest, crate::waits::EventResponse, crate::waits::CompletionResponse, runs::SubmitRequest, runs::SubmitResponse, runs::RunPage,
+        crate::waits::EventRequest, crate::waits::EventResponse, crate::waits::CompletionResponse, runs::SubmitRequest, runs::SubmitResponse, crate::list::RunPage,
         runs::CancelRequest, runs::CancelResponse, runs::RetryResponse, runs::BulkRequest, runs::BulkResponse,
         crate::login::LoginResponse, crate::rerun::RerunBody, crate::rerun::RerunResponse,
         crate::rerun::ReplayResponse, crate::rerun::ReplayRefusal, crate::rerun::ReplayMade,

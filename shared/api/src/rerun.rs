@@ -166,7 +166,7 @@ pub async fn replay(
         return Err(Error::bad_request("a replay takes no reason").with_field("reason"));
     }
     let done =
-        rara_operator::replay::replay(api.store(), &request.filter(), request.from_failed, request.dry_run).await?;
+        rara_operator::replay::replay(api.store(), &request.filter()?, request.from_failed, request.dry_run).await?;
     Ok(Json(ReplayResponse {
         matched: done.matched,
         already: done.already,

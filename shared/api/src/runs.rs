@@ -6,31 +6,28 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use rara_domain::state::RunStatus;
 use rara_operator::bulk;
-use rara_store::browse::{Cursor, RunFilter};
-use rara_store::read::{RunSummary, RunView};
+use rara_store::browse::RunFilter;
+use rara_store::read::RunView;
 use rara_store::submit::Origin;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::body::{ObjectBody, optional_object};
+pub use crate::list::{DEFAULT_LIMIT, ListQuery, MAX_LIMIT, RunPage};
 pub use crate::submit::SubmitResponse;
 use crate::{Api, Error, ErrorBody, Reader, auth::Credentials};
 
-/// Runs per page unless `limit` says otherwise, and the most a page holds.
-pub const DEFAULT_LIMIT: u32 = 50;
-pub const MAX_LIMIT: u32 = 500;
-
 pub(crate) fn routes() -> axum::Router<Api> {
     axum::Router::new()
-        .route("/api/runs", post(submit).get(list))
+        .route("/api/runs", post(submit).get(crate::list::list))
         .route("/api/runs/{id}", get(run))
         .route("/api/runs/{id}/cancel", post(cancel_run))
         .route("/api/steps/{id}/cancel", post(cancel_step))
@@ -54,38 +51,6 @@ pub struct SubmitRequest {
     /// Overrides the definition's idempotency key: the same key returns the existing run.
     #[serde(default)]
     pub idempotency_key: Option<String>,
-}
-
-/// Which runs to list, newest first.
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// Only runs in this status (`running`, `succeeded`, `failed`, `cancelled`).
-    #[param(value_type = Option<String>)]
-    pub status: Option<RunStatus>,
-    /// Only runs of this workflow name.
-    pub name: Option<String>,
-    /// Only runs created at or after (RFC 3339).
-    pub created_after: Option<DateTime<Utc>>,
-    /// Only runs created before (RFC 3339).
-    pub created_before: Option<DateTime<Utc>>,
-    /// The `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-    /// Runs per page, 1 to 500 (default 50).
-    #[param(minimum = 1, maximum = 500)]
-    pub limit: Option<u32>,
-}
-
-/// One page of runs.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct RunPage {
-    /// Each run as `rara list --json` prints it: id, name, status, steps_total, steps_finished,
-    /// created_at, finished_at.
-    #[schema(value_type = Vec<Object>)]
-    pub runs: Vec<RunSummary>,
-    /// Pass as `cursor` for the next page; absent on the last page.
-    pub next_cursor: Option<String>,
 }
 
 /// Why a run or a step is cancelled.
@@ -123,6 +88,13 @@ pub struct BulkRequest {
     pub name: Option<String>,
     pub created_after: Option<DateTime<Utc>>,
     pub created_before: Option<DateTime<Utc>>,
+    /// As the list's `error`: runs with a step that failed or was cancelled with this error code.
+    pub error: Option<String>,
+    /// As the list's `workflow`: `NAME` or `NAME@VERSION`; not with `name`.
+    pub workflow: Option<String>,
+    /// As the list's `where`: `inputs.PATH=VALUE` conditions, all of which must hold (at most 4).
+    #[serde(default, rename = "where")]
+    pub wheres: Vec<String>,
     /// Count what would change, change nothing.
     #[serde(default)]
     pub dry_run: bool,
@@ -161,45 +133,6 @@ pub async fn submit(
     let definition = crate::submit::definition_of(request.definition)?;
     crate::submit::submit_definition(&api, definition, &request.inputs, request.idempotency_key, Origin::default())
         .await
-}
-
-impl ListQuery {
-    pub(crate) fn filter(&self) -> RunFilter {
-        RunFilter {
-            status: self.status,
-            name: self.name.clone(),
-            created_after: self.created_after,
-            created_before: self.created_before,
-        }
-    }
-
-    /// The page this query asks for: its cursor decoded and its limit checked.
-    pub(crate) async fn page(&self, api: &Api) -> Result<RunPage, Error> {
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(Error::bad_request(format!("limit must be 1 to {MAX_LIMIT}")).with_field("limit"));
-        }
-        let after = match &self.cursor {
-            Some(text) => {
-                Some(Cursor::decode(text).map_err(|e| Error::bad_request(e.to_string()).with_field("cursor"))?)
-            }
-            None => None,
-        };
-        let page = api.store().browse_runs(&self.filter(), after, limit).await?;
-        Ok(RunPage { runs: page.runs, next_cursor: page.next.map(|c| c.encode()) })
-    }
-}
-
-/// List runs, newest first.
-#[utoipa::path(get, path = "/api/runs", params(ListQuery), security((), ("token" = [])),
-    responses((status = 200, body = RunPage), (status = "4XX", body = ErrorBody)))]
-pub async fn list(
-    State(api): State<Api>,
-    _: Reader,
-    query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<RunPage>, Error> {
-    let Query(query) = query?;
-    Ok(Json(query.page(&api).await?))
 }
 
 /// A run with its steps, attempts, artifacts and progress (what `rara status --json` prints);
@@ -303,13 +236,19 @@ impl BulkRequest {
         }
     }
 
-    pub(crate) fn filter(&self) -> RunFilter {
-        RunFilter {
+    /// The search, each filter checked as the list checks it.
+    pub(crate) fn filter(&self) -> Result<RunFilter, Error> {
+        let search = ListQuery {
             status: self.status,
             name: self.name.clone(),
             created_after: self.created_after,
             created_before: self.created_before,
-        }
+            error: self.error.clone(),
+            workflow: self.workflow.clone(),
+            wheres: self.wheres.clone(),
+            ..ListQuery::default()
+        };
+        search.filter()
     }
 }
 
@@ -356,7 +295,7 @@ pub async fn bulk_cancel(
     api.auth().check_request(&credentials)?;
     let request = body?.0;
     request.only_replays()?;
-    Ok(Json(bulk(&api, Bulk::Cancel, &request.filter(), request.dry_run, request.reason.as_deref()).await?))
+    Ok(Json(bulk(&api, Bulk::Cancel, &request.filter()?, request.dry_run, request.reason.as_deref()).await?))
 }
 
 /// Retry every failed or cancelled step of the runs a filter matches (`dry_run: true` counts
@@ -377,5 +316,5 @@ pub async fn bulk_retry(
         return Err(Error::bad_request("a retry takes no reason").with_field("reason"));
     }
     request.only_replays()?;
-    Ok(Json(bulk(&api, Bulk::Retry, &request.filter(), request.dry_run, None).await?))
+    Ok(Json(bulk(&api, Bulk::Retry, &request.filter()?, request.dry_run, None).await?))
 }

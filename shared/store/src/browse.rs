@@ -1,5 +1,6 @@
 //! What the HTTP API and the console read beyond `read.rs`: runs filtered by status,
-//! name and creation time, a page at a time behind an opaque cursor; and the console's live
+//! workflow name and version, creation time, error code and input fields ([`RunFilter`]), a
+//! page at a time behind an opaque cursor; and the console's live
 //! channel ([`CONSOLE_CHANNEL`], fed by the triggers of migration `…000009_console.sql` while a
 //! console listener is registered, migration `…000013_console_listeners.sql`).
 
@@ -24,6 +25,14 @@ pub struct RunFilter {
     pub created_after: Option<DateTime<Utc>>,
     /// Created before.
     pub created_before: Option<DateTime<Utc>>,
+    /// The registered version the run was made from (with `name`; ignored without it).
+    pub version: Option<i32>,
+    /// Runs with a step that failed or was cancelled with this error code (a skipped step's
+    /// `DEPENDENCY_FAILED` is not searched: its failed dependency's code is).
+    pub error_code: Option<String>,
+    /// Runs whose inputs contain this document (`inputs @> doc`, e.g. `{"tenant": "acme"}`).
+    /// Inputs stored by reference (`{"$stored": …}`) contain only the reference.
+    pub inputs: Option<serde_json::Value>,
 }
 
 /// Where a page ends: the last run it showed (runs are ordered by creation time, then id).
@@ -73,6 +82,9 @@ impl Store {
             after.map(|c| c.created_at),
             after.map(|c| c.id),
             i64::from(limit) + 1,
+            filter.version,
+            filter.error_code.as_deref(),
+            filter.inputs.as_ref(),
         )
         .fetch_all(&self.pool)
         .await?;
@@ -93,6 +105,9 @@ impl Store {
             filter.name.as_deref(),
             filter.created_after,
             filter.created_before,
+            filter.version,
+            filter.error_code.as_deref(),
+            filter.inputs.as_ref(),
         )
         .fetch_all(&self.pool)
         .await?)
@@ -107,6 +122,9 @@ impl Store {
             filter.name.as_deref(),
             filter.created_after,
             filter.created_before,
+            filter.version,
+            filter.error_code.as_deref(),
+            filter.inputs.as_ref(),
         )
         .fetch_all(&self.pool)
         .await?)

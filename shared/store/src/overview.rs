@@ -3,6 +3,9 @@
 //! they failed in, and the state now (runs running, waiting, failed; due steps and the oldest
 //! one). Each statement reads through an index (migration `…000031_console_overview.sql`;
 //! `tests/explain.rs` proves it) and takes its instants as parameters, so tests set the clock.
+//! The console reads all four at once ([`Store::overview`]): one transaction, one snapshot, and
+//! for the last hour no parallel workers (starting them cost more than reading the few thousand
+//! attempts of an hour; journal `2026-12-07-console-overview-1m-steps.md`).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -68,6 +71,23 @@ pub struct Now {
     pub oldest_due: Option<DateTime<Utc>>,
 }
 
+/// What the overview shows, read together ([`Store::overview`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub now: Now,
+    pub chart: Vec<Bucket>,
+    pub operations: Vec<OperationStats>,
+    pub errors: Vec<ErrorStats>,
+}
+
+/// Set in the overview's transaction when its window is at most [`SERIAL_UP_TO_HOURS`]: no
+/// parallel workers (see the module's doc).
+pub const SERIAL: &str = "SET LOCAL max_parallel_workers_per_gather = 0";
+/// The longest window read without parallel workers: an hour's attempts are read faster by one
+/// process, a day's (24 times as many) faster with workers (journal
+/// `2026-12-07-console-overview-1m-steps.md`).
+pub const SERIAL_UP_TO_HOURS: i64 = 1;
+
 /// A window of time: `[from, to)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -93,6 +113,41 @@ impl Store {
     pub async fn overview_errors(&self, window: Window, limit: i64) -> Result<Vec<ErrorStats>, Error> {
         let query = sqlx::query_as(OVERVIEW_ERRORS).bind(window.from).bind(window.to).bind(limit);
         Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    /// The state at `hour.to` (failures over `hour`), and over `window` the chart in buckets of
+    /// `bucket_seconds` and the `limit` busiest operations and commonest error codes: one
+    /// transaction (one snapshot), parallel workers off ([`SERIAL`]) for a window of at most
+    /// [`SERIAL_UP_TO_HOURS`].
+    pub async fn overview(
+        &self,
+        hour: Window,
+        window: Window,
+        bucket_seconds: i64,
+        limit: i64,
+    ) -> Result<Reading, Error> {
+        let mut tx = self.pool.begin().await?;
+        if window.to - window.from <= chrono::Duration::hours(SERIAL_UP_TO_HOURS) {
+            sqlx::query(SERIAL).execute(&mut *tx).await?;
+        }
+        let now =
+            sqlx::query_as(OVERVIEW_NOW).bind(hour.to).bind(hour.from).bind(DUE_COUNTED).fetch_one(&mut *tx).await?;
+        let chart = sqlx::query_as(OVERVIEW_CHART)
+            .bind(window.from)
+            .bind(window.to)
+            .bind(bucket_seconds.max(1))
+            .fetch_all(&mut *tx)
+            .await?;
+        let operations = sqlx::query_as(OVERVIEW_OPERATIONS)
+            .bind(window.from)
+            .bind(window.to)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
+        let errors =
+            sqlx::query_as(OVERVIEW_ERRORS).bind(window.from).bind(window.to).bind(limit).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Reading { now, chart, operations, errors })
     }
 
     /// The runs running and waiting at `window.to`, failed in `window`, and the due steps.

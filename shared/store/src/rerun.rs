@@ -172,7 +172,10 @@ impl Store {
             filter.name.as_deref(),
             filter.created_after,
             filter.created_before,
-            i64::from(limit)
+            i64::from(limit),
+            filter.version,
+            filter.error_code.as_deref(),
+            filter.inputs.as_ref(),
         )
         .fetch_all(&self.pool)
         .await?

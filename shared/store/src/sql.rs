@@ -197,7 +197,11 @@ fn succeed(statement: &str, dependents: Dependents) -> String {
     statement.replace("{succeed_tail}", &format!("{release}{}", sql_file!("succeed_tail").trim_end()))
 }
 
-const FILTERED_LIMIT: &[&str] = &["rara_run_status", "text", "timestamptz", "timestamptz", "int8"];
+/// A run search's parameters (`browse::RunFilter`): status, name, created after and before, then
+/// (after the replay's limit) the version, the error code and the inputs' document.
+const FILTERED_LIMIT: &[&str] =
+    &["rara_run_status", "text", "timestamptz", "timestamptz", "int8", "int4", "text", "jsonb"];
+const FILTERED: &[&str] = &["rara_run_status", "text", "timestamptz", "timestamptz", "int4", "text", "jsonb"];
 const HOLDER: [&str; 3] = ["uuid", "text", "int8"];
 const HOLDERS: [&str; 3] = ["uuid[]", "text[]", "int8[]"];
 
@@ -305,10 +309,21 @@ fn operators() -> Vec<Statement> {
         s(
             "browse_runs",
             BROWSE_RUNS,
-            &["rara_run_status", "text", "timestamptz", "timestamptz", "timestamptz", "uuid", "int8"],
+            &[
+                "rara_run_status",
+                "text",
+                "timestamptz",
+                "timestamptz",
+                "timestamptz",
+                "uuid",
+                "int8",
+                "int4",
+                "text",
+                "jsonb",
+            ],
         ),
-        s("running_runs", RUNNING_RUNS, &["rara_run_status", "text", "timestamptz", "timestamptz"]),
-        s("retryable_steps", RETRYABLE_STEPS, &["rara_run_status", "text", "timestamptz", "timestamptz"]),
+        s("running_runs", RUNNING_RUNS, FILTERED),
+        s("retryable_steps", RETRYABLE_STEPS, FILTERED),
         s("step_inputs", STEP_INPUTS, &["uuid"]),
         s("run_status", RUN_STATUS, &["uuid"]),
         s("run_inputs", sql_file!("run_inputs"), &["uuid"]),

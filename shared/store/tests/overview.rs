@@ -37,5 +37,11 @@ async fn the_overview_counts_attempts_by_minute_operation_and_error(pool: PgPool
     assert_eq!(errors[1].runs.len(), 5, "five of the runs it failed in");
 
     let now = store.overview_now(hour).await.unwrap();
+    let together = store.overview(hour, hour, 60, 10).await.unwrap();
+    assert_eq!(
+        (together.chart, together.operations, together.errors, together.now),
+        (chart.clone(), operations.clone(), errors.clone(), now),
+        "one transaction reads the same"
+    );
     assert_eq!((now.running, now.failed, now.waiting, now.due), (10, 3, 0, 0), "{now:?}");
 }

@@ -9,7 +9,8 @@
 //!
 //! With `--history N`, N finished steps of history are written first (`rara_store::testing`),
 //! their attempts spread evenly over the last `--history-days` days, and the landing page (the
-//! overview over that history, and the runs list) is measured too.
+//! overview over that history, and the runs list) is measured too, and a search of the runs list
+//! that matches nothing (the worst case of its walk).
 //!
 //! ```text
 //! cargo run --release -p rara-console-bench -- --steps 1000 --requests 50
@@ -80,6 +81,8 @@ async fn measure(args: &Args, scratch: &ScratchDb) -> anyhow::Result<()> {
         println!("history: {} steps, attempts over {} days", args.history, args.history_days);
         pages.push(("landing (last hour)", "/".to_owned()));
         pages.push(("landing (last day)", "/?window=day".to_owned()));
+        // A search that matches nothing: the page walks every run (issue 48's filters).
+        pages.push(("search, no match", "/?error=E_NONE&where=inputs.tenant%3Dnobody".to_owned()));
     }
     for (what, uri) in pages {
         let mut times = Vec::with_capacity(args.requests);

@@ -46,6 +46,7 @@ use tokio::sync::broadcast;
 use uuid::Uuid;
 
 use crate::auth::Credentials;
+use crate::filters::{self, Searched};
 use crate::runs::Bulk;
 use crate::{Api, Error, Reader, Updates, live};
 use pages::Viewer;
@@ -113,9 +114,9 @@ async fn runs_page(
     State(api): State<Api>,
     reader: Reader,
     credentials: Credentials,
-    query: Result<Query<ConsoleQuery>, QueryRejection>,
+    query: Result<Searched<ConsoleQuery>, Error>,
 ) -> Result<Response, Error> {
-    let Query(query) = query?;
+    let query = searched(query?);
     if query.token.is_some() {
         return Err(Error::bad_request(
             "the token no longer goes in a URL: open the one-time login URL `rara ui` printed, or get one \
@@ -135,11 +136,17 @@ async fn runs_page(
 async fn runs_fragment(
     State(api): State<Api>,
     _: Reader,
-    query: Result<Query<ConsoleQuery>, QueryRejection>,
+    query: Result<Searched<ConsoleQuery>, Error>,
 ) -> Result<Html<String>, Error> {
-    let Query(query) = query?;
+    let query = searched(query?);
     let page = query.list()?.page(&api).await?;
     Ok(Html(pages::runs_table(&query, &page).into_string()))
+}
+
+/// The console's query with its `where` conditions in it.
+fn searched(Searched { mut query, wheres }: Searched<ConsoleQuery>) -> ConsoleQuery {
+    query.wheres = wheres;
+    query
 }
 
 /// A run page's selection: `?step=NAME` opens that step's panel.
@@ -289,40 +296,31 @@ fn no_stream() -> Response {
 }
 
 /// A bulk action from the runs list: first a confirmation page with the count, then the action.
+/// The form's fields beside the search's ([`ConsoleQuery`]: its `where` fields repeat).
 #[derive(Debug, Clone, Deserialize)]
 pub struct BulkForm {
     pub csrf: String,
     /// `cancel` or `retry`.
     pub action: String,
-    #[serde(default)]
-    pub status: Option<String>,
-    #[serde(default)]
-    pub name: Option<String>,
-    /// The search's time range (`search::ConsoleQuery`).
-    #[serde(default)]
-    pub from: Option<String>,
-    #[serde(default)]
-    pub to: Option<String>,
     /// Set by the confirmation page.
     #[serde(default)]
     pub confirmed: Option<String>,
 }
 
+/// The form's own fields, taken from its pairs.
+const BULK_FIELDS: [&str; 3] = ["csrf", "action", "confirmed"];
+
 async fn bulk_form(
     State(api): State<Api>,
     credentials: Credentials,
-    form: Result<Form<BulkForm>, FormRejection>,
+    form: Result<Form<Vec<(String, String)>>, FormRejection>,
 ) -> Result<Response, Error> {
-    let Form(form) = form?;
+    let Form(pairs) = form?;
+    let (own, search): (Vec<_>, Vec<_>) = pairs.into_iter().partition(|(k, _)| BULK_FIELDS.contains(&k.as_str()));
+    let form: BulkForm = filters::split(own)?.query;
     api.auth().check_form(&credentials.headers, credentials.caller.as_ref(), &form.csrf)?;
-    let query = ConsoleQuery {
-        status: form.status.clone(),
-        name: form.name.clone(),
-        from: form.from.clone(),
-        to: form.to.clone(),
-        ..ConsoleQuery::default()
-    };
-    let filter = query.list()?.filter();
+    let query = searched(filters::split(search)?);
+    let filter = query.list()?.filter()?;
     let action = match form.action.as_str() {
         "cancel" => Bulk::Cancel,
         "retry" => Bulk::Retry,
@@ -334,5 +332,6 @@ async fn bulk_form(
         return Ok(Redirect::to("/").into_response());
     }
     let matched = done.matched as usize;
-    Ok((StatusCode::OK, Html(search::confirm_bulk(&form, matched).into_string())).into_response())
+    let page = search::confirm_bulk(&form.csrf, &form.action, &query, matched);
+    Ok((StatusCode::OK, Html(page.into_string())).into_response())
 }

@@ -80,13 +80,13 @@ pub async fn load(api: &Api, at: DateTime<Utc>, span: Span) -> Result<Overview, 
         Span::Hour => ("last hour, per minute", hour, 60),
         Span::Day => ("last day, per 15 minutes", Window { from: at - Duration::days(1), to: at }, 900),
     };
-    let buckets = store.overview_chart(window, bucket_seconds).await?;
+    let read = store.overview(hour, window, bucket_seconds, TOP).await?;
     Ok(Overview {
         span,
-        now: store.overview_now(hour).await?,
-        chart: Chart { title, window, bucket_seconds, buckets },
-        operations: store.overview_operations(window, TOP).await?,
-        errors: store.overview_errors(window, TOP).await?,
+        now: read.now,
+        chart: Chart { title, window, bucket_seconds, buckets: read.chart },
+        operations: read.operations,
+        errors: read.errors,
     })
 }
 

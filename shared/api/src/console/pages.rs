@@ -158,11 +158,12 @@ pub(super) fn time(t: DateTime<Utc>) -> String {
 
 /// The landing page: the overview (when given) above the runs list, live.
 pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: Option<&Overview>) -> Markup {
-    let [status, name, from, to] =
-        [&query.status, &query.name, &query.from, &query.to].map(|v| v.clone().unwrap_or_default());
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let status = text(&query.status);
+    let wheres: Vec<&String> = query.wheres.iter().filter(|w| !w.trim().is_empty()).collect();
     let body = html! {
         @if let Some(o) = overview { h1 { "Overview" } (super::overview::section(o)) h2 { "Runs" } } @else { h1 { "Runs" } }
-        form method="get" action="/" {
+        form #search method="get" action="/" {
             label { "status " select name="status" {
                 option value="" { "any" }
                 @for s in ["running", "succeeded", "failed", "cancelled"] {
@@ -170,9 +171,17 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: 
                 }
             } }
             " "
-            label { "name " input name="name" value=(name); }
-            " " label { "created from " input type="datetime-local" step="1" name="from" value=(from); } " "
-            label { "to " input type="datetime-local" step="1" name="to" value=(to); } " UTC " button type="submit" { "Filter" }
+            label { "name " input name="name" value=(text(&query.name)); }
+            " " label { "created from " input type="datetime-local" step="1" name="from" value=(text(&query.from)); } " "
+            label { "to " input type="datetime-local" step="1" name="to" value=(text(&query.to)); } " UTC"
+            br;
+            label { "error code " input name="error" value=(text(&query.error)) placeholder="E_TIMEOUT"; } " "
+            label { "workflow " input name="workflow" value=(text(&query.workflow)) placeholder="name@version"; } " "
+            @for w in &wheres { label { "where " input name="where" value=(w); } " " }
+            @if wheres.len() < crate::filters::MAX_WHERE {
+                label { "where " input name="where" value="" placeholder="inputs.tenant=acme"; } " "
+            }
+            button type="submit" { "Filter" }
         }
         div #runs { (runs_table(query, page)) }
         @if let Some(csrf) = viewer.csrf {
@@ -182,9 +191,7 @@ pub fn runs(query: &ConsoleQuery, page: &RunPage, viewer: Viewer<'_>, overview: 
                     form.inline method="post" action="/bulk" {
                         input type="hidden" name="csrf" value=(csrf);
                         input type="hidden" name="action" value=(action);
-                        input type="hidden" name="status" value=(status);
-                        input type="hidden" name="name" value=(name);
-                        input type="hidden" name="from" value=(from); input type="hidden" name="to" value=(to);
+                        (query.hidden())
                         button type="submit" { (label) }
                     }
                     " "

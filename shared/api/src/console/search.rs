@@ -1,7 +1,8 @@
-//! The runs list's search: status, workflow name and a creation time range, each a parameter of
-//! the URL (`/?status=failed&name=demo&from=2026-12-06T10:00&to=2026-12-06T12:00`), so a search is
-//! a link; paged by the store's cursor, and the bulk actions act on the same search. Times are
-//! UTC, as RFC 3339 or as a browser's `datetime-local` field sends them.
+//! The runs list's search: status, workflow name, a creation time range, an error code, a
+//! workflow at a version and input fields ([`crate::filters`]), each a parameter of the URL
+//! (`/?status=failed&name=demo&from=2026-12-06T10:00&error=E_BROKEN&where=inputs.tenant=acme`),
+//! so a search is a link; paged by the store's cursor, and the bulk actions act on the same
+//! search. Times are UTC, as RFC 3339 or as a browser's `datetime-local` field sends them.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use rara_domain::state::RunStatus;
@@ -9,8 +10,9 @@ use serde::Deserialize;
 
 use maud::{Markup, html};
 
-use super::{BulkForm, overview};
+use super::overview;
 use crate::Error;
+use crate::filters::encode;
 use crate::runs::ListQuery;
 
 /// The runs list's query, as a browser sends it (an empty field is no filter).
@@ -24,6 +26,14 @@ pub struct ConsoleQuery {
     pub from: Option<String>,
     /// Created before (UTC).
     pub to: Option<String>,
+    /// An error code a step of the run ended with.
+    pub error: Option<String>,
+    /// `NAME` or `NAME@VERSION`.
+    pub workflow: Option<String>,
+    /// `inputs.PATH=VALUE` conditions: the URL's `where` parameters, taken apart
+    /// ([`crate::filters::Searched`]).
+    #[serde(skip)]
+    pub wheres: Vec<String>,
     pub cursor: Option<String>,
     /// The overview's window (the landing page only).
     pub window: Option<overview::Span>,
@@ -50,7 +60,8 @@ fn instant(text: &str, field: &str) -> Result<DateTime<Utc>, Error> {
 impl ConsoleQuery {
     /// No filter and no page: the landing page, with the overview.
     pub fn is_landing(&self) -> bool {
-        [&self.status, &self.name, &self.from, &self.to, &self.cursor].iter().all(|v| nonempty(v).is_none())
+        let fields = [&self.status, &self.name, &self.from, &self.to, &self.error, &self.workflow, &self.cursor];
+        fields.iter().all(|v| nonempty(v).is_none()) && self.wheres.iter().all(|w| w.trim().is_empty())
     }
 
     /// The search as the API's list takes it.
@@ -68,42 +79,52 @@ impl ConsoleQuery {
             name: nonempty(&self.name),
             created_after: at(&self.from, "from")?,
             created_before: at(&self.to, "to")?,
+            error: nonempty(&self.error),
+            workflow: nonempty(&self.workflow),
+            wheres: self.wheres.clone(),
             cursor: nonempty(&self.cursor),
             ..ListQuery::default()
         })
     }
 
+    /// The search's filters as `(parameter, value)`, each `where` on its own, empty ones left out.
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let fields = [
+            ("status", &self.status),
+            ("name", &self.name),
+            ("from", &self.from),
+            ("to", &self.to),
+            ("error", &self.error),
+            ("workflow", &self.workflow),
+        ];
+        let wheres = self.wheres.iter().map(|w| w.trim()).filter(|w| !w.is_empty()).map(|w| ("where", w.to_owned()));
+        fields.into_iter().filter_map(|(k, v)| nonempty(v).map(|v| (k, v))).chain(wheres).collect()
+    }
+
     /// The search's parameters for a link (the next page's), without the cursor.
     pub fn params(&self) -> String {
-        let pairs = [("status", &self.status), ("name", &self.name), ("from", &self.from), ("to", &self.to)];
-        pairs.iter().filter_map(|(k, v)| nonempty(v).map(|v| format!("&{k}={}", urlencoding(&v)))).collect()
+        self.pairs().iter().map(|(k, v)| format!("&{k}={}", encode(v))).collect()
+    }
+
+    /// The search as a form's hidden fields (the bulk actions', their confirmation's).
+    pub fn hidden(&self) -> Markup {
+        html! { @for (k, v) in self.pairs() { input type="hidden" name=(k) value=(v); } }
     }
 }
 
-/// Percent-encodes a query value (everything but unreserved characters).
-fn urlencoding(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The confirmation of a bulk action: how many it matched, and the button that does it.
-pub fn confirm_bulk(form: &BulkForm, matched: usize) -> Markup {
-    let what = if form.action == "cancel" { "running runs to cancel" } else { "failed or cancelled steps to retry" };
+/// The confirmation of a bulk `action` on the search `query`: how many it matched, and the
+/// button that does it.
+pub fn confirm_bulk(csrf: &str, action: &str, query: &ConsoleQuery, matched: usize) -> Markup {
+    let what = if action == "cancel" { "running runs to cancel" } else { "failed or cancelled steps to retry" };
     let body = html! {
         h1 { "Confirm" }
         p #matched { (matched) " " (what) " match this filter." }
         form method="post" action="/bulk" {
-            input type="hidden" name="csrf" value=(form.csrf);
-            input type="hidden" name="action" value=(form.action);
-            input type="hidden" name="status" value=(form.status.clone().unwrap_or_default());
-            input type="hidden" name="name" value=(form.name.clone().unwrap_or_default());
-            @for (k, v) in [("from", &form.from), ("to", &form.to)] { input type="hidden" name=(k) value=(v.clone().unwrap_or_default()); }
+            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="action" value=(action);
+            (query.hidden())
             input type="hidden" name="confirmed" value="yes";
-            button #confirm type="submit" disabled[matched == 0] { "Yes, " (form.action) " " (matched) }
+            button #confirm type="submit" disabled[matched == 0] { "Yes, " (action) " " (matched) }
             " " a href="/" { "No, go back" }
         }
     };

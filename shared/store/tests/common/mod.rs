@@ -144,3 +144,26 @@ pub async fn overview_history(pool: &PgPool, spacing: i64) -> Store {
     sqlx::query("UPDATE steps SET status = 'succeeded', finished_at = now()").execute(pool).await.unwrap();
     store
 }
+
+/// Every scan of `table` in an EXPLAIN (FORMAT JSON) plan, as "<node type> <index>".
+pub fn scans_of(plan: &serde_json::Value, table: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![plan];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::Array(items) => stack.extend(items),
+            serde_json::Value::Object(node) => {
+                let index = node.get("Index Name").and_then(|i| i.as_str());
+                let on_steps = node.get("Relation Name").and_then(|r| r.as_str()) == Some(table)
+                    || index.is_some_and(|i| i.strip_prefix(table).is_some_and(|rest| rest.starts_with('_')));
+                let kind = node.get("Node Type").and_then(|t| t.as_str()).unwrap_or_default();
+                if on_steps && kind.contains("Scan") {
+                    found.push(format!("{kind} {}", index.unwrap_or("-")));
+                }
+                stack.extend(node.values());
+            }
+            _ => {}
+        }
+    }
+    found
+}
