@@ -114,7 +114,7 @@ async fn a_live_servers_stream_registers_a_listener_and_turns_the_triggers_on(po
     let live = rara_api::Api::new(rara_store::Store::new(pool.clone()), config, auth).unwrap().router();
     let before = console_state(&pool).await;
     let (_, html) = complete(&live, event("GET", "/", None)).await;
-    assert!(html.contains("EventSource('/events')"));
+    assert!(html.contains("raraLive('/events')") && html.contains("new EventSource(u)"), "the page is live");
     let stream = live.clone().oneshot(event("GET", "/events", None)).await.unwrap();
     assert_eq!(stream.headers()["content-type"], "text/event-stream");
     let after = console_state(&pool).await;
