@@ -175,6 +175,34 @@ impl Browser {
     }
 }
 
+/// `rara ui` (with `env`) and chromedriver running, the API answering, a browser session open.
+struct Console {
+    base: String,
+    http: reqwest::Client,
+    browser: Browser,
+    _ui: Running,
+    _driver: Running,
+}
+
+impl Console {
+    async fn start(env: &[(&str, String)]) -> Console {
+        let ui_port = free_port();
+        let base = format!("http://127.0.0.1:{ui_port}");
+        let bind = format!("127.0.0.1:{ui_port}");
+        let _ui = spawn(env!("CARGO_BIN_EXE_rara"), &["ui", "--bind", &bind, "--token", TOKEN], env);
+        let driver_port = free_port();
+        let _driver = spawn("chromedriver", &[&format!("--port={driver_port}")], &[]);
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while http.get(format!("{base}/openapi.json")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "rara ui did not start");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let browser = Browser::start(&format!("http://127.0.0.1:{driver_port}")).await;
+        Console { base, http, browser, _ui, _driver }
+    }
+}
+
 /// A one-time login URL, asked for with the token (`POST /api/login`).
 async fn login_url(http: &reqwest::Client, base: &str) -> String {
     let issued: Value =
@@ -243,17 +271,7 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     let (queue_url, dlq_url) = queue_urls(&sqs, &queue).await;
     let mut ui_env = env.clone();
     ui_env.extend([("RARA_QUEUE_URL", queue_url.clone()), ("RARA_DLQ_URL", dlq_url.clone())]);
-    let ui_port = free_port();
-    let base = format!("http://127.0.0.1:{ui_port}");
-    let _ui = spawn(rara, &["ui", "--bind", &format!("127.0.0.1:{ui_port}"), "--token", TOKEN], &ui_env);
-    let driver_port = free_port();
-    let _driver = spawn("chromedriver", &[&format!("--port={driver_port}")], &[]);
-    let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http.get(format!("{base}/openapi.json")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "rara ui did not start");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let Console { base, http, browser, _ui, _driver } = Console::start(&ui_env).await;
 
     // Without the token, a state-changing request is refused and stores nothing.
     let demo = std::fs::read_to_string(rara_testkit::repo_root().join("tests/fixtures/demo-four-steps.yaml")).unwrap();
@@ -265,7 +283,6 @@ async fn the_console_shows_the_demo_live_and_cancels_a_running_step() {
     // The demo, submitted through the API.
     let run = submit(&http, &base, &demo).await;
 
-    let browser = Browser::start(&format!("http://127.0.0.1:{driver_port}")).await;
     browser.goto(&login_url(&http, &base).await).await; // the session cookie, never the token in a URL
     browser.goto(&format!("{base}/runs/{run}")).await;
     browser.wait_for("the run page", "return document.getElementById('dag') !== null").await;
@@ -740,25 +757,13 @@ async fn live_pages_left_behind_leave_the_next_page_live() {
     assert!(status.success(), "scripts/browser-env.sh could not install chromium");
     let db = ScratchDb::new();
     assert!(db.rara(&["migrate"]).status.success());
-    let ui_port = free_port();
-    let base = format!("http://127.0.0.1:{ui_port}");
     let env = [("DATABASE_URL", db.url.clone()), ("RARA_LOG", "warn".to_owned())];
-    let rara = env!("CARGO_BIN_EXE_rara");
-    let _ui = spawn(rara, &["ui", "--bind", &format!("127.0.0.1:{ui_port}"), "--token", TOKEN], &env);
-    let driver_port = free_port();
-    let _driver = spawn("chromedriver", &[&format!("--port={driver_port}")], &[]);
-    let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http.get(format!("{base}/openapi.json")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "rara ui did not start");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let Console { base, http, browser, _ui, _driver } = Console::start(&env).await;
     let pending = "name: pending\nsteps:\n  - {name: one, operation: noop}\n";
-    let browser = Browser::start(&format!("http://127.0.0.1:{driver_port}")).await;
     browser.goto(&login_url(&http, &base).await).await;
-    let mut pages: Vec<String> = (0..8).map(|_| String::new()).collect();
-    for page in &mut pages {
-        *page = format!("{base}/runs/{}", submit(&http, &base, pending).await);
+    let mut pages = Vec::new();
+    for _ in 0..8 {
+        pages.push(format!("{base}/runs/{}", submit(&http, &base, pending).await));
     }
     pages.push(format!("{base}/?status=running"));
     for (i, page) in pages.iter().enumerate() {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
 from collections.abc import Callable
@@ -203,3 +204,12 @@ def assert_well_formed(events: list[pb.ExecuteResponse]) -> None:
 
 def sha256_file(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def localstack_s3(endpoint: str) -> bool:
+    """Whether LocalStack answers at ``endpoint`` with S3 among its services."""
+    try:
+        with urllib.request.urlopen(f"{endpoint}/_localstack/health", timeout=2) as response:
+            return b'"s3"' in response.read()
+    except OSError:
+        return False

@@ -13,12 +13,12 @@ import random
 import subprocess
 import sys
 import textwrap
-import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
+from support import localstack_s3
 from rara_worker.context import Context
 from rara_worker.events import EventStream
 from rara_worker.store import DigestMismatch, open_store
@@ -78,14 +78,6 @@ async def test_load_output_reads_an_offloaded_output_back_and_leaves_other_value
     assert await ctx.load_output({"plain": 1}) == {"plain": 1}
 
 
-def _localstack() -> bool:
-    try:
-        with urllib.request.urlopen(f"{ENDPOINT}/_localstack/health", timeout=2) as response:
-            return b'"s3"' in response.read()
-    except OSError:
-        return False
-
-
 # Run in a fresh interpreter, so that its peak RSS is the write's alone.
 WRITER = textwrap.dedent(
     """
@@ -111,7 +103,7 @@ WRITER = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not _localstack(), reason="LocalStack's S3 is not reachable (scripts/localstack.sh start)")
+@pytest.mark.skipif(not localstack_s3(ENDPOINT), reason="LocalStack's S3 is not reachable (scripts/localstack.sh start)")
 def test_a_200_mib_artifact_streams_to_s3_with_peak_rss_under_100_mib() -> None:
     size = 200 * 1024 * 1024
     bucket = f"rara-py-{uuid.uuid4().hex[:12]}"

@@ -8,26 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
+from support import localstack_s3
 from rara_worker import call_log
 from rara_worker.store import PART_BYTES, artifact_key, open_store
 
 ENDPOINT = os.environ.get("AWS_ENDPOINT_URL", "http://localhost:4566")
 FIXTURE = Path(__file__).resolve().parents[3] / "infra/tests/executor_service_calls.jsonl"
 RUN, STEP = str(uuid.uuid4()), str(uuid.uuid4())
-
-
-def _localstack() -> bool:
-    try:
-        with urllib.request.urlopen(f"{ENDPOINT}/_localstack/health", timeout=2) as response:
-            return b'"s3"' in response.read()
-    except OSError:
-        return False
 
 
 def test_a_key_is_named_by_its_layout_relative_to_the_store() -> None:
@@ -54,7 +46,7 @@ class Generated:
         return b"r" * n
 
 
-@pytest.mark.skipif(not _localstack(), reason="LocalStack's S3 is not reachable (scripts/localstack.sh start)")
+@pytest.mark.skipif(not localstack_s3(ENDPOINT), reason="LocalStack's S3 is not reachable (scripts/localstack.sh start)")
 def test_the_store_makes_exactly_the_task_roles_calls_of_the_fixture(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
