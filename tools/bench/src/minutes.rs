@@ -1,12 +1,19 @@
-//! Soak: what is read at the end of each minute while the loops run, before the scheduler's
-//! retention (`--prune-after`) can delete that minute's steps: due→claimed of the steps whose
-//! first attempt started in the minute, and the rows the history tables hold (from the
-//! statistics, `pg_stat_user_tables`: counting them would read every dead row version too,
-//! a growing scan each minute while the loops run).
+//! Soak: what is read while the loops run, before the scheduler's retention (`--prune-after`)
+//! can delete it: due→claimed of the steps whose first attempt started in each second, read
+//! [`READ_DELAY`] after the second ends and added up by the minute, and at the end of each
+//! minute the rows the history tables hold (from the statistics, `pg_stat_user_tables`:
+//! counting them would read every dead row version too, a growing scan each minute while the
+//! loops run).
+//!
+//! Second by second, not a minute at once: a minute's 180,000 claims read in one query took a
+//! core for a few hundred milliseconds while the loops ran, and the ten lease rounds behind it
+//! were the soak's slowest (0.8 % of its steps, most of its p99;
+//! `docs/benchmarks/journal/2026-12-07-soak-evidence.md`). A second's read is a sixtieth of it,
+//! every second alike.
 //!
 //! Due→claimed is `step_attempts.started_at` of attempt 1 minus the step's `created_at` (soak
-//! steps have no dependencies), counted per tenth of a millisecond; the minutes' counts added
-//! up give the whole soak's percentiles, whatever was deleted since.
+//! steps have no dependencies), counted per tenth of a millisecond; the seconds' counts added
+//! up give each minute's and the whole soak's percentiles, whatever was deleted since.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,11 +25,15 @@ use crate::report::{Latency, MinuteHistory, MinuteLatency};
 
 /// The unit of a soak.
 pub const MINUTE: Duration = Duration::from_secs(60);
-/// How long after a minute ends it is read: the claims stamped in it have committed by then.
+/// The span of time whose claims are read at once.
+pub const SLICE: Duration = Duration::from_secs(1);
+/// How long after a second (a minute) ends it is read: the claims stamped in it have committed
+/// by then.
 pub const READ_DELAY: Duration = Duration::from_secs(2);
 /// The shortest `--prune-after`. A run finishes after its steps are claimed and is deleted no
-/// sooner than `--prune-after` later, so the first claims of a minute stay until at least this
-/// long after the minute started: the minute, [`READ_DELAY`], and 8 s for the reading itself.
+/// sooner than `--prune-after` later; a second's claims are read [`READ_DELAY`] after it ends,
+/// and a minute's history rows just after its last second: this keeps more than a minute of
+/// margin over both (the minute, [`READ_DELAY`], and 8 s for a late read).
 pub const MIN_PRUNE_AFTER: Duration = Duration::from_secs(70);
 
 /// Due→claimed, as steps per tenth of a millisecond.
@@ -66,20 +77,34 @@ pub struct Readings {
     pub history: Vec<MinuteHistory>,
     /// Every minute's due→claimed together: the whole soak's.
     pub whole: Histogram,
+    /// Due→claimed of the seconds read so far of the minute under way.
+    current: Histogram,
 }
 
 impl Readings {
-    /// Reads minute `minute` (1 = the first after `t0_db`, when the loops started) on
-    /// `check`, keeps it and returns it; `pruned` is how many runs the scheduler has deleted
-    /// so far.
-    pub async fn read(
+    /// Reads second `second` (1 = the first after `t0_db`, when the loops started) on `check`
+    /// into the minute under way.
+    pub async fn read_second(&mut self, check: &PgPool, t0_db: DateTime<Utc>, second: u32) -> Result<(), sqlx::Error> {
+        // The attempts are found by their start in `step_attempts_started_at` (BRIN), whose
+        // new page ranges autovacuum summarizes (`autosummarize`); without it (the machine's
+        // server) every range not yet summarized is read whole, and a second's read scanned
+        // the table: summarizing what is new (the pages of about a second) comes first.
+        sqlx::query("SELECT brin_summarize_new_values('step_attempts_started_at')").execute(check).await?;
+        let from = t0_db + SLICE * (second - 1);
+        self.current.add(&claimed_between(check, t0_db, from, from + SLICE).await?);
+        Ok(())
+    }
+
+    /// Ends minute `minute` (its seconds read by [`read_second`](Self::read_second)): reads
+    /// the history tables' rows on `check`, keeps the minute and returns it; `pruned` is how
+    /// many runs the scheduler has deleted so far.
+    pub async fn end_minute(
         &mut self,
         check: &PgPool,
-        t0_db: DateTime<Utc>,
         minute: u32,
         pruned: u64,
     ) -> Result<(MinuteLatency, MinuteHistory), sqlx::Error> {
-        let claimed = claimed_in(check, t0_db, minute).await?;
+        let claimed = std::mem::take(&mut self.current);
         let (steps_rows, attempts_rows, runs_rows, dead_rows, bytes): (i64, i64, i64, i64, i64) = sqlx::query_as(
             "SELECT coalesce(sum(n_live_tup) FILTER (WHERE relname = 'steps'), 0)::bigint,
                     coalesce(sum(n_live_tup) FILTER (WHERE relname = 'step_attempts'), 0)::bigint,
@@ -113,16 +138,23 @@ impl Readings {
     }
 }
 
-/// Due→claimed of the steps whose first attempt started in minute `minute` after `t0_db`.
-async fn claimed_in(check: &PgPool, t0_db: DateTime<Utc>, minute: u32) -> Result<Histogram, sqlx::Error> {
+/// Due→claimed of the steps whose first attempt started from `from` (inclusive) to `to`
+/// (none is due before `t0_db`, when the loops started).
+async fn claimed_between(
+    check: &PgPool,
+    t0_db: DateTime<Utc>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Histogram, sqlx::Error> {
     let counts: Vec<(i64, i64)> = sqlx::query_as(
         "SELECT round(extract(epoch FROM a.started_at - greatest(s.created_at, $1)) * 10000)::bigint, count(*)
          FROM steps s JOIN step_attempts a ON a.step_id = s.id AND a.attempt = 1
-         WHERE a.started_at >= $1 + ($2 - 1) * interval '1 minute' AND a.started_at < $1 + $2 * interval '1 minute'
+         WHERE a.started_at >= $2 AND a.started_at < $3
          GROUP BY 1",
     )
     .bind(t0_db)
-    .bind(minute as i32)
+    .bind(from)
+    .bind(to)
     .fetch_all(check)
     .await?;
     Ok(Histogram(counts.into_iter().map(|(tenths, n)| (tenths, n as u64)).collect()))
@@ -162,5 +194,63 @@ mod tests {
         assert_eq!(whole.quantile(0.99), Some(40.0), "the 102nd of 103 steps");
         assert_eq!(whole.quantile(1.0), Some(40.0));
         assert_eq!(Histogram::default().quantile(0.5), None);
+    }
+}
+
+/// The reads against a real Postgres (`DATABASE_URL`): each second's claims land in the minute
+/// under way, and a minute ends with exactly its seconds' steps.
+#[cfg(test)]
+mod reads {
+    use rara_testkit::scratch::ScratchDb;
+
+    use super::*;
+    use crate::options::Operation;
+
+    #[tokio::test]
+    async fn each_second_is_read_into_its_minute() {
+        let scratch = ScratchDb::on_server_of_env("rara_bench_minutes").unwrap();
+        scratch.create_migrated().await.unwrap();
+        let settings = crate::throughput::settings("bench", "memory://rara-bench", None, &[]).unwrap();
+        crate::throughput::submit(&scratch, &settings, &crate::workload::flat(4, Operation::Noop)).await.unwrap();
+        let check = crate::system::pool(&scratch.connect_options(), 1).await.unwrap();
+        let t0: DateTime<Utc> = sqlx::query_scalar("SELECT date_trunc('second', now()) - interval '1 hour'")
+            .fetch_one(&check)
+            .await
+            .unwrap();
+        // Four steps due at t0 + 0.5 s; claimed 3, 5 and 7 ms later in second 1, and 20 ms
+        // later in second 2 (one due at t0 + 1.5 s).
+        let ids: Vec<uuid::Uuid> =
+            sqlx::query_scalar("SELECT id FROM steps ORDER BY id").fetch_all(&check).await.unwrap();
+        let ms = Duration::from_millis;
+        let timings = [(t0 + ms(500), 3), (t0 + ms(500), 5), (t0 + ms(500), 7), (t0 + ms(1500), 20)];
+        for (id, (due, after_ms)) in ids.iter().zip(timings) {
+            sqlx::query("UPDATE steps SET created_at = $2 WHERE id = $1")
+                .bind(id)
+                .bind(due)
+                .execute(&check)
+                .await
+                .unwrap();
+            sqlx::query(
+                "INSERT INTO step_attempts (step_id, attempt, fence, leased_by, lease_token, started_at)
+                 VALUES ($1, 1, 1, 'test', gen_random_uuid(), $2)",
+            )
+            .bind(id)
+            .bind(due + ms(after_ms))
+            .execute(&check)
+            .await
+            .unwrap();
+        }
+        let mut readings = Readings::default();
+        readings.read_second(&check, t0, 1).await.unwrap();
+        assert_eq!(readings.current.count(), 3, "second 1 holds the three claims started in it");
+        readings.read_second(&check, t0, 2).await.unwrap();
+        readings.read_second(&check, t0, 3).await.unwrap();
+        let (latency, _) = readings.end_minute(&check, 1, 0).await.unwrap();
+        assert_eq!(latency.claimed, 4);
+        assert_eq!((latency.p50, latency.p99), (Some(5.0), Some(20.0)));
+        assert_eq!(readings.current.count(), 0, "the next minute starts empty");
+        assert_eq!(readings.whole.count(), 4);
+        check.close().await;
+        scratch.drop_database().await.unwrap();
     }
 }

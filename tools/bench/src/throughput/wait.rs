@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::loops::Loops;
 use crate::measure::{Before, Finished};
-use crate::minutes::{MINUTE, READ_DELAY, Readings};
+use crate::minutes::{MINUTE, READ_DELAY, Readings, SLICE};
 use crate::options::Options;
 use crate::system::pool;
 
@@ -49,16 +49,19 @@ pub(super) async fn wait(options: &Options, loops: &Loops, t0: Instant, target: 
     Ok(Finished { elapsed, per_minute: Vec::new(), minutes: Readings::default() })
 }
 
-/// Soak: runs `minutes` minutes, counting the steps finished in each and reading it
-/// [`READ_DELAY`] after it ends, on a connection of its own (the loops go on meanwhile; the
-/// time measured ends with the last minute).
+/// Soak: runs `minutes` minutes, counting the steps finished in each, reading each second's
+/// claims [`READ_DELAY`] after it ends and each minute's history rows after its last second, on
+/// a connection of its own (the loops go on meanwhile; the time measured ends with the last
+/// minute).
 pub(super) async fn soak(
     loops: &Loops,
     minutes: u32,
     before: &Before,
     scratch: &ScratchDb,
 ) -> anyhow::Result<Finished> {
-    let check = pool(&scratch.connect_options(), 1).await.context("cannot connect to the scratch database")?;
+    // Each read is small: no parallel workers for it (each a process started for a few ms).
+    let options = scratch.connect_options().options([("max_parallel_workers_per_gather", "0")]);
+    let check = pool(&options, 1).await.context("cannot connect to the scratch database")?;
     let finished = each_minute(loops, minutes, before, &check).await;
     check.close().await;
     finished
@@ -68,16 +71,26 @@ async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPoo
     let bar = progress_bar(None);
     let (mut per_minute, mut readings) = (Vec::new(), Readings::default());
     let (mut counted, mut elapsed) = (0, Duration::ZERO);
+    let seconds_per_minute = (MINUTE.as_secs() / SLICE.as_secs()) as u32;
     for minute in 1..=minutes {
         let end = before.t0 + MINUTE * minute;
-        let done = progress_until(loops, &bar, end).await?;
-        elapsed = before.t0.elapsed();
-        let n = done - counted;
-        per_minute.push(n);
-        counted = done;
-        progress_until(loops, &bar, end + READ_DELAY).await?;
+        let mut ended = false;
+        for second in (minute - 1) * seconds_per_minute + 1..=minute * seconds_per_minute {
+            let read_at = before.t0 + SLICE * second + READ_DELAY;
+            // The minute's steps are counted when it ends, between two seconds' reads.
+            if !ended && read_at > end {
+                let done = progress_until(loops, &bar, end).await?;
+                elapsed = before.t0.elapsed();
+                per_minute.push(done - counted);
+                counted = done;
+                ended = true;
+            }
+            progress_until(loops, &bar, read_at).await?;
+            readings.read_second(check, before.t0_db, second).await?;
+        }
+        let n = per_minute.last().copied().unwrap_or_default();
         let pruned = loops.scheduler_counters(minute).await?.pruned;
-        let (latency, history) = readings.read(check, before.t0_db, minute, pruned).await?;
+        let (latency, history) = readings.end_minute(check, minute, pruned).await?;
         let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
         // Printed even when stderr is not a terminal (a hidden bar drops `println`).
         bar.suspend(|| {
