@@ -71,24 +71,20 @@ async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPoo
     let bar = progress_bar(None);
     let (mut per_minute, mut readings) = (Vec::new(), Readings::default());
     let (mut counted, mut elapsed) = (0, Duration::ZERO);
-    let seconds_per_minute = (MINUTE.as_secs() / SLICE.as_secs()) as u32;
+    let per_minute_slices = (MINUTE.as_secs() / SLICE.as_secs()) as u32;
+    // The last seconds of a minute are read after it ends (READ_DELAY later).
+    let read_after_end = (READ_DELAY.as_secs() / SLICE.as_secs()) as u32;
+    let reads = ReadSeconds { loops, bar: &bar, before, check };
     for minute in 1..=minutes {
         let end = before.t0 + MINUTE * minute;
-        let mut ended = false;
-        for second in (minute - 1) * seconds_per_minute + 1..=minute * seconds_per_minute {
-            let read_at = before.t0 + SLICE * second + READ_DELAY;
-            // The minute's steps are counted when it ends, between two seconds' reads.
-            if !ended && read_at > end {
-                let done = progress_until(loops, &bar, end).await?;
-                elapsed = before.t0.elapsed();
-                per_minute.push(done - counted);
-                counted = done;
-                ended = true;
-            }
-            progress_until(loops, &bar, read_at).await?;
-            readings.read_second(check, before.t0_db, second).await?;
-        }
-        let n = per_minute.last().copied().unwrap_or_default();
+        let (first, last) = ((minute - 1) * per_minute_slices + 1, minute * per_minute_slices);
+        reads.run(&mut readings, first..=last - read_after_end).await?;
+        let done = progress_until(loops, &bar, end).await?;
+        elapsed = before.t0.elapsed();
+        let n = done - counted;
+        per_minute.push(n);
+        counted = done;
+        reads.run(&mut readings, last - read_after_end + 1..=last).await?;
         let pruned = loops.scheduler_counters(minute).await?.pruned;
         let (latency, history) = readings.end_minute(check, minute, pruned).await?;
         let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.1}"));
@@ -110,6 +106,24 @@ async fn each_minute(loops: &Loops, minutes: u32, before: &Before, check: &PgPoo
     }
     bar.finish_and_clear();
     Ok(Finished { elapsed, per_minute, minutes: readings })
+}
+
+/// What reading a soak's seconds needs: each second is read [`READ_DELAY`] after it ends.
+struct ReadSeconds<'a> {
+    loops: &'a Loops,
+    bar: &'a ProgressBar,
+    before: &'a Before,
+    check: &'a PgPool,
+}
+
+impl ReadSeconds<'_> {
+    async fn run(&self, readings: &mut Readings, seconds: std::ops::RangeInclusive<u32>) -> anyhow::Result<()> {
+        for second in seconds {
+            progress_until(self.loops, self.bar, self.before.t0 + SLICE * second + READ_DELAY).await?;
+            readings.read_second(self.check, self.before.t0_db, second).await?;
+        }
+        Ok(())
+    }
 }
 
 /// Shows progress until `end`; returns the steps finished by then.
