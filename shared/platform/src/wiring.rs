@@ -65,7 +65,7 @@ impl Wiring {
         let env = |k: &str| std::env::var(k).ok();
         let settings = Settings::from_lookup(role, env)?;
         let database = DatabaseSource::from_lookup(&settings.core, env)?;
-        Self::connect_to(settings, &database).await
+        Self::connect_sessions(settings, &database, Sessions::of(role)).await
     }
 
     /// Connects with `settings` to the database the environment names: the secret of
@@ -78,10 +78,18 @@ impl Wiring {
     /// Connects to `database`; a secret is fetched here, once, through a Secrets Manager
     /// client of the SDK environment. Every client gets the deadlines of
     /// `settings.timeouts` (through `connect_store`).
-    pub async fn connect_to(mut settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
+    pub async fn connect_to(settings: Settings, database: &DatabaseSource) -> Result<Self, Error> {
+        Self::connect_sessions(settings, database, Sessions::Shared).await
+    }
+
+    async fn connect_sessions(
+        mut settings: Settings,
+        database: &DatabaseSource,
+        sessions: Sessions,
+    ) -> Result<Self, Error> {
         crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
         let aws = settings.timeouts.aws_config().await;
-        let store = connect_store(&settings, database, &aws).await?;
+        let store = connect_store(&settings, database, &aws, sessions).await?;
         if let Some(arn) = settings.remote_credentials_secret.clone() {
             remote_credentials(&mut settings, &arn, &aws).await?;
         }
@@ -162,7 +170,7 @@ pub async fn store_from_env(role: &str) -> Result<(Arc<Settings>, Store), Error>
     let database = DatabaseSource::from_lookup(&settings.core, env)?;
     crate::secrets::check_start(settings.secrets_backend, &settings.secrets_prefix, database.secret_arn())?;
     let aws = settings.timeouts.aws_config().await;
-    let store = connect_store(&settings, &database, &aws).await?;
+    let store = connect_store(&settings, &database, &aws, Sessions::of(role)).await?;
     if let Some(arn) = settings.remote_credentials_secret.clone() {
         remote_credentials(&mut settings, &arn, &aws).await?;
     }
@@ -170,13 +178,29 @@ pub async fn store_from_env(role: &str) -> Result<(Arc<Settings>, Store), Error>
     Ok((Arc::new(settings), store))
 }
 
+/// How a function's sessions plan their statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sessions {
+    /// The executor function's: generic plans always ([`rara_store::executor_session`]).
+    Executor,
+    /// As Postgres chooses: the scheduler's, the API's, and `rara dev`'s one pool for both.
+    Shared,
+}
+
+impl Sessions {
+    fn of(role: &str) -> Self {
+        if role == "executor" { Sessions::Executor } else { Sessions::Shared }
+    }
+}
+
 /// The pool of a function: [`POOL_CONNECTIONS`] connections to `database` (a secret fetched
 /// once with `aws`), each session with rara's `statement_timeout` and
-/// `idle_in_transaction_session_timeout`.
+/// `idle_in_transaction_session_timeout`, and the plans of `sessions`.
 async fn connect_store(
     settings: &Settings,
     database: &DatabaseSource,
     aws: &aws_config::SdkConfig,
+    sessions: Sessions,
 ) -> Result<Store, Error> {
     let timeouts = settings.timeouts;
     let options = database.connect_options_from_env(aws).await?;
@@ -185,6 +209,10 @@ async fn connect_store(
         ("statement_timeout", timeouts.db_statement.as_millis().to_string()),
         ("idle_in_transaction_session_timeout", timeouts.db_idle_in_transaction.as_millis().to_string()),
     ]);
+    let connect = match sessions {
+        Sessions::Executor => rara_store::executor_session(connect),
+        Sessions::Shared => connect,
+    };
     // A call given up client-side (`timeouts::db_call`) leaves its connection waiting for
     // an answer that may never come, and sqlx's own check of a released connection would
     // wait for it forever, holding a pool slot (sqlx issue #4349). Check first, bounded: a

@@ -157,6 +157,20 @@ pub const CHECK_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 /// never prefers a scan to an index that serves.
 pub const SESSION_SETTINGS: &str = "SET jit = off; SET enable_seqscan = off";
 
+/// `options` for an executor's sessions: every prepared statement runs its generic plan
+/// (`plan_cache_mode = force_generic_plan`), planned once per connection. By default Postgres
+/// plans a statement afresh at each execution while that custom plan looks cheaper than the
+/// generic one, and the executor's batch statements take arrays whose length Postgres cannot
+/// know: at one step per invocation (batch 1, one step per message) the custom plan of a
+/// one-element array always looks cheaper, and planning cost 0.6 ms of the 0.9 ms of Postgres
+/// CPU a step took (journal: `docs/benchmarks/journal/2026-12-07-generic-plans.md`). The
+/// generic plans reach their rows through the same indexes (`tests/explain.rs` holds them).
+/// The scheduler leases with generic plans too ([`lease`]); the API's searches keep custom
+/// plans, which drop the filters a search does not give.
+pub fn executor_session(options: PgConnectOptions) -> PgConnectOptions {
+    options.options([("plan_cache_mode", "force_generic_plan")])
+}
+
 /// Pool options every rara pool starts from: each new connection gets [`SESSION_SETTINGS`];
 /// a connection is checked before use only when it was idle for [`CHECK_IF_IDLE_FOR`]. sqlx
 /// checks every connection when it is released already; checking it again when it is taken,

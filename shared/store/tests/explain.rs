@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use rara_store::Store;
-use rara_store::sql::{LEASE_DUE, catalogue};
+use rara_store::sql::{CLAIM, LEASE_DUE, SUCCEED, catalogue};
 use sqlx::PgPool;
 
 /// 20,000 steps in 4 runs, all finished but the first `unfinished` of each run (due).
@@ -138,6 +138,42 @@ async fn batch_statements_find_steps_by_primary_key_in_their_generic_plans(pool:
                 "{name} must reach steps only through steps_pkey, not {scans:?}:\n{text}"
             );
         }
+    }
+}
+
+/// At one step per call on a table with history, Postgres's default plans the claim and the
+/// outcome afresh at every execution: the custom plan of a one-element array always looks
+/// cheaper than the generic one. The executor's sessions ([`rara_store::executor_session`])
+/// plan each once per connection and run that generic plan (journal:
+/// `docs/benchmarks/journal/2026-12-07-generic-plans.md`).
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn executor_sessions_plan_the_claim_and_outcome_once_at_one_step_per_call(pool: PgPool) {
+    const CALLS: i64 = 12;
+    mostly_finished(&pool, 0).await;
+    sqlx::query("VACUUM ANALYZE steps, step_attempts, workflow_runs").execute(&pool).await.unwrap();
+    let default = (*pool.connect_options()).clone();
+    for (options, executor) in [(default.clone(), false), (rara_store::executor_session(default), true)] {
+        let one = rara_store::pool_options().max_connections(1).connect_with(options).await.unwrap();
+        let store = Store::new(one.clone());
+        store.submit(&flat_plan(CALLS as usize)).await.unwrap();
+        let leased = store.lease_due("scheduler", CALLS as u32, LEASE).await.unwrap();
+        assert_eq!(leased.len() as i64, CALLS);
+        for step in &leased {
+            let claimed = claim_one(&store, "executor", step).await;
+            let recorded = store.succeed(&[(claimed.holder, serde_json::json!({}))]).await.unwrap();
+            assert!(recorded.iter().all(Result::is_ok));
+        }
+        let expected = if executor { (CALLS, 0) } else { (0, CALLS) };
+        for (name, statement) in [("claim", CLAIM), ("succeed", SUCCEED.as_str())] {
+            let plans: (i64, i64) =
+                sqlx::query_as("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1")
+                    .bind(statement)
+                    .fetch_one(&one)
+                    .await
+                    .unwrap();
+            assert_eq!(plans, expected, "executor sessions: {executor}; (generic, custom) plans of {name}");
+        }
+        one.close().await;
     }
 }
 

@@ -74,9 +74,11 @@ impl Pools {
     pub async fn open(scratch: &ScratchDb, executors: u32, with_submitter: bool) -> anyhow::Result<Self> {
         let db = scratch.connect_options();
         let scheduler = pool(&db, POOL_CONNECTIONS).await?;
+        // The executor function's sessions (`rara_platform::wiring`): generic plans always.
+        let executor_db = rara_store::executor_session(db.clone());
         let mut executor_pools = Vec::new();
         for _ in 0..executors {
-            executor_pools.push(pool(&db, POOL_CONNECTIONS).await?);
+            executor_pools.push(pool(&executor_db, POOL_CONNECTIONS).await?);
         }
         let submitter = if with_submitter { Some(pool(&db, 1).await?) } else { None };
         Ok(Pools { scheduler, executors: executor_pools, submitter })
