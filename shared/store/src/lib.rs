@@ -162,9 +162,9 @@ pub const SESSION_SETTINGS: &str = "SET jit = off; SET enable_seqscan = off";
 /// plans a statement afresh at each execution while that custom plan looks cheaper than the
 /// generic one, and the executor's batch statements take arrays whose length Postgres cannot
 /// know: at one step per invocation (batch 1, one step per message) the custom plan of a
-/// one-element array always looks cheaper, and planning cost 0.6 ms of the 0.9 ms of Postgres
-/// CPU a step took (journal: `docs/benchmarks/journal/2026-12-07-generic-plans.md`). The
-/// generic plans reach their rows through the same indexes (`tests/explain.rs` holds them).
+/// one-element array always looks cheaper, and planning was most of the Postgres CPU such a
+/// step took (journal: `docs/benchmarks/journal/2026-12-07-generic-plans.md`). The generic
+/// plans reach their rows through the same indexes (`tests/explain.rs` holds them).
 /// The scheduler leases with generic plans too ([`lease`]); the API's searches keep custom
 /// plans, which drop the filters a search does not give.
 pub fn executor_session(options: PgConnectOptions) -> PgConnectOptions {
