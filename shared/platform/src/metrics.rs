@@ -50,6 +50,7 @@ impl EmfLine for Counters {
             ("Pruned", self.pruned),
             ("Expanded", self.expanded),
             ("Quick", self.quick),
+            ("QuickLocks", self.quick_locks),
             ("Messages", self.messages),
             ("Packed", self.packed),
             ("Unsettled", self.unsettled),

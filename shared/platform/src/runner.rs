@@ -109,16 +109,7 @@ async fn process(
 ) -> Counters {
     let receipts: Vec<(String, String)> =
         received.iter().map(|m| (m.message_id.clone(), m.receipt_handle.clone())).collect();
-    let records = received
-        .into_iter()
-        .map(|m| Record {
-            message_id: m.message_id,
-            receipt_handle: m.receipt_handle,
-            body: m.body,
-            traceparent: m.traceparent,
-            sent_at: None,
-        })
-        .collect();
+    let records = received.into_iter().map(Record::from).collect();
     let deadline = Instant::now() + options.batch_timeout.saturating_sub(options.margin);
     let report = executor.process(records, deadline).await;
     // Only what the batch acknowledged is deleted; everything else comes back.

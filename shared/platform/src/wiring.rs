@@ -18,6 +18,8 @@ use crate::secrets::{EnvSecretResolver, SecretsManagerResolver};
 
 /// The message attribute carrying the W3C trace context.
 pub const TRACEPARENT: &str = rara_queue::sqs::TRACEPARENT;
+/// The message attribute naming the operations of the message's steps.
+pub const OPERATIONS: &str = rara_queue::operations::OPERATIONS;
 /// Postgres connections per container: one for the work, one for heartbeats alongside.
 pub const POOL_CONNECTIONS: u32 = 2;
 

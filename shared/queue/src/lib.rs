@@ -7,6 +7,8 @@
 //!   whether it is transient.
 //! - [`message`]: the step message (format version, step ids, lease tokens; one step or
 //!   several) and its strict parser, one file per format.
+//! - [`operations`]: the attribute naming the operations of a message's steps, a hint the
+//!   executor may use to leave out work.
 //! - [`port`]: the [`Queue`] trait the scheduler and the executor use, and its value types.
 //! - [`sqs`]: the SQS adapter (AWS SDK; `AWS_ENDPOINT_URL` points it at LocalStack).
 //! - `memory` (feature `memory`): an in-memory queue with SQS semantics (visibility, receive counts,
@@ -17,6 +19,7 @@ pub mod error;
 #[cfg(feature = "memory")]
 pub mod memory;
 pub mod message;
+pub mod operations;
 pub mod port;
 pub mod sqs;
 

@@ -35,6 +35,7 @@ struct Message {
     id: String,
     body: String,
     traceparent: Option<String>,
+    operations: Option<String>,
     receive_count: u32,
     /// Bumped by every receive: a receipt handle of another generation is outdated.
     receipt_generation: u64,
@@ -168,6 +169,7 @@ impl MemoryQueue {
                 body: message.body.clone(),
                 receive_count: message.receive_count,
                 traceparent: message.traceparent.clone(),
+                operations: message.operations.clone(),
             };
             let generation = message.heap_generation;
             state.invisible.push(Reverse((visible_again, seq, generation)));
@@ -193,6 +195,7 @@ impl Queue for MemoryQueue {
                         id: format!("mem-{seq:x}"),
                         body: m.body.clone(),
                         traceparent: m.traceparent.clone(),
+                        operations: m.operations.clone(),
                         receive_count: 0,
                         receipt_generation: 0,
                         heap_generation: 0,

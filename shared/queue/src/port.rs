@@ -14,15 +14,19 @@ pub struct Outgoing {
     pub body: String,
     /// W3C `traceparent`, carried as a message attribute.
     pub traceparent: Option<String>,
+    /// The operations of the message's steps ([`crate::operations`]), carried as a message
+    /// attribute; `None`: not said.
+    pub operations: Option<String>,
     /// Hidden this long after the send (SQS `DelaySeconds`, rounded up to a second, at most
     /// [`MAX_SEND_DELAY`]); zero: visible at once.
     pub delay: Duration,
 }
 
 impl Outgoing {
-    /// A message with this id (unique within its batch) and body, no trace context, no delay.
+    /// A message with this id (unique within its batch) and body, no trace context, no
+    /// operations said, no delay.
     pub fn new(id: impl Into<String>, body: impl Into<String>) -> Self {
-        Outgoing { id: id.into(), body: body.into(), traceparent: None, delay: Duration::ZERO }
+        Outgoing { id: id.into(), body: body.into(), traceparent: None, operations: None, delay: Duration::ZERO }
     }
 }
 
@@ -37,6 +41,8 @@ pub struct Received {
     pub body: String,
     pub receive_count: u32,
     pub traceparent: Option<String>,
+    /// The `rara_operations` attribute as it came ([`crate::operations::decode`] reads it).
+    pub operations: Option<String>,
 }
 
 /// The longest visibility SQS accepts (12 hours).

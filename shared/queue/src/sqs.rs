@@ -106,6 +106,9 @@ impl SqsQueue {
             if let Some(tp) = &m.traceparent {
                 entry = entry.message_attributes(TRACEPARENT, string_attribute(tp)?);
             }
+            if let Some(operations) = &m.operations {
+                entry = entry.message_attributes(crate::operations::OPERATIONS, string_attribute(operations)?);
+            }
             if !m.delay.is_zero() {
                 entry = entry.delay_seconds(m.delay.min(crate::port::MAX_SEND_DELAY).as_secs_f64().ceil() as i32);
             }
@@ -155,14 +158,14 @@ impl SqsQueue {
         max: u32,
         wait: Duration,
     ) -> Result<Vec<(Received, HashMap<String, String>)>, Error> {
-        self.receive_inner(max, wait, "All").await
+        self.receive_inner(max, wait, &["All"]).await
     }
 
     async fn receive_inner(
         &self,
         max: u32,
         wait: Duration,
-        attributes: &str,
+        attributes: &[&str],
     ) -> Result<Vec<(Received, HashMap<String, String>)>, Error> {
         let wait = wait.min(Duration::from_secs(20));
         let mut request = self
@@ -172,7 +175,7 @@ impl SqsQueue {
             .max_number_of_messages(max.clamp(1, 10) as i32)
             .wait_time_seconds(wait.as_secs() as i32)
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
-            .message_attribute_names(attributes)
+            .set_message_attribute_names(Some(attributes.iter().map(|a| (*a).to_owned()).collect()))
             .customize();
         // A long poll may rightly take its whole wait: it gets the wait on top of the client's
         // attempt and operation timeouts (the rest of the client's timeouts as they are).
@@ -210,6 +213,7 @@ impl SqsQueue {
                         .and_then(|c| c.parse().ok())
                         .unwrap_or(1),
                     traceparent: attributes.get(TRACEPARENT).cloned(),
+                    operations: attributes.get(crate::operations::OPERATIONS).cloned(),
                 };
                 (received, attributes)
             })
@@ -243,7 +247,12 @@ impl Queue for SqsQueue {
     }
 
     async fn receive(&self, max: u32, wait: Duration) -> Result<Vec<Received>, Error> {
-        Ok(self.receive_inner(max, wait, TRACEPARENT).await?.into_iter().map(|(m, _)| m).collect())
+        Ok(self
+            .receive_inner(max, wait, &[TRACEPARENT, crate::operations::OPERATIONS])
+            .await?
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect())
     }
 
     async fn delete(&self, receipt_handles: &[String]) -> Result<Vec<String>, Error> {

@@ -87,6 +87,21 @@ async fn send_receive_delete(h: Harness) {
     assert!(q.receive(10, Duration::from_secs(1)).await.unwrap().is_empty());
 }
 
+/// Both attributes travel with their message, and a message without them arrives without.
+async fn attributes_travel_with_their_message(h: Harness) {
+    let q = h.queue();
+    let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let mut messages = outgoing(&["said", "unsaid"]);
+    messages[0].traceparent = Some(traceparent.to_owned());
+    messages[0].operations = Some("sleep,http.request".to_owned());
+    assert!(q.send(&messages).await.unwrap().is_empty());
+    let mut got = receive_some(q, 2, Duration::from_secs(5)).await;
+    got.sort_by(|a, b| a.body.cmp(&b.body));
+    let seen: Vec<(&str, Option<&str>, Option<&str>)> =
+        got.iter().map(|m| (m.body.as_str(), m.traceparent.as_deref(), m.operations.as_deref())).collect();
+    assert_eq!(seen, [("said", Some(traceparent), Some("sleep,http.request")), ("unsaid", None, None)]);
+}
+
 async fn batches_hold_at_most_ten(h: Harness) {
     let q = h.queue();
     let bodies: Vec<String> = (0..15).map(|i| format!("m{i}")).collect();
@@ -220,6 +235,7 @@ macro_rules! suite {
 
 suite!(
     send_receive_delete,
+    attributes_travel_with_their_message,
     a_delayed_send_arrives_after_its_delay,
     batches_hold_at_most_ten,
     many_batches_arrive_whole_and_delete_in_one_call,

@@ -55,6 +55,9 @@ pub struct Counters {
     /// Executor: quick steps run and recorded in the transaction of their lock (DESIGN.md
     /// "Quick steps"; also counted as claimed and succeeded).
     pub quick: u64,
+    /// Executor: transactions opened to lock a batch's quick steps (none for a batch whose
+    /// messages all say they name no quick operation: the `rara_operations` attribute).
+    pub quick_locks: u64,
     /// Messages sent: the scheduler's (`sent` counts their steps; they differ when
     /// `RARA_STEPS_PER_MESSAGE` is above 1), and an executor's (`moved`).
     pub messages: u64,
@@ -128,6 +131,7 @@ impl std::ops::AddAssign for Counters {
         self.pruned += c.pruned;
         self.expanded += c.expanded;
         self.quick += c.quick;
+        self.quick_locks += c.quick_locks;
         self.waits_started += c.waits_started;
         self.waits_decided += c.waits_decided;
         self.waits_applied += c.waits_applied;

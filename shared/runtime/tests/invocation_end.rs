@@ -46,14 +46,8 @@ async fn one_invocation(stack: &Stack, scheduler: &Scheduler, workflow: &str) ->
         stack.queue.receive(1, Duration::from_secs(1)).await.unwrap().pop()
     })
     .await;
-    let receipt_handle = received.receipt_handle;
-    let record = Record {
-        message_id: received.message_id,
-        receipt_handle: receipt_handle.clone(),
-        body: received.body,
-        traceparent: received.traceparent,
-        sent_at: None,
-    };
+    let receipt_handle = received.receipt_handle.clone();
+    let record = Record::from(received);
     let report = stack.executor.process(vec![record], Instant::now() + CUT).await;
     // As the runner would for an acknowledged record; a retry's message is dropped too, so
     // that the next repetition receives its own.

@@ -22,6 +22,7 @@ fn record(m: rara_queue::Received) -> Record {
         receipt_handle: m.receipt_handle,
         body: m.body,
         traceparent: None,
+        operations: m.operations,
         sent_at: None,
     }
 }

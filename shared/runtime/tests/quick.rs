@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use common::*;
 use rara_platform::secrets::EnvSecretResolver;
+use rara_queue::Queue;
+use rara_runtime::executor::Record;
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -68,4 +70,51 @@ async fn quick_steps_are_recorded_in_their_locks_transaction_and_the_rest_as_usu
     fences.sort_unstable();
     fences.dedup();
     assert_eq!(fences.len(), run.steps.len());
+}
+
+/// The scheduler's messages say which operations their steps run (`rara_operations`, through
+/// SQS and back); a batch of which no message names a quick operation goes straight to the
+/// claim, without the quick lock's transaction. A message without the attribute (an older
+/// scheduler's, a redriven one) may name anything: its batch takes the lock, which finds
+/// nothing here, and its steps run as usual.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_batch_whose_messages_name_no_quick_operation_takes_no_quick_lock(pool: PgPool) {
+    // Both steps of a run in one message.
+    let (store, _queues, stack) = Stack::fresh(pool, &[("RARA_STEPS_PER_MESSAGE", "2")]).await;
+    let naps = "name: naps\nsteps:\n  - {name: a, operation: sleep, input: {seconds: 0}}\n  - {name: b, operation: sleep, input: {seconds: 0}}\n";
+    let mixed =
+        "name: mixed\nsteps:\n  - {name: a, operation: sleep, input: {seconds: 0}}\n  - {name: b, operation: noop}\n";
+    for (workflow, operations, strip, quick_locks, quick) in [
+        (naps, vec!["sleep"], false, 0, 0),
+        (naps, vec!["sleep"], true, 1, 0),
+        (mixed, vec!["noop", "sleep"], false, 1, 1),
+    ] {
+        let run_id = submit(&store, &stack.settings, workflow).await;
+        let counters = stack.scheduler().pass().await.unwrap();
+        assert_eq!((counters.sent, counters.messages), (2, 1));
+        let message = loop {
+            if let Some(m) = stack.queue.receive(1, Duration::from_secs(1)).await.unwrap().pop() {
+                break m;
+            }
+        };
+        let mut said = message.operations.as_deref().and_then(rara_queue::operations::decode).unwrap_or_default();
+        said.sort_unstable();
+        assert_eq!(said, operations, "the message says its steps' operations, each once");
+        let (message_id, receipt_handle) = (message.message_id.clone(), message.receipt_handle.clone());
+        let mut record = Record::from(message);
+        if strip {
+            record.operations = None;
+        }
+        let report = stack.executor.process(vec![record], tokio::time::Instant::now() + LIMIT).await;
+        let c = &report.counters;
+        assert_eq!(
+            (c.quick_locks, c.quick, c.succeeded),
+            (quick_locks, quick, 2),
+            "{workflow} stripped: {strip}; {c:?}"
+        );
+        assert!(report.is_acknowledged(&message_id) && report.returned().is_empty(), "the message settled");
+        stack.queue.delete(&[receipt_handle]).await.unwrap();
+        let run = store.run(run_id).await.unwrap();
+        assert!(run.steps.iter().all(|s| s.status.to_string() == "succeeded" && s.attempts.len() == 1));
+    }
 }

@@ -93,6 +93,7 @@ impl DeadLetters for SqsDeadLetters {
                 id: i.to_string(),
                 body: e.message.body.clone(),
                 traceparent: e.message.traceparent.clone(),
+                operations: e.message.operations.clone(),
                 delay: Duration::ZERO,
             })
             .collect();

@@ -31,9 +31,26 @@ pub struct Record {
     pub receipt_handle: String,
     pub body: String,
     pub traceparent: Option<String>,
+    /// The message's `rara_operations` attribute as it came ([`rara_queue::operations`]): a
+    /// hint of the operations its steps run; `None` when it had none.
+    pub operations: Option<String>,
     /// When the message was first sent, for its first delivery only (the queue age at claim);
     /// `None` when unknown or redelivered.
     pub sent_at: Option<SystemTime>,
+}
+
+impl From<rara_queue::Received> for Record {
+    /// A message a receive returned (the local runner's): its send time unknown.
+    fn from(m: rara_queue::Received) -> Self {
+        Record {
+            message_id: m.message_id,
+            receipt_handle: m.receipt_handle,
+            body: m.body,
+            traceparent: m.traceparent,
+            operations: m.operations,
+            sent_at: None,
+        }
+    }
 }
 
 /// Why a record was acknowledged (its message is deleted).

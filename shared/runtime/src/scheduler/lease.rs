@@ -58,7 +58,7 @@ impl Scheduler {
 }
 
 /// One message per chunk (its id is the chunk's index), each step with its attempt's
-/// `traceparent`.
+/// `traceparent`, the message with the operations its steps run.
 fn messages(chunks: &[&[Leased]], traces: &RoundTrace) -> Vec<Outgoing> {
     chunks
         .iter()
@@ -75,6 +75,7 @@ fn messages(chunks: &[&[Leased]], traces: &RoundTrace) -> Vec<Outgoing> {
                 id: i.to_string(),
                 body: rara_queue::encode_steps(&steps),
                 traceparent: steps.first().and_then(|s| s.traceparent.clone()),
+                operations: rara_queue::operations::encode(chunk.iter().map(|l| l.operation.as_str())),
                 delay: Duration::ZERO,
             }
         })

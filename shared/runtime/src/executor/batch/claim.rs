@@ -8,13 +8,13 @@ use std::time::{Duration, SystemTime};
 
 use opentelemetry::context::FutureExt as _;
 use rara_queue::StepMessage;
-use rara_store::claim::{ClaimOutcome, ClaimRequest, ClaimedStep};
+use rara_store::claim::{ClaimOutcome, ClaimedStep};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::trace::AttemptTrace;
-use super::{BatchExecutor, InFlight, child, references, step_span};
+use super::{BatchExecutor, InFlight, child, references, requests, step_span};
 use crate::executor::execution::{self, Execution};
 use crate::executor::fate::{Ack, BatchReport, Record};
 use rara_domain::workflow::child::CHILD_OPERATION;
@@ -29,10 +29,8 @@ impl BatchExecutor {
         in_flight: &mut HashMap<tokio::task::Id, InFlight>,
         report: &mut BatchReport,
     ) {
-        let requests: Vec<ClaimRequest> =
-            valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
         let claim_started = SystemTime::now();
-        let claimed = self.db(self.env.store.claim(&self.worker, &requests, self.env.lease)).await;
+        let claimed = self.db(self.env.store.claim(&self.worker, &requests(&valid), self.env.lease)).await;
         let claim_ended = SystemTime::now();
         let mut outcomes = match claimed {
             Ok(outcomes) => outcomes,

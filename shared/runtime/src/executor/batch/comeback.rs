@@ -43,6 +43,7 @@ impl BatchExecutor {
                 id: i.to_string(),
                 body: record.body.clone(),
                 traceparent: record.traceparent.clone(),
+                operations: record.operations.clone(),
                 delay: at.saturating_duration_since(now),
             })
             .collect();

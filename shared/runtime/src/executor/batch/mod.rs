@@ -293,6 +293,14 @@ impl BatchExecutor {
     }
 }
 
+/// The claim's pairs (step id, lease token) of the batch's steps, in its order.
+fn requests(valid: &[(Record, StepMessage)]) -> Vec<rara_store::claim::ClaimRequest> {
+    valid
+        .iter()
+        .map(|(_, m)| rara_store::claim::ClaimRequest { step_id: m.step_id, lease_token: m.lease_token })
+        .collect()
+}
+
 /// One record per step of a message: the message's id and receipt handle, the step's own
 /// body (format 1, so that a dead letter names only its step) and its run's `traceparent`.
 fn unpack(record: Record, steps: Vec<MessageStep>, valid: &mut Vec<(Record, StepMessage)>) {

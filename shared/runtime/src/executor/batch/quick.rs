@@ -1,7 +1,9 @@
 //! Quick steps (DESIGN.md "Quick steps"): before the ordinary claim, the batch's steps whose
 //! in-process executor is [quick](rara_domain::executor::Executor::quick) are locked, run and
 //! recorded in one transaction ([`rara_store::quick`]): one statement fewer to commit, no
-//! claim written, the attempt written once. Whatever is left goes through the ordinary claim:
+//! claim written, the attempt written once. A batch whose messages all say that their steps
+//! run no quick operation (the `rara_operations` attribute the scheduler sets) goes straight
+//! to the claim, without the transaction of a lock that would find nothing. Whatever is left goes through the ordinary claim:
 //! the steps that are not quick or could not be locked, a quick step whose input takes
 //! references or secrets (resolved at claim), one that failed, panicked or did not finish
 //! within [`QUICK_BOUND`] (it runs again under the claim, which records its failure), and the
@@ -14,14 +16,14 @@ use std::time::{Duration, SystemTime};
 use rara_domain::executor::{Detach, DiscardReporter, ExecutionContext};
 use rara_domain::{references, secret_material};
 use rara_queue::StepMessage;
-use rara_store::claim::{ClaimRequest, StaleReason};
+use rara_store::claim::StaleReason;
 use rara_store::quick::QuickStep;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::BatchExecutor;
 use super::trace::{Attempt, AttemptTrace};
+use super::{BatchExecutor, requests};
 use crate::executor::fate::{Ack, BatchReport, Record};
 
 /// How long a batch's quick steps may run, together, inside their transaction; one not done
@@ -36,13 +38,12 @@ impl BatchExecutor {
         deadline: Instant,
         report: &mut BatchReport,
     ) -> Vec<(Record, StepMessage)> {
-        if self.quick_operations.is_empty() || valid.is_empty() {
+        if !valid.iter().any(|(record, _)| self.may_be_quick(record)) {
             return valid;
         }
-        let requests: Vec<ClaimRequest> =
-            valid.iter().map(|(_, m)| ClaimRequest { step_id: m.step_id, lease_token: m.lease_token }).collect();
         let lock_started = SystemTime::now();
-        let mut batch = match self.db(self.env.store.quick_lock(&requests, &self.quick_operations)).await {
+        report.counters.quick_locks += 1;
+        let mut batch = match self.db(self.env.store.quick_lock(&requests(&valid), &self.quick_operations)).await {
             Ok(batch) if !batch.steps.is_empty() => batch,
             Ok(_) => return valid,
             Err(e) => {
@@ -109,6 +110,19 @@ impl BatchExecutor {
             report.acknowledge(record.message_id, Ack::Succeeded);
         }
         rest
+    }
+
+    /// Whether a message may name a quick step: yes, unless the registry has none or the
+    /// message says the operations of its steps ([`rara_queue::operations`]) and none is
+    /// quick. A batch of which no message may spends no transaction on the quick lock.
+    fn may_be_quick(&self, record: &Record) -> bool {
+        if self.quick_operations.is_empty() {
+            return false;
+        }
+        match record.operations.as_deref().and_then(rara_queue::operations::decode) {
+            Some(names) => names.iter().any(|name| self.quick_operations.iter().any(|quick| quick == name)),
+            None => true,
+        }
     }
 
     /// Runs the locked steps concurrently until `deadline`; returns those that succeeded with
