@@ -16,15 +16,10 @@ use uuid::Uuid;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// A received message as a record, without its message's `traceparent` (each packed step
+/// carries its own).
 fn record(m: rara_queue::Received) -> Record {
-    Record {
-        message_id: m.message_id,
-        receipt_handle: m.receipt_handle,
-        body: m.body,
-        traceparent: None,
-        operations: m.operations,
-        sent_at: None,
-    }
+    Record { traceparent: None, ..Record::from(m) }
 }
 
 /// Receives until `n` messages arrived or `limit` passed.

@@ -92,11 +92,10 @@ async fn a_batch_whose_messages_name_no_quick_operation_takes_no_quick_lock(pool
         let run_id = submit(&store, &stack.settings, workflow).await;
         let counters = stack.scheduler().pass().await.unwrap();
         assert_eq!((counters.sent, counters.messages), (2, 1));
-        let message = loop {
-            if let Some(m) = stack.queue.receive(1, Duration::from_secs(1)).await.unwrap().pop() {
-                break m;
-            }
-        };
+        let message = eventually("the run's message", || async {
+            stack.queue.receive(1, Duration::from_secs(1)).await.unwrap().pop()
+        })
+        .await;
         let mut said = message.operations.as_deref().and_then(rara_queue::operations::decode).unwrap_or_default();
         said.sort_unstable();
         assert_eq!(said, operations, "the message says its steps' operations, each once");

@@ -3,11 +3,11 @@
 //! recorded in one transaction ([`rara_store::quick`]): one statement fewer to commit, no
 //! claim written, the attempt written once. A batch whose messages all say that their steps
 //! run no quick operation (the `rara_operations` attribute the scheduler sets) goes straight
-//! to the claim, without the transaction of a lock that would find nothing. Whatever is left goes through the ordinary claim:
-//! the steps that are not quick or could not be locked, a quick step whose input takes
-//! references or secrets (resolved at claim), one that failed, panicked or did not finish
-//! within [`QUICK_BOUND`] (it runs again under the claim, which records its failure), and the
-//! whole batch when the transaction did not commit.
+//! to the claim, without the transaction of a lock that would find nothing. Whatever is left
+//! goes through the ordinary claim: the steps that are not quick or could not be locked, a
+//! quick step whose input takes references or secrets (resolved at claim), one that failed,
+//! panicked or did not finish within [`QUICK_BOUND`] (it runs again under the claim, which
+//! records its failure), and the whole batch when the transaction did not commit.
 
 use std::collections::HashSet;
 use std::sync::Arc;
