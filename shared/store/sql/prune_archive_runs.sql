@@ -2,7 +2,7 @@
 -- each run and everything under it (steps, dependencies, attempts, artifacts) into the
 -- `archived_*` tables in the same statement, so a run is either live or archived, never lost
 -- nor both. Every part reads the same snapshot; the deletion of the runs' names and steps (the
--- trigger of migration 000017) and the cascades run after the copies.
+-- trigger of migration 000017) and of what is under them (000035) run after the copies.
 WITH doomed AS (
     SELECT id FROM workflow_runs
     WHERE finished_at < now() - $1::bigint * interval '1 millisecond'

@@ -1,8 +1,8 @@
 -- Retention (the scheduler's maintenance pass, `rara prune`): deletes up to $2 finished runs
 -- (succeeded, failed, cancelled) that finished more than $1 milliseconds before now(), oldest
 -- first, with everything under them (their names and steps by the trigger of migration 000017,
--- dependencies and artifacts by their foreign keys' ON DELETE CASCADE, attempts by the trigger of
--- migration 000014). No step of a finished run is held,
+-- the steps' attempts, dependencies, artifacts and waits by the trigger of migrations 000014 and
+-- 000035). No step of a finished run is held,
 -- so nothing the claim needs is locked; a run another transaction holds (a late counter update) is
 -- skipped, never waited for. With $3 (an artifact store is configured) the runs are queued in
 -- `artifact_deletions` for their objects to be deleted after. Returns how many runs and steps were deleted. The runs are deleted by

@@ -1,5 +1,6 @@
 //! Bounded history: finished runs older than a retention are deleted, a batch at a time, with
-//! everything under them (the foreign keys cascade; a trigger of `steps` deletes their attempts).
+//! everything under them (statement triggers: `workflow_runs`' deletes their steps, `steps`'
+//! their attempts, dependencies, artifacts and waits).
 //! The scheduler's maintenance deletes one batch a second (`RARA_RETENTION_DAYS`,
 //! `RARA_PRUNE_BATCH_SIZE`); `rara prune` deletes batches until none is left. A batch selects its
 //! runs `FOR UPDATE SKIP LOCKED` and only finished ones: no step of a finished run is held, so a

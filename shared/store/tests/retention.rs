@@ -124,6 +124,23 @@ async fn old_finished_runs_go_with_everything_under_them_and_the_rest_stays(pool
     assert!(run_exists(&store, running).await);
 }
 
+/// A run cancelled while its step waited: its wait goes with it (migration 000035's statement
+/// trigger, where a foreign key's cascade did it before).
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_pruned_run_takes_its_waits_with_it(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let run_id =
+        store.submit(&plan("name: gate\nsteps:\n  - {name: gate, wait: {signal: go}}\n")).await.unwrap().run_id;
+    store.wait_round(100).await.unwrap();
+    let steps = step_ids(&pool, run_id).await;
+    assert_eq!(rows(&pool, "waits", &steps).await, 1, "the step waits");
+    store.cancel_run(run_id, "test").await.unwrap();
+    finished_days_ago(&pool, run_id, 40).await;
+
+    assert_eq!(store.prune_finished(30 * DAY, 500).await.unwrap(), Pruned { runs: 1, steps: 1 });
+    assert_eq!(rows(&pool, "waits", &steps).await, 0, "its wait is gone");
+}
+
 #[sqlx::test(migrator = "rara_store::MIGRATOR")]
 async fn a_batch_deletes_at_most_its_limit_oldest_first(pool: PgPool) {
     let store = Store::new(pool.clone());

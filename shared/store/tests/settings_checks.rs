@@ -212,3 +212,45 @@ async fn a_runs_name_and_trace_context_are_checked_where_they_are_written(pool: 
     let again = sqlx::query("UPDATE workflow_runs SET name = '' WHERE id = $1").bind(run).execute(&pool).await;
     assert_eq!(violated_on("workflow_runs", again), "workflow_runs_name_not_empty");
 }
+
+/// What the four foreign keys on `steps` refused at insert (a dependency, an artifact or a wait
+/// of a step that does not exist), the statement triggers of migration 000035 refuse: with the
+/// key's name and SQLSTATE 23503 (foreign_key_violation), nothing of the statement landing.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_row_for_a_step_that_does_not_exist_is_refused_as_its_foreign_key_did(pool: PgPool) {
+    let run = Store::new(pool.clone()).submit(&flat_plan(2)).await.unwrap().run_id;
+    let (s0, s1) = (step_id(&pool, run, "s0").await, step_id(&pool, run, "s1").await);
+    let missing = Uuid::new_v4();
+    let dependency = "INSERT INTO step_dependencies (step_id, depends_on) VALUES ($1, $3), ($1, $2)";
+    let artifact = "INSERT INTO artifacts (step_id, attempt, fence, name, uri)
+                    VALUES ($3, 1, 1, 'report', 's3://b/k'), ($2, 1, 1, 'report', 's3://b/k')";
+    let wait = "INSERT INTO waits (step_id, run_id, attempt, kind, name, token)
+                VALUES ($3, $1, 1, 'signal', 'go', 't0'), ($2, $1, 1, 'signal', 'go', 't1')";
+    let refused = [
+        (dependency, [s0, missing, s1], "step_dependencies", "step_dependencies_depends_on_fkey"),
+        (dependency, [missing, s1, s0], "step_dependencies", "step_dependencies_step_id_fkey"),
+        (artifact, [run, missing, s0], "artifacts", "artifacts_step_id_fkey"),
+        (wait, [run, missing, s0], "waits", "waits_step_id_fkey"),
+    ];
+    for (sql, [a, b, c], table, key) in refused {
+        let result = sqlx::query(sql).bind(a).bind(b).bind(c).execute(&pool).await;
+        let error = result.expect_err("a row names a step that does not exist");
+        let db = error.as_database_error().expect("a database error");
+        assert_eq!(db.code().as_deref(), Some("23503"), "foreign_key_violation: {db}");
+        assert_eq!((db.table(), db.constraint()), (Some(table), Some(key)), "{db}");
+        assert!(db.message().contains(&format!("violates foreign key constraint \"{key}\"")), "{}", db.message());
+    }
+    for table in ["step_dependencies", "artifacts", "waits"] {
+        let rows: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}")).fetch_one(&pool).await.unwrap();
+        assert_eq!(rows, 0, "nothing of a refused statement lands in {table}");
+    }
+    // Rows of steps that exist land.
+    sqlx::query("INSERT INTO step_dependencies (step_id, depends_on) VALUES ($1, $2)")
+        .bind(s1)
+        .bind(s0)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query(artifact).bind(run).bind(s1).bind(s0).execute(&pool).await.unwrap();
+    sqlx::query(wait).bind(run).bind(s1).bind(s0).execute(&pool).await.unwrap();
+}
