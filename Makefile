@@ -84,7 +84,7 @@ deploy-localstack: ## Deploy queues, DLQ and roles into LocalStack and check the
 	@scripts/deploy-localstack.sh
 
 .PHONY: bench
-bench: ## Benchmark: pgbench baseline, Graphile Worker 0.18, rara-bench flat grid (noop/sleep × batch 1/10/100 × 1/10/100 steps per message, release), twice: steps/s, ratios, Postgres work per step (BENCH_PG=own|both: own cluster)
+bench: ## Benchmark: pgbench baseline, Graphile Worker 0.18, rara-bench flat grid (noop/nothing/sleep × batch 1/10/100 × 1/10/100 steps per message, release), twice: steps/s, ratios, Postgres work per step (BENCH_PG=own|both: own cluster)
 	@scripts/bench.sh
 
 .PHONY: bench-postgres

@@ -3,7 +3,8 @@
 # the pgbench baseline (a naive lease-one-row-then-complete-it queue, 16 clients), Graphile
 # Worker 0.18 with its batching on (scripts/graphile-bench.sh) and `rara-bench flat` on the
 # Postgres path over the grid (issue 50): each operation of BENCH_OPERATIONS (noop: the quick
-# path; sleep: `sleep 0`, the ordinary path) at each executor batch size of BENCH_BATCHES and
+# path; nothing: the ordinary path with a step that returns at once; sleep: `sleep 0`, the
+# ordinary path with a wait for the runtime's next timer tick) at each executor batch size of BENCH_BATCHES and
 # each RARA_STEPS_PER_MESSAGE of BENCH_PACKING; then a table of their throughputs, the ratios,
 # and the Postgres work per step of each (CPU, WAL bytes, commits, tuples written), with the
 # load average, and the grid (rows: operation and batch; cells: steps per message; Graphile's
@@ -16,7 +17,7 @@
 #   DATABASE_URL      the machine's server (scratch databases are created and dropped)
 #   BENCH_STEPS (20000; also Graphile's jobs), BENCH_BATCHES ("1 10 100": the event source's
 #   BatchSize; above 10 gathered within a 20 ms batching window), BENCH_PACKING ("1 10 100":
-#   the scheduler's RARA_STEPS_PER_MESSAGE), BENCH_OPERATIONS ("noop sleep"), BENCH_EXECUTORS (2),
+#   the scheduler's RARA_STEPS_PER_MESSAGE), BENCH_OPERATIONS ("noop nothing sleep"), BENCH_EXECUTORS (2),
 #   BENCH_RUNS (2), BENCH_GRAPHILE (1; 0 skips it), and the PGBENCH_* variables of
 #   scripts/pgbench-lease-complete.sh and GRAPHILE_* of scripts/graphile-bench.sh.
 set -euo pipefail
@@ -26,7 +27,7 @@ source "$(dirname "$0")/lib.sh"
 steps=${BENCH_STEPS:-20000}
 batches=${BENCH_BATCHES:-1 10 100}
 packings=${BENCH_PACKING:-1 10 100}
-operations=${BENCH_OPERATIONS:-noop sleep}
+operations=${BENCH_OPERATIONS:-noop nothing sleep}
 executors=${BENCH_EXECUTORS:-2}
 runs=${BENCH_RUNS:-2}
 graphile=${BENCH_GRAPHILE:-1}

@@ -193,7 +193,7 @@ async fn measure(
     steps: u64,
 ) -> anyhow::Result<Report> {
     let watcher = pools.submitter.as_ref().context("no pool to watch the steps")?;
-    let registry = Arc::new(rara_runtime::registry::standard_registry(settings).await?);
+    let registry = crate::workload::registry(settings).await?;
     let (stop, stats) = (CancellationToken::new(), Arc::new(QueueStats::default()));
     let load_before = system::load_average();
 

@@ -31,7 +31,8 @@ pub enum ModeCommand {
         /// How many steps to run.
         #[arg(long, default_value_t = 20_000)]
         steps: usize,
-        /// Their operation: `noop` (quick) or `sleep` (0 s, the ordinary path).
+        /// Their operation: `noop` (quick), `sleep` (0 s, the ordinary path) or `nothing` (the
+        /// ordinary path with a step that returns at once).
         #[arg(long, value_enum, default_value_t = Operation::Noop)]
         operation: Operation,
         #[command(flatten)]

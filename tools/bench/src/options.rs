@@ -30,6 +30,10 @@ pub enum Operation {
     /// `sleep` for 0 s: an in-process step that is not quick, on the ordinary path (claim,
     /// execute, outcome), as `http.request` and remote steps are.
     Sleep,
+    /// `bench.nothing` (`workload::Nothing`): an in-process step that is not quick and
+    /// returns at once, on the ordinary path with nothing of its own (`sleep 0` waits for the
+    /// runtime's next timer tick): what the path itself costs.
+    Nothing,
 }
 
 impl Operation {
@@ -38,6 +42,7 @@ impl Operation {
         match self {
             Operation::Noop => "noop",
             Operation::Sleep => "sleep 0",
+            Operation::Nothing => "nothing (ordinary)",
         }
     }
 }

@@ -81,7 +81,7 @@ async fn drive(options: &Options, admin: &PgPool, scratch: &ScratchDb, setup: &Q
     let pools = Pools::open(scratch, options.executors, !options.mode.preloaded()).await?;
     // Idle backends flush their statistics within a second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let registry = Arc::new(rara_runtime::registry::standard_registry(&settings).await?);
+    let registry = crate::workload::registry(&settings).await?;
 
     let before = Before::take(admin, &scratch.name).await?;
     let loops = Loops::start(options, &settings, setup, &pools, registry, preloaded, before.t0);

@@ -6,7 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rara_domain::StepError;
+use rara_domain::executor::{ExecutionContext, Executor};
+use rara_domain::registry::Registry;
 use rara_domain::workflow::{StepDefinition, WorkflowDefinition};
+use rara_runtime::registry::standard_registry;
 use rara_runtime::settings::Settings;
 use rara_store::Store;
 use tokio::time::Instant;
@@ -45,7 +49,30 @@ pub fn flat(steps: usize, operation: Operation) -> Vec<WorkflowDefinition> {
     independent(steps, "bench", |i| match operation {
         Operation::Noop => noop(format!("s{i}"), vec![]),
         Operation::Sleep => step(format!("s{i}"), "sleep", serde_json::json!({ "seconds": 0 }), vec![]),
+        Operation::Nothing => step(format!("s{i}"), NOTHING, serde_json::json!({}), vec![]),
     })
+}
+
+/// The operation of [`Nothing`].
+pub const NOTHING: &str = "bench.nothing";
+
+/// An in-process executor that is not quick and returns `{}` at once (`--operation nothing`):
+/// its steps take the ordinary path (claim, execute, outcome) and spend nothing of their own.
+#[derive(Debug, Clone, Copy)]
+pub struct Nothing;
+
+#[async_trait::async_trait]
+impl Executor for Nothing {
+    async fn execute(&self, _ctx: ExecutionContext, _input: serde_json::Value) -> Result<serde_json::Value, StepError> {
+        Ok(serde_json::json!({}))
+    }
+}
+
+/// The executor function's registry ([`standard_registry`]) with [`Nothing`] added.
+pub async fn registry(settings: &Settings) -> anyhow::Result<Arc<Registry>> {
+    let mut registry = standard_registry(settings).await?;
+    registry.register(NOTHING, Nothing)?;
+    Ok(Arc::new(registry))
 }
 
 /// `steps` independent steps of the built-in `sleep`, each for `seconds`, in runs of [`RUN_SIZE`].
@@ -184,6 +211,20 @@ mod tests {
     fn flat_runs_hold_exactly_the_steps_asked_for() {
         let runs = flat(2500, Operation::Noop);
         assert_eq!(runs.iter().map(|r| r.steps.len()).collect::<Vec<_>>(), [1000, 1000, 500]);
+    }
+
+    #[tokio::test]
+    async fn nothing_steps_take_the_ordinary_path_and_return_at_once() {
+        let runs = flat(3, Operation::Nothing);
+        assert!(runs[0].steps.iter().all(|s| s.operation == NOTHING));
+        let settings = crate::throughput::settings("bench", "memory://rara-bench", None, &[]).unwrap();
+        let registry = registry(&settings).await.unwrap();
+        let nothing = registry.in_process(NOTHING, None).expect("registered");
+        // Not quick: a quick step would run inside its claim's transaction, not on the path
+        // this operation prices.
+        assert!(!nothing.quick());
+        assert!(!registry.quick_names().contains(&NOTHING));
+        assert!(registry.quick_names().contains(&"noop"));
     }
 
     #[test]
