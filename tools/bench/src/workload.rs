@@ -1,6 +1,6 @@
 //! The steps a run submits: flat runs of about a thousand noop steps, DAG units (chains of 5
 //! steps fanning in to one step) or `sleep` steps (`backlog`), and the submitter that feeds
-//! `rate` and `soak`.
+//! `rate` and `soak`; and the bench's registry, with [`Nothing`] beside the executor function's.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -214,7 +214,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn nothing_steps_take_the_ordinary_path_and_return_at_once() {
+    async fn nothing_steps_are_registered_and_not_quick() {
         let runs = flat(3, Operation::Nothing);
         assert!(runs[0].steps.iter().all(|s| s.operation == NOTHING));
         let settings = crate::throughput::settings("bench", "memory://rara-bench", None, &[]).unwrap();
