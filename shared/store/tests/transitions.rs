@@ -670,3 +670,40 @@ async fn a_runs_step_names_find_its_steps_and_stay_unique(pool: PgPool) {
     assert_eq!(db.code().as_deref(), Some("23505"), "{db}");
     assert_eq!(db.constraint(), Some("steps_name_unique_in_run"), "{db}");
 }
+
+/// What each transition's commit waits for: the lease returns without the WAL flush (a lease
+/// lost in a crash leaves its message stale and its step due again), the claim and the ordinary
+/// outcome wait for it (an execution with effects outside starts only after a durable claim,
+/// whose flush covers all WAL before it, the lease's included). Read in the writing
+/// transaction itself, by a trigger.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn the_lease_commits_without_the_flush_and_the_claim_and_outcome_with_it(pool: PgPool) {
+    sqlx::raw_sql(
+        "CREATE TABLE commit_modes (seq serial, status text, mode text);
+         CREATE FUNCTION record_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           INSERT INTO commit_modes (status, mode) VALUES (NEW.status, current_setting('synchronous_commit'));
+           RETURN NEW;
+         END $$;
+         CREATE TRIGGER record_commit_mode AFTER UPDATE ON steps FOR EACH ROW EXECUTE FUNCTION record_commit_mode();",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let store = Store::new(pool.clone());
+    store.submit(&plan("name: one\nsteps:\n  - {name: a, operation: noop}\n")).await.unwrap();
+    let leased = store.lease_due("scheduler", 10, LEASE).await.unwrap();
+    assert_eq!(leased.len(), 1);
+    let a = claim_one(&store, "exec-1", &leased[0]).await;
+    store.succeed(&[(a.holder.clone(), json!({}))]).await.unwrap().remove(0).unwrap();
+
+    let modes: Vec<(String, String)> =
+        sqlx::query_as("SELECT status, mode FROM commit_modes ORDER BY seq").fetch_all(&pool).await.unwrap();
+    let server: String = sqlx::query_scalar("SHOW synchronous_commit").fetch_one(&pool).await.unwrap();
+    assert_eq!(server, "on", "the test server flushes at every commit");
+    assert_eq!(
+        modes,
+        [("leased", "off"), ("running", "on"), ("succeeded", "on")].map(|(s, m)| (s.to_owned(), m.to_owned())),
+        "each write of the step, in order, with the commit mode of its transaction"
+    );
+}
