@@ -92,9 +92,12 @@ impl Reaped {
 }
 
 /// The lease transaction's settings (`SET LOCAL`, one round trip): its statement's generic
-/// plan, and a commit that returns once its WAL is written, not flushed. Why that is safe:
-/// `docs/src/internals/quick-steps.md` ("Durability"); priced in
-/// `docs/benchmarks/journal/2026-12-07-lease-without-the-flush.md`.
+/// plan, and a commit that returns once its WAL is written, not flushed. That is safe because
+/// a lease lost in a crash leaves its steps as they were before, due, and its messages stale
+/// (the token is random and never drawn again), while anything that acts on a lease with
+/// effects outside waits for a flush of its own first, which covers the lease's WAL too
+/// (`docs/src/internals/quick-steps.md`, "Durability"; priced in
+/// `docs/benchmarks/journal/2026-12-07-lease-without-the-flush.md`).
 const LEASE_SESSION: &str = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), \
                              set_config('synchronous_commit', 'off', true)";
 
@@ -121,11 +124,7 @@ impl Store {
         // the generic plan's estimate is higher) it costs milliseconds of planning per round,
         // five times what it runs for. Its generic plan is right whatever the parameters
         // (`tests/explain.rs`), so this transaction asks for it.
-        //
-        // And its commit does not wait for the WAL flush (`LEASE_SESSION`): a lease lost in a
-        // crash leaves the step as it was before, due, and its message stale (the token is
-        // random and never drawn again), while anything that acts on the lease with effects
-        // outside waits for a flush of its own first, which covers the lease's WAL too.
+        // Its commit does not wait for the WAL flush ([`LEASE_SESSION`] says why).
         let mut tx = self.pool.begin().await?;
         sqlx::query(LEASE_SESSION).execute(&mut *tx).await?;
         let window = i64::from(limit.max(LEASE_KEYS_MIN));
