@@ -108,6 +108,10 @@ bench-scale: ## Claim latency with 10 thousand and with 10 million finished step
 bench-soak: ## 10 minutes of steady submit (3,000 steps/s) + execute, finished runs pruned after 2 minutes: steps/s, latency, history rows per minute
 	@DATABASE_URL=$(BENCH_DB) $(BENCH) soak --minutes 10 --rate 3000 --prune-after 2m
 
+.PHONY: bench-soak-graphile
+bench-soak-graphile: ## Graphile Worker 0.18 under bench-soak's load (3,000 jobs/s for 10 minutes): add → start per minute
+	@DATABASE_URL=$(BENCH_DB) scripts/graphile-bench.sh soak 10 3000
+
 .PHONY: bench-backlog
 bench-backlog: ## Lease churn on LocalStack's SQS: 200 one-second steps behind capacity 20, lease 3 s; then the old behaviour approximated (delivery timeout = lease)
 	@eval "$$(scripts/localstack.sh env)" && DATABASE_URL=$(BENCH_DB) $(BENCH) backlog && \

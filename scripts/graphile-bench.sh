@@ -8,7 +8,10 @@
 # times a worker from its start until no job is left (completed jobs are deleted), with the
 # Postgres work per job measured around it by scripts/pg-figures.py (as for pgbench).
 #
-# Usage: scripts/graphile-bench.sh [--json]
+# Usage: scripts/graphile-bench.sh [--json] [soak [MINUTES] [RATE]]
+#   soak: the same worker for MINUTES (10) minutes while RATE (3000) jobs a second are added,
+#   one addJobs call every 50 ms (as `rara-bench soak` submits); each minute's add → start
+#   (the job's run_at to its task's start, ms), to set beside `make bench-soak`.
 # Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres),
 #   GRAPHILE_JOBS (20000), GRAPHILE_CONCURRENCY (24), GRAPHILE_LOCAL_QUEUE (200),
 #   GRAPHILE_COMPLETE_BATCH_DELAY (0, also failJobBatchDelay), GRAPHILE_MAX_POOL (10).
@@ -18,7 +21,11 @@ set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
 
 json=false
-[[ "${1:-}" == "--json" ]] && json=true
+[[ "${1:-}" == "--json" ]] && { json=true; shift; }
+soak=false
+[[ "${1:-}" == "soak" ]] && soak=true
+minutes=${2:-10}
+rate=${3:-3000}
 jobs=${GRAPHILE_JOBS:-20000}
 
 command -v node >/dev/null || die "node is missing (Node 20 or later)"
@@ -36,6 +43,19 @@ export NODE_PATH="$install/node_modules"
 work=$(mktemp -d)
 on_exit rm -rf "$work"
 bench_scratch_db rara_graphile
+if $soak; then
+    DATABASE_URL=$BENCH_DB_URL node tools/bench/graphile/bench.cjs soak "$minutes" "$rate" > "$work/soak.json"
+    if $json; then
+        cat "$work/soak.json"
+    else
+        jq -r 'def ms: if . == null then "n/a" else tostring end;
+          "graphile-worker \(.version) (node \(.node)): \(.jobs) noop jobs added at \(.rate)/s for \(.minutes) min, concurrency \(.settings.concurrency), localQueue.size \(.settings.localQueueSize)",
+          "  add → start (ms)  p50 \(.add_to_start_ms.p50 | ms) p95 \(.add_to_start_ms.p95 | ms) p99 \(.add_to_start_ms.p99 | ms) max \(.add_to_start_ms.max | ms)",
+          "  minute    jobs  p50 ms  p99 ms  max ms",
+          (.per_minute | to_entries[] | "  \(.key + 1 | tostring | (" " * (6 - length)) + .)  \(.value.jobs // 0 | tostring | (" " * (6 - length)) + .)  \(.value.p50 | ms | (" " * (6 - length)) + .)  \(.value.p99 | ms | (" " * (6 - length)) + .)  \(.value.max | ms | (" " * (6 - length)) + .)")' "$work/soak.json"
+    fi
+    exit 0
+fi
 DATABASE_URL=$BENCH_DB_URL node tools/bench/graphile/bench.cjs prepare "$jobs"
 DATABASE_URL=$BENCH_DB_URL bench_measure "$work/postgres.json" --url "$BENCH_DB_URL" --units "$jobs" \
     --table _private_jobs -- node tools/bench/graphile/bench.cjs run "$jobs" > "$work/run.json"

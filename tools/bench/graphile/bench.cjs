@@ -6,6 +6,12 @@
 //   node bench.cjs run JOBS       a worker (run()) with the settings below, timed from start
 //                                 until no job is left (completed jobs are deleted); prints
 //                                 one JSON line
+//   node bench.cjs soak MINUTES RATE  the same worker for MINUTES minutes while one addJobs call
+//                                 of RATE/20 noop jobs is made every 50 ms (rara-bench soak's
+//                                 submitter); prints one JSON line with each minute's add →
+//                                 start: from the job's run_at (the adding transaction's now(),
+//                                 as a rara step is due at its run's created_at) to the task's
+//                                 start, in whole milliseconds (both clocks are the host's)
 //
 // Environment: DATABASE_URL; GRAPHILE_CONCURRENCY (24), GRAPHILE_LOCAL_QUEUE (200),
 // GRAPHILE_COMPLETE_BATCH_DELAY (0), GRAPHILE_MAX_POOL (10, Graphile's default).
@@ -44,6 +50,30 @@ async function prepare(jobs) {
   }
 }
 
+/** The worker of `run` and `soak`, with `noop` as its one task. */
+function worker(noop) {
+  return run({
+    connectionString,
+    concurrency: settings.concurrency,
+    maxPoolSize: settings.maxPoolSize,
+    noHandleSignals: true,
+    logger,
+    taskList: { noop },
+    preset: {
+      worker: {
+        localQueue: { size: settings.localQueueSize },
+        completeJobBatchDelay: settings.completeJobBatchDelay,
+        failJobBatchDelay: settings.failJobBatchDelay,
+      },
+    },
+  });
+}
+
+/** Prints the run's one JSON line: who ran, and `fields`. */
+function print(fields) {
+  console.log(JSON.stringify({ system: "graphile-worker", version, node: process.version, ...fields }));
+}
+
 async function remaining(client) {
   const { rows } = await client.query("SELECT count(*)::int AS n FROM graphile_worker._private_jobs");
   return rows[0].n;
@@ -56,21 +86,7 @@ async function timed(jobs) {
   let allDone;
   const done = new Promise((resolve) => (allDone = resolve));
   const t0 = process.hrtime.bigint();
-  const runner = await run({
-    connectionString,
-    concurrency: settings.concurrency,
-    maxPoolSize: settings.maxPoolSize,
-    noHandleSignals: true,
-    logger,
-    taskList: { noop: async () => {} },
-    preset: {
-      worker: {
-        localQueue: { size: settings.localQueueSize },
-        completeJobBatchDelay: settings.completeJobBatchDelay,
-        failJobBatchDelay: settings.failJobBatchDelay,
-      },
-    },
-  });
+  const runner = await worker(async () => {});
   runner.events.on("job:success", () => {
     succeeded += 1;
     if (succeeded === jobs) allDone();
@@ -81,27 +97,80 @@ async function timed(jobs) {
   const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
   await runner.stop();
   await check.end();
-  console.log(
-    JSON.stringify({
-      system: "graphile-worker",
-      version,
-      node: process.version,
-      jobs,
-      elapsed_s: elapsed,
-      jobs_per_s: jobs / elapsed,
-      settings,
-    }),
-  );
+  print({
+    jobs,
+    elapsed_s: elapsed,
+    jobs_per_s: jobs / elapsed,
+    settings,
+  });
 }
 
-const [mode, jobsArg] = process.argv.slice(2);
-const jobs = Number.parseInt(jobsArg ?? "20000", 10);
-const main = mode === "prepare" ? prepare : mode === "run" ? timed : null;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const PERIOD_MS = 50;
+const MINUTE_MS = 60_000;
+
+/** p50, p95, p99 and max (nearest rank) of `values`, in ms; null when empty. */
+function latency(values) {
+  if (values.length === 0) return null;
+  const sorted = Float64Array.from(values).sort();
+  const at = (q) => sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1];
+  return { jobs: sorted.length, p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted[sorted.length - 1] };
+}
+
+async function soak(minutes, rate) {
+  await runMigrations({ connectionString, logger });
+  const utils = await makeWorkerUtils({ connectionString, logger });
+  const perMinute = Array.from({ length: minutes }, () => []);
+  const t0 = Date.now();
+  const runner = await worker(async (_payload, helpers) => {
+    const started = Date.now();
+    const minute = Math.floor((started - t0) / MINUTE_MS);
+    if (minute < minutes) perMinute[minute].push(started - new Date(helpers.job.run_at).getTime());
+  });
+  const perAdd = Math.max(1, Math.round((rate * PERIOD_MS) / 1000));
+  const end = t0 + minutes * MINUTE_MS;
+  let added = 0;
+  for (let next = t0; next < end; next += PERIOD_MS) {
+    const wait = next - Date.now();
+    if (wait > 0) await sleep(wait);
+    await utils.addJobs(Array.from({ length: perAdd }, () => ({ identifier: "noop", payload: {} })));
+    added += perAdd;
+    if ((next - t0) % MINUTE_MS === 0 && next > t0) {
+      const m = (next - t0) / MINUTE_MS;
+      console.error(`minute ${m}: add → start ${JSON.stringify(latency(perMinute[m - 1]))}`);
+    }
+  }
+  const check = new Client({ connectionString });
+  await check.connect();
+  while ((await remaining(check)) > 0) await sleep(10);
+  await check.end();
+  await runner.stop();
+  await utils.release();
+  print({
+    minutes,
+    rate,
+    jobs: added,
+    add_to_start_ms: latency(perMinute.flat()),
+    per_minute: perMinute.map(latency),
+    settings,
+  });
+}
+
+const [mode, ...args] = process.argv.slice(2);
+const number = (text, fallback) => Number.parseInt(text ?? `${fallback}`, 10);
+const main =
+  mode === "prepare"
+    ? () => prepare(number(args[0], 20000))
+    : mode === "run"
+      ? () => timed(number(args[0], 20000))
+      : mode === "soak"
+        ? () => soak(number(args[0], 10), number(args[1], 3000))
+        : null;
 if (!main || !connectionString) {
-  console.error("usage: DATABASE_URL=... node bench.cjs prepare|run JOBS");
+  console.error("usage: DATABASE_URL=... node bench.cjs prepare|run JOBS, or soak MINUTES RATE");
   process.exit(2);
 }
-main(jobs).catch((error) => {
+main().catch((error) => {
   console.error(error);
   process.exit(1);
 });
