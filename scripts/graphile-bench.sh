@@ -49,10 +49,11 @@ if $soak; then
         cat "$work/soak.json"
     else
         jq -r 'def ms: if . == null then "n/a" else tostring end;
+          def pad: tostring | (" " * (6 - length)) + .;
           "graphile-worker \(.version) (node \(.node)): \(.jobs) noop jobs added at \(.rate)/s for \(.minutes) min, concurrency \(.settings.concurrency), localQueue.size \(.settings.localQueueSize)",
           "  add → start (ms)  p50 \(.add_to_start_ms.p50 | ms) p95 \(.add_to_start_ms.p95 | ms) p99 \(.add_to_start_ms.p99 | ms) max \(.add_to_start_ms.max | ms)",
           "  minute    jobs  p50 ms  p99 ms  max ms",
-          (.per_minute | to_entries[] | "  \(.key + 1 | tostring | (" " * (6 - length)) + .)  \(.value.jobs // 0 | tostring | (" " * (6 - length)) + .)  \(.value.p50 | ms | (" " * (6 - length)) + .)  \(.value.p99 | ms | (" " * (6 - length)) + .)  \(.value.max | ms | (" " * (6 - length)) + .)")' "$work/soak.json"
+          (.per_minute | to_entries[] | "  \(.key + 1 | pad)  \(.value.jobs // 0 | pad)  \(.value.p50 | ms | pad)  \(.value.p99 | ms | pad)  \(.value.max | ms | pad)")' "$work/soak.json"
     fi
     exit 0
 fi

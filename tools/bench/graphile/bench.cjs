@@ -74,6 +74,8 @@ function print(fields) {
   console.log(JSON.stringify({ system: "graphile-worker", version, node: process.version, ...fields }));
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
 async function remaining(client) {
   const { rows } = await client.query("SELECT count(*)::int AS n FROM graphile_worker._private_jobs");
   return rows[0].n;
@@ -93,7 +95,7 @@ async function timed(jobs) {
   });
   await done;
   // The completions are batched: the clock stops when the last one is committed.
-  while ((await remaining(check)) > 0) await new Promise((r) => setTimeout(r, 2));
+  while ((await remaining(check)) > 0) await sleep(2);
   const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
   await runner.stop();
   await check.end();
@@ -105,7 +107,6 @@ async function timed(jobs) {
   });
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const PERIOD_MS = 50;
 const MINUTE_MS = 60_000;
 
