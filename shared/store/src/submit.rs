@@ -1,9 +1,11 @@
 //! Submitting a workflow: one short transaction stores the run, its steps and their
-//! dependencies. The same idempotency key with the same inputs returns the existing run; with
-//! other inputs it is [`Error::IdempotencyConflict`] and nothing is stored. A step referencing
-//! a secret no grant permits is [`Error::SecretNotGranted`] and nothing is stored.
+//! dependencies, visible when its WAL is written and answered once it is flushed. The same
+//! idempotency key with the same inputs returns the existing run; with other inputs it is
+//! [`Error::IdempotencyConflict`] and nothing is stored. A step referencing a secret no grant
+//! permits is [`Error::SecretNotGranted`] and nothing is stored.
 
 use rara_domain::workflow::{MapSpec, Plan, PlannedStep};
+use sqlx::Connection;
 use uuid::Uuid;
 
 use crate::{DUE_CHANNEL, Error, Store, millis};
@@ -31,7 +33,8 @@ pub struct Submitted {
 
 impl Store {
     /// Stores a validated plan. Steps without dependencies are due at once; listening
-    /// schedulers are notified on [`DUE_CHANNEL`] when it commits.
+    /// schedulers are notified on [`DUE_CHANNEL`] when it commits, before its flush; it returns
+    /// once the run is durable (`SUBMIT_SESSION` says how).
     pub async fn submit(&self, plan: &Plan) -> Result<Submitted, Error> {
         self.submit_traced(plan, None).await
     }
@@ -49,12 +52,32 @@ impl Store {
         trace_context: Option<&str>,
         origin: Origin,
     ) -> Result<Submitted, Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut connection = self.pool.acquire().await?;
+        let mut tx = connection.begin().await?;
+        sqlx::query(SUBMIT_SESSION).execute(&mut *tx).await?;
         let submitted = submit_in(&mut tx, plan, trace_context, origin).await?;
         tx.commit().await?;
+        sqlx::query(FLUSH).execute(&mut *connection).await?;
         Ok(submitted)
     }
 }
+
+/// The submission's transaction commits once its WAL is written, not flushed (`SET LOCAL`):
+/// the run is visible, and its notification delivered, without waiting for the disk, whose
+/// flush at the tail of a busy minute takes tens of milliseconds
+/// (`docs/benchmarks/journal/2026-12-08-visible-before-the-flush.md`). The caller is answered
+/// only after [`FLUSH`], so a run it is told of is durable. Nothing that follows from the
+/// run outlives it in a crash before the flush: Postgres recovers a prefix of the WAL, a
+/// claim waits for its flush before anything runs outside, and that flush covers the run's
+/// WAL before it (`docs/src/internals/quick-steps.md`, "Durability").
+const SUBMIT_SESSION: &str = "SELECT set_config('synchronous_commit', 'off', true)";
+
+/// A transaction that writes WAL (a transactional logical message, which any role may emit
+/// and nothing reads) and commits with the server's `synchronous_commit`: its commit returns
+/// once the WAL up to its own record is flushed, the submission's before it included. An
+/// idempotent repeat passes through it too, so the run it is answered with is durable even
+/// when the first submission's flush has not yet returned.
+const FLUSH: &str = "SELECT pg_logical_emit_message(true, 'rara.submitted', '')";
 
 /// Stores `plan` in the caller's transaction `tx` (see [`Store::submit`]); the run and its
 /// notification exist when `tx` commits.

@@ -707,3 +707,40 @@ async fn the_lease_commits_without_the_flush_and_the_claim_and_outcome_with_it(p
         "each write of the step, in order, with the commit mode of its transaction"
     );
 }
+
+/// The submission commits without the flush, so its run is visible and its steps due at once,
+/// and answers only after a flush past its commit: a run a caller is told of is durable. Read at
+/// the submission's commit by a deferred trigger (the commit mode, and the WAL's insert position
+/// just before the commit record); the flush position is read after the answer.
+#[sqlx::test(migrator = "rara_store::MIGRATOR")]
+async fn a_submission_is_visible_before_its_flush_and_answered_after_it(pool: PgPool) {
+    sqlx::raw_sql(
+        "CREATE TABLE submit_commits (mode text, at pg_lsn);
+         CREATE FUNCTION record_submit_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           INSERT INTO submit_commits VALUES (current_setting('synchronous_commit'), pg_current_wal_insert_lsn());
+           RETURN NULL;
+         END $$;
+         CREATE CONSTRAINT TRIGGER record_submit_commit AFTER INSERT ON workflow_runs
+           DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_submit_commit();",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let store = Store::new(pool.clone());
+    let keyed = "name: one\nidempotency_key: k1\nsteps:\n  - {name: a, operation: noop}\n";
+    let first = store.submit(&plan(keyed)).await.unwrap();
+    let (mode, flushed): (String, bool) =
+        sqlx::query_as("SELECT mode, pg_current_wal_flush_lsn() > at FROM submit_commits")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(mode, "off", "the submission's own commit does not wait for the flush");
+    assert!(flushed, "the answer comes after the WAL past the submission's commit is flushed");
+    assert_eq!(store.lease_due("scheduler", 10, LEASE).await.unwrap().len(), 1, "its step is due");
+
+    let again = store.submit(&plan(keyed)).await.unwrap();
+    assert_eq!((again.run_id, again.created), (first.run_id, false), "the same key answers with the same run");
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM submit_commits").fetch_one(&pool).await.unwrap();
+    assert_eq!(runs, 1, "the repeat stored nothing");
+}
